@@ -1,0 +1,1 @@
+"""Loaders for released data sets in their published schemas."""

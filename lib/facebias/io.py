@@ -1,0 +1,76 @@
+"""File I/O at the edges: atomic writes, so a crash never leaves a half-written output."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["write_text_atomic", "write_json_atomic", "atomic_path", "repo_root", "load_params"]
+
+
+class atomic_path:
+    """Context manager yielding a temporary path next to ``path``; renamed onto it on success.
+
+    >>> with atomic_path("out.parquet") as tmp:
+    ...     df.to_parquet(tmp)
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def __enter__(self) -> Path:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        os.close(fd)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(name, 0o666 & ~umask)  # mkstemp makes 0600; give the usual file mode
+        self.tmp = Path(name)
+        return self.tmp
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any, indent: int = 2) -> Path:
+    return write_text_atomic(path, json.dumps(obj, indent=indent, allow_nan=False) + "\n")
+
+
+def repo_root(start: str | os.PathLike | None = None) -> Path:
+    """The folder holding ``dvc.yaml``, searched upwards from ``start`` (default: cwd).
+
+    Notebooks run from the repo root under papermill but from ``notebooks/`` in
+    JupyterLab; resolving paths from here makes both work.
+    """
+    here = Path(start or Path.cwd()).resolve()
+    for p in (here, *here.parents):
+        if (p / "dvc.yaml").exists():
+            return p
+    raise FileNotFoundError(f"no dvc.yaml found in {here} or any parent folder")
+
+
+def load_params(path: str | os.PathLike = "params.yaml", section: str | None = None) -> dict:
+    """Read ``params.yaml`` (or one of its sections), with a clear error when absent."""
+    import yaml
+
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"parameter file {p} not found (run from the repository root)")
+    data = yaml.safe_load(p.read_text()) or {}
+    if section is None:
+        return data
+    if section not in data:
+        raise KeyError(f"{p}: no section {section!r}; sections are {sorted(data)}")
+    return data[section]

@@ -1,0 +1,555 @@
+"""Verification error rates of face recognition systems.
+
+Conventions (used everywhere in facebias)
+-----------------------------------------
+* Scores are **similarities**: higher means more alike.
+* At threshold ``t`` a pair is a **match** iff ``score > t``.
+* ``FMR(t) = mean(impostor > t)``   false match rate (FAR, FPR).
+* ``FNMR(t) = mean(genuine <= t)``  false non-match rate (FRR, FNR); ``TAR = 1 - FNMR``.
+* Rates are fractions in [0, 1], never percentages.
+* ``threshold_at_fmr(impostor, f)`` is the smallest impostor score ``t`` with
+  ``FMR(t) <= f``; the achieved FMR can be below ``f`` when scores tie or ``f * n``
+  is not an integer.
+
+Every function validates its input and raises ``ValueError`` naming the argument (or
+DataFrame column) and the problem: NaN or infinite scores, labels that are not 0/1,
+an empty group, rates outside (0, 1). Nothing is silently dropped.
+
+Everything is vectorised and sort based, O(n log n) in the number of scores.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from facebias.stats import bootstrap_weights, percentile_interval
+
+__all__ = [
+    "DetCurve",
+    "GroupReport",
+    "check_scores",
+    "check_rates",
+    "check_labels",
+    "threshold_at_fmr",
+    "fmr_at",
+    "fnmr_at",
+    "fnmr_at_fmr",
+    "tar_at_far",
+    "operating_points",
+    "det_curve",
+    "eer",
+    "d_prime",
+    "max_min_ratio",
+    "gini",
+    "fdr",
+    "garbe",
+    "inequity_rate",
+    "group_report",
+]
+
+
+# --------------------------------------------------------------------------- validation
+def _row(label: Any) -> Any:
+    """A row label as plain Python (numpy 2 would print ``np.int64(7)``)."""
+    return label.item() if isinstance(label, np.generic) else label
+
+
+def check_scores(scores: Any, name: str = "scores", index: Any = None) -> np.ndarray:
+    """Return ``scores`` as a non-empty 1-D float array; raise ``ValueError`` otherwise.
+
+    float32 input stays float32 (no copy); integers and bools become float64.
+    ``index``: row labels used in error messages (e.g. a DataFrame's index).
+    """
+    a = np.asarray(scores)
+    if a.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array of scores, got shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"{name}: no scores (empty array)")
+    if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
+        try:
+            a = a.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name}: scores must be real numbers, got dtype {a.dtype}") from exc
+    if not np.issubdtype(a.dtype, np.floating):
+        a = a.astype(np.float64)
+    finite = np.isfinite(a)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        where = f"row {_row(index[bad[0]])!r}" if index is not None else f"position {bad[0]}"
+        raise ValueError(
+            f"{name}: {bad.size} non-finite score(s) (NaN or inf), first in {where} "
+            f"(value {a[bad[0]]}); scores are never dropped silently"
+        )
+    return a
+
+
+def check_rates(rates: Any, name: str = "fmr") -> tuple[np.ndarray, bool]:
+    """Validate target rates in the open interval (0, 1).
+
+    Returns the rates as a 1-D float64 array and whether the input was a scalar.
+    """
+    a = np.asarray(rates, dtype=np.float64)
+    scalar = a.ndim == 0
+    a = np.atleast_1d(a)
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"{name}: expected a number or a 1-D list of numbers, got {rates!r}")
+    bad = ~((a > 0) & (a < 1))
+    if bad.any():
+        raise ValueError(f"{name}: target rates must lie in (0, 1), got {a[bad][0]!r}")
+    return a, scalar
+
+
+def check_labels(labels: Any, name: str = "label") -> np.ndarray:
+    """Return labels as a bool array (True = genuine); raise unless every value is 0/1 or bool."""
+    s = pd.Series(labels) if not isinstance(labels, pd.Series) else labels
+    if s.isna().any():
+        raise ValueError(f"{name}: missing label in row {_row(s.index[s.isna().to_numpy()][0])!r}")
+    if s.dtype == bool:
+        return s.to_numpy()
+    values = pd.to_numeric(s, errors="coerce")
+    ok = values.isin([0, 1]).to_numpy()
+    if not ok.all():
+        row = s.index[~ok][0]
+        raise ValueError(
+            f"{name}: labels must be 0/1 or bool (1 = genuine), got {_row(s.loc[row])!r} "
+            f"in row {_row(row)!r}"
+        )
+    return values.to_numpy() == 1
+
+
+# --------------------------------------------------------------------------- operating points
+def _allowed_false_matches(fmr: np.ndarray, n: int) -> np.ndarray:
+    """Largest integer k with ``k / n <= fmr`` in floating point (vectorised)."""
+    k = np.floor(fmr * n).astype(np.int64)
+    k = np.where(k / n > fmr, k - 1, k)
+    k = np.where((k + 1) / n <= fmr, k + 1, k)
+    return np.clip(k, 0, n - 1)
+
+
+def _thresholds_sorted(sorted_impostor: np.ndarray, fmr: np.ndarray) -> np.ndarray:
+    """``threshold_at_fmr`` on impostor scores already sorted ascending."""
+    n = sorted_impostor.size
+    return sorted_impostor[n - 1 - _allowed_false_matches(fmr, n)]
+
+
+def _maybe_scalar(values: np.ndarray, scalar: bool):
+    return values[0].item() if scalar else values
+
+
+def threshold_at_fmr(impostor: Any, fmr: float | Sequence[float]) -> float | np.ndarray:
+    """Smallest impostor score ``t`` with ``FMR(t) = mean(impostor > t) <= fmr``.
+
+    ``fmr`` may be a number (returns a float) or a list (returns an array of the
+    impostor dtype). With n impostors at most ``floor(fmr * n)`` of them exceed ``t``.
+    """
+    imp = check_scores(impostor, "impostor")
+    rates, scalar = check_rates(fmr, "fmr")
+    k = _allowed_false_matches(rates, imp.size)
+    kth = imp.size - 1 - k
+    part = np.partition(imp, np.unique(kth))
+    return _maybe_scalar(part[kth], scalar)
+
+
+def fmr_at(impostor: Any, threshold: float | Sequence[float]) -> float | np.ndarray:
+    """``FMR(t) = mean(impostor > t)`` for one threshold or a list of thresholds."""
+    imp = check_scores(impostor, "impostor")
+    t = np.atleast_1d(np.asarray(threshold, dtype=np.float64))
+    above = imp.size - np.searchsorted(np.sort(imp), t, side="right")
+    return _maybe_scalar(above / imp.size, np.ndim(threshold) == 0)
+
+
+def fnmr_at(genuine: Any, threshold: float | Sequence[float]) -> float | np.ndarray:
+    """``FNMR(t) = mean(genuine <= t)`` for one threshold or a list of thresholds."""
+    gen = check_scores(genuine, "genuine")
+    t = np.atleast_1d(np.asarray(threshold, dtype=np.float64))
+    if t.size <= 16:  # a few thresholds: counting beats sorting
+        at_most = np.array([np.count_nonzero(gen <= x) for x in t], dtype=np.int64)
+    else:
+        at_most = np.searchsorted(np.sort(gen), t, side="right")
+    return _maybe_scalar(at_most / gen.size, np.ndim(threshold) == 0)
+
+
+def fnmr_at_fmr(genuine: Any, impostor: Any, fmr: float | Sequence[float]) -> float | np.ndarray:
+    """FNMR at the threshold ``threshold_at_fmr(impostor, fmr)``."""
+    gen = check_scores(genuine, "genuine")
+    t = threshold_at_fmr(impostor, fmr)
+    return fnmr_at(gen, t)
+
+
+def tar_at_far(genuine: Any, impostor: Any, far: float | Sequence[float]) -> float | np.ndarray:
+    """True accept rate ``1 - FNMR`` at the threshold where ``FMR <= far`` (standard TAR@FAR)."""
+    fnmr = fnmr_at_fmr(genuine, impostor, far)
+    return 1.0 - fnmr
+
+
+def operating_points(genuine: Any, impostor: Any, fmr: Sequence[float]) -> pd.DataFrame:
+    """Table of ``fmr_target, threshold, fmr`` (achieved), ``fnmr, tar`` at each target FMR."""
+    gen = check_scores(genuine, "genuine")
+    imp = check_scores(impostor, "impostor")
+    rates, _ = check_rates(fmr, "fmr")
+    t = np.asarray(threshold_at_fmr(imp, rates), dtype=np.float64)
+    fnmr = np.asarray(fnmr_at(gen, t))
+    return pd.DataFrame(
+        {"fmr_target": rates, "threshold": t, "fmr": fmr_at(imp, t), "fnmr": fnmr, "tar": 1 - fnmr}
+    )
+
+
+# --------------------------------------------------------------------------- curves
+class DetCurve(NamedTuple):
+    """Every distinct operating point, thresholds ascending.
+
+    ``thresholds[0] = -inf`` (everything matches: FMR 1, FNMR 0); every later threshold
+    is a distinct score value, with ``fmr[i] = FMR(thresholds[i])`` and
+    ``fnmr[i] = FNMR(thresholds[i])``. ``fmr`` is non-increasing, ``fnmr`` non-decreasing.
+    """
+
+    thresholds: np.ndarray
+    fmr: np.ndarray
+    fnmr: np.ndarray
+
+
+def det_curve(genuine: Any, impostor: Any, chunk: int = 1 << 20) -> DetCurve:
+    """DET curve at every distinct threshold (the ROC is ``(fmr, 1 - fnmr)``).
+
+    Scores keep their float dtype (float32 input gives float32 thresholds); the rates
+    are float64. Work is O(n log n): one sort of each score set, one linear merge.
+    """
+    imp = np.sort(check_scores(impostor, "impostor"))
+    gen = np.sort(check_scores(genuine, "genuine"))
+    merged = np.concatenate((imp, gen.astype(imp.dtype, copy=False)))
+    merged.sort(kind="stable")  # timsort: a linear merge of the two sorted runs
+    last = np.empty(merged.size, dtype=bool)
+    np.not_equal(merged[1:], merged[:-1], out=last[:-1])
+    last[-1] = True
+    m = int(np.count_nonzero(last))
+    thresholds = np.empty(m + 1, dtype=merged.dtype)
+    thresholds[0] = -np.inf
+    np.compress(last, merged, out=thresholds[1:])
+    del merged, last
+    fmr = np.empty(m + 1)
+    fnmr = np.empty(m + 1)
+    fmr[0], fnmr[0] = 1.0, 0.0
+    for a in range(0, m, chunk):  # chunks bound the int64 temporaries
+        u = thresholds[1 + a : 1 + min(a + chunk, m)]
+        fmr[1 + a : 1 + a + u.size] = (imp.size - np.searchsorted(imp, u, side="right")) / imp.size
+        fnmr[1 + a : 1 + a + u.size] = np.searchsorted(gen, u, side="right") / gen.size
+    return DetCurve(thresholds, fmr, fnmr)
+
+
+def _eer_from_curve(curve: DetCurve) -> float:
+    d = curve.fmr - curve.fnmr  # non-increasing, starts at 1, ends at -1
+    k = int(np.argmax(d <= 0))
+    alpha = d[k - 1] / (d[k - 1] - d[k])
+    return float(curve.fmr[k - 1] + alpha * (curve.fmr[k] - curve.fmr[k - 1]))
+
+
+def eer(genuine: Any, impostor: Any) -> float:
+    """Equal error rate: where FMR = FNMR on the DET polyline, linearly interpolated.
+
+    The crossing lies on the segment between the last point with FMR > FNMR and the
+    first with FMR <= FNMR; the result is the common rate at the intersection.
+    """
+    return _eer_from_curve(det_curve(genuine, impostor))
+
+
+def d_prime(genuine: Any, impostor: Any) -> float:
+    """Decidability ``|mu_g - mu_i| / sqrt((var_g + var_i) / 2)`` (population variances)."""
+    gen = check_scores(genuine, "genuine").astype(np.float64, copy=False)
+    imp = check_scores(impostor, "impostor").astype(np.float64, copy=False)
+    spread = np.sqrt((gen.var() + imp.var()) / 2)
+    if spread == 0:
+        raise ValueError("d_prime: both score sets are constant (zero variance)")
+    return float(abs(gen.mean() - imp.mean()) / spread)
+
+
+# --------------------------------------------------------------------------- fairness summaries
+def max_min_ratio(rates: Any) -> np.ndarray | float:
+    """max / min across groups (last axis). 0/0 gives 1 (all equal), x/0 gives inf."""
+    x = np.asarray(rates, dtype=np.float64)
+    hi, lo = x.max(axis=-1), x.min(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(hi == 0, 1.0, hi / lo)
+    return r if r.ndim else float(r)
+
+
+def gini(rates: Any) -> np.ndarray | float:
+    """Gini coefficient across groups (last axis), with the n/(n-1) correction of GARBE.
+
+    ``G(x) = n/(n-1) * sum_i sum_j |x_i - x_j| / (2 n^2 mean(x))``; 0 when all equal.
+    """
+    x = np.asarray(rates, dtype=np.float64)
+    n = x.shape[-1]
+    if n < 2:
+        raise ValueError("gini: needs at least two groups")
+    diff = np.abs(x[..., :, None] - x[..., None, :]).sum(axis=(-1, -2))
+    mean = x.mean(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = np.where(mean == 0, 0.0, n / (n - 1) * diff / (2 * n**2 * mean))
+    return g if g.ndim else float(g)
+
+
+def fdr(fmr_groups: Any, fnmr_groups: Any, alpha: float = 0.5) -> np.ndarray | float:
+    """Fairness Discrepancy Rate (de Freitas Pereira & Marcel): 1 = fair.
+
+    ``1 - (alpha * max|FMR_i - FMR_j| + (1 - alpha) * max|FNMR_i - FNMR_j|)``.
+    """
+    a = np.ptp(np.asarray(fmr_groups, dtype=np.float64), axis=-1)
+    b = np.ptp(np.asarray(fnmr_groups, dtype=np.float64), axis=-1)
+    r = 1 - (alpha * a + (1 - alpha) * b)
+    return r if np.ndim(r) else float(r)
+
+
+def garbe(fmr_groups: Any, fnmr_groups: Any, alpha: float = 0.5) -> np.ndarray | float:
+    """Gini Aggregation Rate for Biometric Equitability (Howard et al.): 0 = fair."""
+    r = alpha * np.asarray(gini(fmr_groups)) + (1 - alpha) * np.asarray(gini(fnmr_groups))
+    return r if np.ndim(r) else float(r)
+
+
+def inequity_rate(fmr_groups: Any, fnmr_groups: Any, alpha: float = 0.5) -> np.ndarray | float:
+    """Inequity rate ``(max/min FMR)^alpha * (max/min FNMR)^(1-alpha)``: 1 = fair.
+
+    Infinite when some group has a zero rate and another does not.
+    """
+    r = np.asarray(max_min_ratio(fmr_groups)) ** alpha * np.asarray(
+        max_min_ratio(fnmr_groups)
+    ) ** (1 - alpha)
+    return r if np.ndim(r) else float(r)
+
+
+def _summaries(fmr_g: np.ndarray, fnmr_g: np.ndarray, alpha: float) -> dict[str, np.ndarray]:
+    """All fairness summaries across groups (last axis); NaN (undefined) for a single group."""
+    if fmr_g.shape[-1] < 2:
+        nan = np.full(fmr_g.shape[:-1], np.nan)
+        return dict.fromkeys(("fmr_ratio", "fnmr_ratio", "fdr", "garbe", "inequity_rate"), nan)
+    return {
+        "fmr_ratio": np.asarray(max_min_ratio(fmr_g)),
+        "fnmr_ratio": np.asarray(max_min_ratio(fnmr_g)),
+        "fdr": np.asarray(fdr(fmr_g, fnmr_g, alpha)),
+        "garbe": np.asarray(garbe(fmr_g, fnmr_g, alpha)),
+        "inequity_rate": np.asarray(inequity_rate(fmr_g, fnmr_g, alpha)),
+    }
+
+
+# --------------------------------------------------------------------------- weighted rates
+class _SortedScores:
+    """One score set sorted once, for rates and thresholds under many weightings.
+
+    Weights are pair multiplicities from a bootstrap replicate; ``weights=None`` means 1.
+    """
+
+    def __init__(self, scores: np.ndarray, rows: np.ndarray):
+        order = np.argsort(scores, kind="stable")
+        self.values = scores[order]
+        self.rows = rows[order]
+        last = np.empty(self.values.size, dtype=bool)
+        np.not_equal(self.values[1:], self.values[:-1], out=last[:-1])
+        last[-1] = True
+        self.run_end = np.flatnonzero(last)  # index of the last element of each tie run
+
+    def _cumulative(self, weights: np.ndarray | None) -> tuple[np.ndarray, float]:
+        if weights is None:
+            return np.arange(1, self.values.size + 1, dtype=np.float64), float(self.values.size)
+        cw = np.cumsum(weights[self.rows], dtype=np.float64)
+        return cw, float(cw[-1])
+
+    def threshold(self, fmr: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        """Smallest score t with weighted FMR(t) <= fmr (NaN if the total weight is 0)."""
+        cw, total = self._cumulative(weights)
+        if total == 0:
+            return np.full(fmr.shape, np.nan)
+        above = (total - cw[self.run_end]) / total  # non-increasing over runs
+        r = np.searchsorted(-above, -fmr, side="left")
+        return self.values[self.run_end[r]].astype(np.float64)
+
+    def fraction_above(self, t: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        """Weighted share of scores > t."""
+        cw, total = self._cumulative(weights)
+        if total == 0:
+            return np.full(t.shape, np.nan)
+        i = np.searchsorted(self.values, t, side="right")
+        at_most = np.where(i > 0, cw[np.maximum(i - 1, 0)], 0.0)
+        return (total - at_most) / total
+
+
+# --------------------------------------------------------------------------- group report
+@dataclass
+class GroupReport:
+    """Per-group error rates at global and per-group thresholds, with fairness summaries.
+
+    ``table``: one row per (fmr_target, group). ``*_global`` columns use one threshold set
+    on all impostors pooled (NIST style); ``*_group`` columns use each group's own
+    threshold (BFW style). ``*_lo``/``*_hi`` are bootstrap percentile intervals.
+    ``fmr_dev_*_pct`` = 100 (FMR - target) / target.
+    ``summary``: one row per (fmr_target, policy) with max/min FMR and FNMR ratios, FDR,
+    GARBE and the inequity rate across groups, with intervals.
+    """
+
+    table: pd.DataFrame
+    summary: pd.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (infinite values become the string "inf")."""
+
+        def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+            out = json.loads(df.to_json(orient="records", double_precision=15))
+            for rec, (_, row) in zip(out, df.iterrows(), strict=True):
+                for k, v in row.items():
+                    if isinstance(v, float) and np.isinf(v):
+                        rec[k] = "inf" if v > 0 else "-inf"
+            return out
+
+        return {"meta": self.meta, "groups": records(self.table), "summary": records(self.summary)}
+
+    def to_json(self, path=None, indent: int = 2) -> str:
+        text = json.dumps(self.to_dict(), indent=indent)
+        if path is not None:
+            from facebias.io import write_text_atomic
+
+            write_text_atomic(path, text + "\n")
+        return text
+
+    def __str__(self) -> str:
+        m = self.meta
+        head = (
+            f"group report: score={m['score']!r} label={m['label']!r} group={m['group']!r} "
+            f"| {m['n_genuine']} genuine, {m['n_impostor']} impostor pairs | "
+            f"{m['n_boot']} bootstrap replicates resampling {m['bootstrap_unit']}, {m['ci']:.0%} CI"
+        )
+        cols = ["fmr_target", "group", "n_genuine", "n_impostor", "fmr_global", "fnmr_global",
+                "fmr_group", "fnmr_group", "fmr_dev_global_pct"]
+        with pd.option_context("display.width", 140, "display.max_columns", 20):
+            body = self.table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}")
+            summ = self.summary[["fmr_target", "policy", "fmr_ratio", "fnmr_ratio", "fdr",
+                                 "garbe", "inequity_rate"]].to_string(
+                index=False, float_format=lambda v: f"{v:.4g}")
+        return f"{head}\n{body}\n\nfairness across groups\n{summ}"
+
+
+def _column(pairs: pd.DataFrame, name: str, role: str) -> pd.Series:
+    if name not in pairs.columns:
+        raise ValueError(f"{role} column {name!r} not found; columns are {list(pairs.columns)}")
+    return pairs[name]
+
+
+def group_report(
+    pairs: pd.DataFrame,
+    score: str,
+    label: str,
+    group: str,
+    fmr: float | Sequence[float] = (1e-3,),
+    *,
+    ids: tuple[str, str] | None = None,
+    n_boot: int = 200,
+    ci: float = 0.95,
+    seed: int = 0,
+    alpha: float = 0.5,
+) -> GroupReport:
+    """Per-group FMR/FNMR at a global and at per-group thresholds, with bootstrap CIs.
+
+    pairs: one row per comparison. ``score``: similarity column (match iff score > t).
+    ``label``: 1/True = genuine, 0/False = impostor. ``group``: the pair's group (e.g. the
+    query's subgroup). ``fmr``: target FMR(s) in (0, 1). ``ids``: the two identity columns;
+    when given, the bootstrap resamples identities (a pair's weight is the product of its
+    identities' multiplicities; a genuine pair's is its identity's), otherwise pairs.
+    Thresholds are re-estimated in every replicate. ``alpha`` weights FMR against FNMR
+    in FDR, GARBE and the inequity rate.
+    """
+    if not isinstance(pairs, pd.DataFrame):
+        raise ValueError(f"pairs: expected a pandas DataFrame, got {type(pairs).__name__}")
+    if len(pairs) == 0:
+        raise ValueError("pairs: the table has no rows")
+    s = check_scores(_column(pairs, score, "score").to_numpy(), f"column {score!r}", pairs.index)
+    is_gen = check_labels(_column(pairs, label, "label"), f"column {label!r}")
+    g = _column(pairs, group, "group")
+    if g.isna().any():
+        first = _row(g.index[g.isna().to_numpy()][0])
+        raise ValueError(f"column {group!r}: missing group in row {first!r}")
+    rates, _ = check_rates(fmr, "fmr")
+    if not 0 < ci < 1:
+        raise ValueError(f"ci: must lie in (0, 1), got {ci!r}")
+    if n_boot < 0:
+        raise ValueError(f"n_boot: must be >= 0, got {n_boot!r}")
+    codes, names = pd.factorize(g, sort=True)
+    rows = np.arange(len(pairs))
+    gen_sets, imp_sets = [], []
+    for k, name in enumerate(names):
+        in_g = codes == k
+        for sets, mask, what in ((gen_sets, in_g & is_gen, "genuine"), (imp_sets, in_g & ~is_gen, "impostor")):
+            if not mask.any():
+                raise ValueError(f"column {group!r}: group {name!r} has no {what} pairs")
+            sets.append(_SortedScores(s[mask], rows[mask]))
+    if not (~is_gen).any() or not is_gen.any():
+        raise ValueError(f"column {label!r}: needs both genuine (1) and impostor (0) pairs")
+    pooled = _SortedScores(s[~is_gen], rows[~is_gen])
+
+    def evaluate(weights: np.ndarray | None) -> dict[str, np.ndarray]:
+        """All estimates for one weighting: arrays of shape (n_fmr, n_groups)."""
+        t_glob = pooled.threshold(rates, weights)
+        out = {"threshold_global": np.repeat(t_glob[:, None], len(names), axis=1)}
+        cols = {k: [] for k in ("fmr_global", "fnmr_global", "threshold_group", "fmr_group", "fnmr_group")}
+        for gs, im in zip(gen_sets, imp_sets, strict=True):
+            t_g = im.threshold(rates, weights)
+            cols["fmr_global"].append(im.fraction_above(t_glob, weights))
+            cols["fnmr_global"].append(1 - gs.fraction_above(t_glob, weights))
+            cols["threshold_group"].append(t_g)
+            cols["fmr_group"].append(im.fraction_above(t_g, weights))
+            cols["fnmr_group"].append(1 - gs.fraction_above(t_g, weights))
+        out.update({k: np.stack(v, axis=1) for k, v in cols.items()})
+        return out
+
+    point = evaluate(None)
+    boots: dict[str, list[np.ndarray]] = {k: [] for k in point}
+    if ids is not None:
+        id1 = _column(pairs, ids[0], "identity").to_numpy()
+        id2 = _column(pairs, ids[1], "identity").to_numpy()
+        unit = "identities"
+    else:
+        id1 = id2 = None
+        unit = "pairs"
+    for w in bootstrap_weights(len(pairs), n_boot, seed, id1=id1, id2=id2):
+        for k, v in evaluate(w).items():
+            boots[k].append(v)
+
+    n_gen = np.array([x.values.size for x in gen_sets])
+    n_imp = np.array([x.values.size for x in imp_sets])
+    table = []
+    for f in rates:
+        for j, name in enumerate(names):
+            table.append({"fmr_target": f, "group": name, "n_genuine": int(n_gen[j]),
+                          "n_impostor": int(n_imp[j])})
+    table = pd.DataFrame(table)
+    for k, v in point.items():
+        table[k] = v.reshape(-1)
+        if n_boot and k != "threshold_global":
+            lo, hi = percentile_interval(np.stack(boots[k]), ci)
+            table[f"{k}_lo"], table[f"{k}_hi"] = lo.reshape(-1), hi.reshape(-1)
+    for pol in ("global", "group"):
+        table[f"fmr_dev_{pol}_pct"] = 100 * (table[f"fmr_{pol}"] - table["fmr_target"]) / table["fmr_target"]
+
+    summary = []
+    for pol in ("global", "group"):
+        est = _summaries(point[f"fmr_{pol}"], point[f"fnmr_{pol}"], alpha)
+        if n_boot:
+            reps = _summaries(np.stack(boots[f"fmr_{pol}"]), np.stack(boots[f"fnmr_{pol}"]), alpha)
+            intervals = {k: percentile_interval(v, ci) for k, v in reps.items()}
+        for i, f in enumerate(rates):
+            row = {"fmr_target": f, "policy": pol}
+            for k, v in est.items():
+                row[k] = float(v[i])
+                if n_boot:
+                    row[f"{k}_lo"], row[f"{k}_hi"] = (float(x[i]) for x in intervals[k])
+            summary.append(row)
+    meta = {
+        "score": score, "label": label, "group": group, "fmr": rates.tolist(),
+        "n_genuine": int(is_gen.sum()), "n_impostor": int((~is_gen).sum()),
+        "n_boot": int(n_boot), "ci": ci, "seed": seed, "alpha": alpha, "bootstrap_unit": unit,
+        "conventions": "scores are similarities; match iff score > t; rates are fractions",
+    }
+    return GroupReport(table, pd.DataFrame(summary), meta)

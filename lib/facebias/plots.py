@@ -1,0 +1,113 @@
+"""Shared figure helpers: group colours, DET axes, score distributions, heatmaps.
+
+Every figure carries a provenance stamp (``stamp``) saying which backend produced it,
+so simulated results are never mistaken for a paper's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from facebias.io import atomic_path
+from facebias.metrics import DetCurve
+
+#: BFW subgroups: one hue per ethnicity, dark = male, light = female.
+GROUP_COLORS = {
+    "AF": "#f4a582", "AM": "#ca0020", "BF": "#92c5de", "BM": "#0571b0",
+    "IF": "#a6dba0", "IM": "#008837", "WF": "#c2a5cf", "WM": "#7b3294",
+}
+
+
+def group_color(group: str, i: int = 0) -> str:
+    return GROUP_COLORS.get(group, plt.rcParams["axes.prop_cycle"].by_key()["color"][i % 10])
+
+
+def thin_curve(curve: DetCurve, n: int = 4000) -> DetCurve:
+    """At most ~n points of a DET curve, spaced evenly in log FMR and log FNMR, for plotting."""
+    m = curve.fmr.size
+    if m <= n:
+        return curve
+    keep = np.zeros(m, dtype=bool)
+    keep[[0, -1]] = True
+
+    def log_grid(rate: np.ndarray) -> np.ndarray:
+        lo = rate[rate > 0].min() if (rate > 0).any() else 1.0
+        return np.logspace(np.log10(lo), 0, n // 2)
+
+    fnmr = curve.fnmr  # non-decreasing along the curve
+    keep[np.clip(np.searchsorted(fnmr, log_grid(fnmr)), 0, m - 1)] = True
+    fmr_up = curve.fmr[::-1]  # fmr is non-increasing; search its reversal
+    keep[m - 1 - np.clip(np.searchsorted(fmr_up, log_grid(fmr_up)), 0, m - 1)] = True
+    return DetCurve(*(a[keep] for a in curve))
+
+
+def det_axes(ax: plt.Axes, fmr_min: float = 1e-5, fnmr_min: float = 1e-4) -> plt.Axes:
+    """Log-log DET axes: FMR on x, FNMR on y (fractions)."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(fmr_min, 1)
+    ax.set_ylim(fnmr_min, 1)
+    ax.set_xlabel("FMR (false match rate)")
+    ax.set_ylabel("FNMR (false non-match rate)")
+    ax.grid(True, which="major", alpha=0.4)
+    ax.grid(True, which="minor", alpha=0.1)
+    return ax
+
+
+def plot_det(ax: plt.Axes, curves: Mapping[str, DetCurve], **det_kw) -> plt.Axes:
+    """One DET curve per label (e.g. per subgroup) on log-log axes."""
+    det_axes(ax, **det_kw)
+    for i, (label, c) in enumerate(curves.items()):
+        t = thin_curve(c)
+        ax.plot(t.fmr, t.fnmr, color=group_color(label, i), label=label, lw=1.5)
+    ax.legend(fontsize=8, ncol=2)
+    return ax
+
+
+def plot_score_distributions(
+    axes: Sequence[plt.Axes], df: pd.DataFrame, score: str, groups: Sequence[str],
+    bins: int = 80,
+) -> None:
+    """Genuine and impostor score histograms (density), one panel per group."""
+    lo, hi = np.quantile(df[score], [0.0005, 0.9995])
+    edges = np.linspace(lo, hi, bins + 1)
+    for ax, g in zip(axes, groups, strict=False):
+        sub = df[df["group"] == g]
+        for lab, name, ls in ((0, "impostor", "-"), (1, "genuine", "--")):
+            ax.hist(sub.loc[sub["label"] == lab, score], bins=edges, density=True,
+                    histtype="step", color=group_color(g), ls=ls, lw=1.4, label=name)
+        ax.set_title(g, fontsize=10)
+        ax.set_yticks([])
+    axes[0].legend(fontsize=7)
+
+
+def heatmap(ax: plt.Axes, table: pd.DataFrame, fmt: str = "{:+.0f}", cmap: str = "RdBu_r",
+            vmax: float | None = None, label: str = "") -> None:
+    """Annotated diverging heatmap of a (rows × columns) table centred at 0."""
+    v = table.to_numpy(dtype=float)
+    vmax = vmax or max(np.nanmax(np.abs(v)), 1e-9)
+    im = ax.imshow(v, cmap=cmap, vmin=-vmax, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(v.shape[1]), [f"{c:g}" for c in table.columns])
+    ax.set_yticks(range(v.shape[0]), table.index)
+    for (i, j), x in np.ndenumerate(v):
+        ax.text(j, i, fmt.format(x), ha="center", va="center", fontsize=8,
+                color="white" if abs(x) > 0.6 * vmax else "black")
+    plt.colorbar(im, ax=ax, label=label, shrink=0.8)
+
+
+def stamp(fig: plt.Figure, text: str) -> None:
+    """Provenance line at the bottom of a figure (backend, data, seed)."""
+    fig.text(0.005, 0.005, text, fontsize=7, color="0.35", ha="left", va="bottom")
+
+
+def save(fig: plt.Figure, path: str | Path, dpi: int = 120) -> Path:
+    """Save atomically (no half-written PNG after a crash)."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=path.suffix.lstrip(".") or "png")
+    return path

@@ -1,0 +1,86 @@
+"""Statistical helpers shared by every study: bootstrap, intervals.
+
+One bootstrap for the whole project: ``bootstrap_weights`` yields, per replicate, a
+multiplicity for every row (pair). Estimators take the weights, so a replicate never
+copies the data, and resampling *identities* instead of pairs is a change of weights.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _st
+
+__all__ = ["bootstrap_weights", "percentile_interval", "wilson_interval"]
+
+
+def bootstrap_weights(
+    n: int,
+    n_boot: int,
+    seed: int,
+    *,
+    id1: Any = None,
+    id2: Any = None,
+) -> Iterator[np.ndarray]:
+    """Yield ``n_boot`` weight vectors (float64, length ``n``) of a nonparametric bootstrap.
+
+    Without identities, rows are resampled with replacement (weight = how often a row was
+    drawn). With ``id1``/``id2`` (the two identity columns of a pair table) identities are
+    resampled with replacement instead (a cluster bootstrap): identity ``i`` drawn ``m_i``
+    times gives a pair ``(a, b)`` the weight ``m_a * m_b``, and a same-identity pair
+    ``(a, a)`` the weight ``m_a``. Deterministic given ``seed``.
+    """
+    if n_boot < 0:
+        raise ValueError(f"n_boot: must be >= 0, got {n_boot}")
+    rng = np.random.default_rng(seed)
+    if id1 is None and id2 is None:
+        for _ in range(n_boot):
+            yield np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
+        return
+    if id1 is None or id2 is None:
+        raise ValueError("bootstrap_weights: give both identity columns id1 and id2, or neither")
+    a = np.asarray(id1)
+    b = np.asarray(id2)
+    if a.shape != (n,) or b.shape != (n,):
+        raise ValueError(f"identity columns must have length {n}, got {a.shape} and {b.shape}")
+    codes, uniques = pd.factorize(np.concatenate([a, b]))
+    if (codes < 0).any():
+        raise ValueError("identity columns contain missing values")
+    ca, cb = codes[:n], codes[n:]
+    same = ca == cb
+    k = len(uniques)
+    for _ in range(n_boot):
+        m = np.bincount(rng.integers(0, k, k), minlength=k).astype(np.float64)
+        yield np.where(same, m[ca], m[ca] * m[cb])
+
+
+def percentile_interval(replicates: np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval over axis 0, ignoring replicates that are NaN.
+
+    The bounds are order statistics (the outer ones, no interpolation), so infinite
+    replicates such as an unbounded max/min ratio are handled.
+    """
+    r = np.asarray(replicates, dtype=np.float64)
+    q = [(1 - ci) / 2, 1 - (1 - ci) / 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN
+        lo = np.nanquantile(r, q[0], axis=0, method="lower")
+        hi = np.nanquantile(r, q[1], axis=0, method="higher")
+    return lo, hi
+
+
+def wilson_interval(successes: Any, n: Any, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for a binomial proportion ``successes / n`` (vectorised)."""
+    x = np.asarray(successes, dtype=np.float64)
+    m = np.asarray(n, dtype=np.float64)
+    if np.any(m <= 0) or np.any(x < 0) or np.any(x > m):
+        raise ValueError("wilson_interval: need 0 <= successes <= n and n > 0")
+    z = _st.norm.ppf(1 - (1 - ci) / 2)
+    p = x / m
+    centre = (p + z**2 / (2 * m)) / (1 + z**2 / m)
+    half = z * np.sqrt(p * (1 - p) / m + z**2 / (4 * m**2)) / (1 + z**2 / m)
+    return centre - half, centre + half

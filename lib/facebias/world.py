@@ -1,0 +1,531 @@
+"""The known-truth world for the BFW thresholds study (002): a synthetic BFW pair table.
+
+Everything here is **synthetic** (``df.attrs["source"] == "synthetic"``) and
+deterministic: the same :class:`BFWWorldConfig` gives a byte-identical DataFrame.
+
+Generative model (this *is* the planted truth)
+----------------------------------------------
+Subgroups ``g`` in :data:`BFW_GROUPS` (ethnicity A/B/I/W x gender F/M), each with
+``identities_per_group`` identities and ``images_per_identity`` images. For every
+simulated face-recognition system ``s`` independently (its own random stream, derived
+from ``seed`` and the system's name):
+
+* a random unit direction ``c_{s,g}`` per subgroup;
+* identity template ``t_i = normalize(sqrt(rho_g) c_{s,g} + sqrt(1 - rho_g) z_i)``,
+  ``z_i`` uniform on the unit sphere of R^dim;
+* image embedding ``x = normalize(t_i + sigma_g eps)``, ``eps ~ N(0, I/dim)``;
+* score of a pair = cosine ``x_a . x_b``, stored as float32.
+
+So ``rho_g`` (``SystemSpec.group_similarity``) plants the within-subgroup impostor
+similarity (mean about ``rho_g / (1 + sigma_g^2)``: larger ``rho_g`` -> higher FMR at
+one global threshold) and ``sigma_g`` (``SystemSpec.noise``) plants the genuine
+scores (mean about ``1 / (1 + sigma_g^2)``: larger ``sigma_g`` -> higher FNMR).
+Cross-subgroup impostors have mean about 0.
+
+Pairs (the BFW recipe, A.1 of the notes; identical for every system)
+-------------------------------------------------------------------
+Within each subgroup the identities are shuffled (seeded) and dealt round-robin to
+``n_folds`` folds. Per fold: all within-identity image pairs (genuine, label 1); per
+subgroup all (or ``within_negatives`` sampled) different-identity image pairs
+(label 0); and ``round(cross_negatives x #genuine in the fold)`` distinct random
+cross-subgroup pairs (label 0; ``a1`` uniform, ``a2`` uniform among the other seven).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from math import comb
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from facebias.io import atomic_path
+
+__all__ = [
+    "BFW_GROUPS",
+    "BFW_ETHNICITIES",
+    "BFW_GENDERS",
+    "BFW_FOLDERS",
+    "BFW_SCHEMA",
+    "GROUP_DTYPE",
+    "ATT_DTYPE",
+    "GENDER_DTYPE",
+    "ETHNICITY_DTYPE",
+    "SystemSpec",
+    "BFWWorldConfig",
+    "make_bfw_world",
+    "image_paths",
+    "planted_truth",
+    "write_world",
+    "read_world",
+]
+
+BFW_GROUPS: tuple[str, ...] = ("AF", "AM", "BF", "BM", "IF", "IM", "WF", "WM")
+BFW_ETHNICITIES: tuple[str, ...] = ("A", "B", "I", "W")
+BFW_GENDERS: tuple[str, ...] = ("F", "M")
+BFW_FOLDERS: tuple[str, ...] = (
+    "asian_females", "asian_males", "black_females", "black_males",
+    "indian_females", "indian_males", "white_females", "white_males",
+)  # fmt: skip
+#: the 14 columns of the published BFW datatable, scores excluded, in world order
+BFW_SCHEMA: tuple[str, ...] = (
+    "fold", "p1", "p2", "label", "id1", "id2", "att1", "att2",
+    "a1", "a2", "g1", "g2", "e1", "e2",
+)  # fmt: skip
+
+GROUP_DTYPE = pd.CategoricalDtype(list(BFW_GROUPS))
+ATT_DTYPE = pd.CategoricalDtype(list(BFW_FOLDERS))
+GENDER_DTYPE = pd.CategoricalDtype(list(BFW_GENDERS))
+ETHNICITY_DTYPE = pd.CategoricalDtype(list(BFW_ETHNICITIES))
+
+# tags of the independent random streams (SeedSequence spawn keys)
+_FOLDS, _PAIRS, _SYSTEM, _TRUTH = 0, 1, 2, 3
+
+
+def _rng(seed: int, *key: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+
+
+def _name_key(name: str) -> int:
+    return zlib.crc32(name.encode("utf-8"))
+
+
+# --------------------------------------------------------------------------- config
+@dataclass(frozen=True)
+class SystemSpec:
+    """One simulated FR system (its score column is ``name``).
+
+    ``group_similarity``: planted ``rho_g`` in [0, 1) for each of the 8 groups;
+    ``noise``: image noise ``sigma`` > 0, one number or one per group (default 0.9).
+    """
+
+    name: str
+    group_similarity: dict[str, float]
+    noise: float | dict[str, float] = 0.9
+
+    def __post_init__(self) -> None:
+        where = f"world.systems.{self.name}"
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"world.systems: system name {self.name!r} must be an identifier")
+        if self.name in BFW_SCHEMA:
+            raise ValueError(f"{where}: name clashes with the BFW column {self.name!r}")
+        rho = _per_group(self.group_similarity, f"{where}.group_similarity")
+        for g, r in rho.items():
+            if not 0.0 <= r < 1.0:
+                raise ValueError(f"{where}.group_similarity.{g} = {r} is outside [0, 1)")
+        if isinstance(self.noise, Mapping):
+            noise = _per_group(self.noise, f"{where}.noise")
+        else:
+            noise = dict.fromkeys(BFW_GROUPS, _number(self.noise, f"{where}.noise"))
+        for g, s in noise.items():
+            if not s > 0.0:
+                raise ValueError(f"{where}.noise ({g}) = {s} must be > 0")
+        object.__setattr__(self, "group_similarity", rho)
+        if isinstance(self.noise, Mapping):
+            object.__setattr__(self, "noise", noise)
+
+    def rho(self, group: str) -> float:
+        return self.group_similarity[group]
+
+    def sigma(self, group: str) -> float:
+        return self.noise[group] if isinstance(self.noise, dict) else float(self.noise)
+
+    def to_params(self) -> dict[str, Any]:
+        noise = dict(self.noise) if isinstance(self.noise, dict) else self.noise
+        return {"noise": noise, "group_similarity": dict(self.group_similarity)}
+
+
+def _number(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ValueError(f"{key} must be a number, got {value!r}")
+    if not np.isfinite(value):
+        raise ValueError(f"{key} must be finite, got {value!r}")
+    return float(value)
+
+
+def _per_group(values: Any, key: str) -> dict[str, float]:
+    if not isinstance(values, Mapping):
+        raise ValueError(f"{key} must be a mapping group -> number, got {type(values).__name__}")
+    unknown = sorted(set(values) - set(BFW_GROUPS), key=str)
+    if unknown:
+        raise ValueError(f"{key}: unknown group(s) {unknown}; expected {list(BFW_GROUPS)}")
+    missing = [g for g in BFW_GROUPS if g not in values]
+    if missing:
+        raise ValueError(f"{key}: missing group(s) {missing}")
+    return {g: _number(values[g], f"{key}.{g}") for g in BFW_GROUPS}
+
+
+def _by_group(*values: float) -> dict[str, float]:
+    return dict(zip(BFW_GROUPS, values, strict=True))
+
+
+#: strong planted bias in the direction BFW reports: F impostors more alike than M;
+#: AF noisiest (worst genuine scores), WM cleanest. Values in BFW_GROUPS order.
+SIM_A = SystemSpec(
+    "sim_a",
+    group_similarity=_by_group(0.32, 0.20, 0.28, 0.18, 0.28, 0.20, 0.24, 0.14),
+    noise=_by_group(1.00, 0.92, 0.95, 0.90, 0.95, 0.90, 0.92, 0.85),
+)
+#: weak planted bias: rho spread 0.05, one noise level
+SIM_B = SystemSpec(
+    "sim_b",
+    group_similarity=_by_group(0.22, 0.19, 0.21, 0.18, 0.21, 0.19, 0.20, 0.17),
+    noise=0.95,
+)
+
+_INT_KEYS = ("seed", "identities_per_group", "images_per_identity", "n_folds", "dim")
+
+
+@dataclass(frozen=True)
+class BFWWorldConfig:
+    """Size, pair recipe and systems of a synthetic BFW world (see the module docstring)."""
+
+    seed: int = 2026
+    identities_per_group: int = 100
+    images_per_identity: int = 25
+    n_folds: int = 5
+    dim: int = 64
+    within_negatives: str | int = "all"
+    cross_negatives: float = 1.0
+    systems: tuple[SystemSpec, ...] = field(default=(SIM_A, SIM_B))
+
+    def __post_init__(self) -> None:
+        for key in _INT_KEYS:
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int | np.integer):
+                raise ValueError(f"world.{key} must be an integer, got {v!r}")
+        if self.seed < 0:
+            raise ValueError(f"world.seed must be >= 0, got {self.seed}")
+        if self.n_folds < 2:
+            raise ValueError(f"world.n_folds must be >= 2, got {self.n_folds}")
+        if self.identities_per_group < self.n_folds:
+            raise ValueError("world.identities_per_group must be >= world.n_folds")
+        if self.identities_per_group % self.n_folds:
+            raise ValueError(
+                f"world.identities_per_group ({self.identities_per_group}) must be divisible "
+                f"by world.n_folds ({self.n_folds})"
+            )
+        if self.images_per_identity < 2:
+            raise ValueError("world.images_per_identity must be >= 2 (genuine pairs need two)")
+        if self.dim < 2:
+            raise ValueError(f"world.dim must be >= 2, got {self.dim}")
+        wn = self.within_negatives
+        if isinstance(wn, str):
+            if wn != "all":
+                raise ValueError(f"world.within_negatives must be 'all' or an integer, got {wn!r}")
+        elif isinstance(wn, bool) or not isinstance(wn, int | np.integer) or wn < 0:
+            raise ValueError(f"world.within_negatives must be 'all' or an integer >= 0, got {wn!r}")
+        elif wn > self.within_available:
+            raise ValueError(
+                f"world.within_negatives = {wn} exceeds the {self.within_available} "
+                "different-identity pairs available per fold and subgroup"
+            )
+        cn = _number(self.cross_negatives, "world.cross_negatives")
+        if cn < 0:
+            raise ValueError(f"world.cross_negatives must be >= 0, got {cn}")
+        if round(cn * self.genuine_per_fold) > self.cross_available:
+            raise ValueError("world.cross_negatives asks for more cross-subgroup pairs than exist")
+        if not self.systems:
+            raise ValueError("world.systems must name at least one system")
+        names = [s.name for s in self.systems]
+        if len(set(names)) != len(names):
+            raise ValueError(f"world.systems: duplicate system names in {names}")
+        for s in self.systems:
+            if not isinstance(s, SystemSpec):
+                raise ValueError(f"world.systems must hold SystemSpec, got {type(s).__name__}")
+        object.__setattr__(self, "systems", tuple(self.systems))
+
+    # derived counts ------------------------------------------------------------------
+    @property
+    def block_images(self) -> int:
+        """Images of one subgroup in one fold."""
+        return self.identities_per_group // self.n_folds * self.images_per_identity
+
+    @property
+    def within_available(self) -> int:
+        """Different-identity image pairs per (fold, subgroup)."""
+        ids = self.identities_per_group // self.n_folds
+        return comb(self.block_images, 2) - ids * comb(self.images_per_identity, 2)
+
+    @property
+    def genuine_per_fold(self) -> int:
+        ids = self.identities_per_group // self.n_folds
+        return len(BFW_GROUPS) * ids * comb(self.images_per_identity, 2)
+
+    @property
+    def cross_available(self) -> int:
+        n = self.block_images
+        return comb(len(BFW_GROUPS) * n, 2) - len(BFW_GROUPS) * comb(n, 2)
+
+    # params.yaml ---------------------------------------------------------------------
+    @classmethod
+    def from_params(cls, d: Mapping[str, Any]) -> BFWWorldConfig:
+        """Build from a ``params.yaml`` ``world:`` section; missing keys take the defaults."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"world: expected a mapping, got {type(d).__name__}")
+        known = {*_INT_KEYS, "within_negatives", "cross_negatives", "systems"}
+        unknown = sorted(set(d) - known, key=str)
+        if unknown:
+            raise ValueError(f"world: unknown key(s) {unknown}; expected {sorted(known)}")
+        kwargs = {k: v for k, v in d.items() if k != "systems"}
+        if "systems" in d:
+            systems = d["systems"]
+            if not isinstance(systems, Mapping) or not systems:
+                raise ValueError("world.systems must be a non-empty mapping name -> system")
+            specs = []
+            for name, spec in systems.items():
+                if not isinstance(spec, Mapping):
+                    raise ValueError(f"world.systems.{name} must be a mapping")
+                bad = sorted(set(spec) - {"noise", "group_similarity"}, key=str)
+                if bad:
+                    raise ValueError(f"world.systems.{name}: unknown key(s) {bad}")
+                if "group_similarity" not in spec:
+                    raise ValueError(f"world.systems.{name}.group_similarity is required")
+                specs.append(
+                    SystemSpec(str(name), dict(spec["group_similarity"]), spec.get("noise", 0.9))
+                )
+            kwargs["systems"] = tuple(specs)
+        return cls(**kwargs)
+
+    def to_params(self) -> dict[str, Any]:
+        """The ``params.yaml`` section (JSON-serialisable); ``from_params`` inverts it."""
+        d: dict[str, Any] = {k: int(getattr(self, k)) for k in _INT_KEYS}
+        wn = self.within_negatives
+        d["within_negatives"] = wn if isinstance(wn, str) else int(wn)
+        d["cross_negatives"] = float(self.cross_negatives)
+        d["systems"] = {s.name: s.to_params() for s in self.systems}
+        return d
+
+
+# --------------------------------------------------------------------------- model
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def _embed_group(
+    rng: np.random.Generator, rho: float, sigma: float, n_ids: int, k: int, dim: int
+) -> np.ndarray:
+    """Unit image embeddings, shape ``(n_ids * k, dim)``, identity-major."""
+    c = _unit(rng.standard_normal(dim))
+    z = _unit(rng.standard_normal((n_ids, dim)))
+    t = _unit(np.sqrt(rho) * c + np.sqrt(1.0 - rho) * z)
+    eps = rng.standard_normal((n_ids, k, dim)) / np.sqrt(dim)
+    return _unit(t[:, None, :] + sigma * eps).reshape(n_ids * k, dim)
+
+
+def _embed_system(config: BFWWorldConfig, spec: SystemSpec) -> np.ndarray:
+    """All ``8 * ids * k`` image embeddings of one system, indexed like the image ids."""
+    rng = _rng(config.seed, _SYSTEM, _name_key(spec.name))
+    n, k = config.identities_per_group, config.images_per_identity
+    return np.concatenate(
+        [_embed_group(rng, spec.rho(g), spec.sigma(g), n, k, config.dim) for g in BFW_GROUPS]
+    )
+
+
+def _folds(config: BFWWorldConfig) -> np.ndarray:
+    """Fold (1..K) of every subject id: seeded shuffle per subgroup, then round-robin."""
+    rng = _rng(config.seed, _FOLDS)
+    n = config.identities_per_group
+    fold = np.empty(len(BFW_GROUPS) * n, dtype=np.int8)
+    for gi in range(len(BFW_GROUPS)):
+        perm = rng.permutation(n)
+        fold[gi * n + perm] = np.arange(n) % config.n_folds + 1
+    return fold
+
+
+def _distinct_cross(
+    rng: np.random.Generator, images: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` distinct unordered cross-subgroup pairs from ``images`` (groups x block)."""
+    n_groups, n_b = images.shape
+    a = b = np.empty(0, dtype=np.int64)
+    while True:
+        m = n - a.size + n // 10 + 16
+        ga = rng.integers(n_groups, size=m)
+        gb = (ga + rng.integers(1, n_groups, size=m)) % n_groups
+        a = np.concatenate([a, images[ga, rng.integers(n_b, size=m)]])
+        b = np.concatenate([b, images[gb, rng.integers(n_b, size=m)]])
+        key = np.minimum(a, b) * (images.max() + 1) + np.maximum(a, b)
+        first = np.sort(np.unique(key, return_index=True)[1])
+        a, b = a[first], b[first]
+        if a.size >= n:
+            return a[:n], b[:n]
+
+
+def _pairs(config: BFWWorldConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """Image-index pairs ``(a, b)``, their fold, and the blocks used to score them.
+
+    Blocks are ``("gram", images, iu, ju)`` (score = upper-triangle entries of the Gram
+    matrix of ``images``) or ``("rows", a, b)`` (row-wise dot products).
+    """
+    rng = _rng(config.seed, _PAIRS)
+    fold_of = _folds(config)
+    n, k = config.identities_per_group, config.images_per_identity
+    iu, ju = np.triu_indices(config.block_images, 1)
+    impostor = np.flatnonzero(iu // k != ju // k)
+    a_all, b_all, f_all, blocks = [], [], [], []
+    for f in range(1, config.n_folds + 1):
+        per_group = []
+        for gi in range(len(BFW_GROUPS)):
+            subj = gi * n + np.flatnonzero(fold_of[gi * n : (gi + 1) * n] == f)
+            imgs = (subj[:, None] * k + np.arange(k)).ravel()
+            per_group.append(imgs)
+            keep = np.ones(iu.size, dtype=bool)
+            if config.within_negatives != "all":
+                keep[impostor] = False
+                n_keep = int(config.within_negatives)
+                keep[rng.choice(impostor, size=n_keep, replace=False)] = True
+            bi, bj = iu[keep], ju[keep]
+            blocks.append(("gram", imgs, bi, bj))
+            a_all.append(imgs[bi])
+            b_all.append(imgs[bj])
+            f_all.append(np.full(bi.size, f, dtype=np.int8))
+        n_cross = round(config.cross_negatives * config.genuine_per_fold)
+        ca, cb = _distinct_cross(rng, np.stack(per_group), n_cross)
+        blocks.append(("rows", ca, cb))
+        a_all.append(ca)
+        b_all.append(cb)
+        f_all.append(np.full(ca.size, f, dtype=np.int8))
+    a = np.concatenate(a_all).astype(np.int32)
+    b = np.concatenate(b_all).astype(np.int32)
+    return a, b, np.concatenate(f_all), blocks
+
+
+def _score(emb: np.ndarray, blocks: list, bar: tqdm, chunk: int = 1 << 16) -> np.ndarray:
+    """Cosine scores (float32, clipped to [-1, 1]) of every pair, in block order."""
+    out = []
+    for block in blocks:
+        bar.update(1)
+        if block[0] == "gram":
+            _, imgs, bi, bj = block
+            x = emb[imgs]
+            out.append((x @ x.T)[bi, bj].astype(np.float32))
+        else:
+            _, a, b = block
+            for s in range(0, a.size, chunk):
+                xa, xb = emb[a[s : s + chunk]], emb[b[s : s + chunk]]
+                out.append(np.einsum("ij,ij->i", xa, xb).astype(np.float32))
+    scores = np.concatenate(out) if out else np.empty(0, dtype=np.float32)
+    return np.clip(scores, -1.0, 1.0)
+
+
+def image_paths(config: BFWWorldConfig) -> list[str]:
+    """Relative path of every image index, e.g. ``asian_females/syn0007/0003.png``."""
+    n, k = config.identities_per_group, config.images_per_identity
+    return [
+        f"{BFW_FOLDERS[s // n]}/syn{s:04d}/{m:04d}.png"
+        for s in range(len(BFW_GROUPS) * n)
+        for m in range(k)
+    ]
+
+
+def make_bfw_world(config: BFWWorldConfig | None = None, progress: bool = False) -> pd.DataFrame:
+    """The synthetic BFW pair table: the 14 schema columns, then one float32 score per system.
+
+    ``fold`` 1..K and ``label`` 0/1 are int8, ``id1``/``id2`` int32 subject ids
+    ``0 .. 8 * identities_per_group - 1``; string columns are categoricals. Rows are
+    ordered by fold; within a fold by subgroup block (upper triangle order), then the
+    cross-subgroup pairs.
+    """
+    config = config or BFWWorldConfig()
+    n, k = config.identities_per_group, config.images_per_identity
+    a, b, fold, blocks = _pairs(config)
+    scores = {}
+    total = len(config.systems) * len(blocks)
+    with tqdm(total=total, desc="synthetic BFW world", unit="block", disable=not progress) as bar:
+        for spec in config.systems:
+            scores[spec.name] = _score(_embed_system(config, spec), blocks, bar)
+    paths = pd.CategoricalDtype(image_paths(config))
+    s1, s2 = a // k, b // k
+    g1, g2 = (s1 // n).astype(np.int8), (s2 // n).astype(np.int8)
+    cat = pd.Categorical.from_codes
+    cols: dict[str, Any] = {
+        "fold": fold,
+        "p1": cat(a, dtype=paths),
+        "p2": cat(b, dtype=paths),
+        "label": (s1 == s2).astype(np.int8),
+        "id1": s1.astype(np.int32),
+        "id2": s2.astype(np.int32),
+        "att1": cat(g1, dtype=ATT_DTYPE),
+        "att2": cat(g2, dtype=ATT_DTYPE),
+        "a1": cat(g1, dtype=GROUP_DTYPE),
+        "a2": cat(g2, dtype=GROUP_DTYPE),
+        "g1": cat(g1 % 2, dtype=GENDER_DTYPE),
+        "g2": cat(g2 % 2, dtype=GENDER_DTYPE),
+        "e1": cat(g1 // 2, dtype=ETHNICITY_DTYPE),
+        "e2": cat(g2 // 2, dtype=ETHNICITY_DTYPE),
+        **scores,
+    }
+    df = pd.DataFrame(cols, copy=False)
+    df.attrs["source"] = "synthetic"
+    df.attrs["world"] = config.to_params()
+    return df
+
+
+# --------------------------------------------------------------------------- truth
+def planted_truth(config: BFWWorldConfig | None = None, n_ids: int = 20_000) -> pd.DataFrame:
+    """Planted parameters and expected scores, one row per (system, group).
+
+    Columns: ``system, group, rho, noise``; ``impostor_mean`` and ``genuine_mean``, the
+    expected within-subgroup impostor and genuine cosine, estimated by a deterministic
+    Monte Carlo of the same model (``n_ids`` identities x 2 images per row; standard
+    error below 1e-3); and the first-order closed forms ``impostor_mean_approx =
+    rho / (1 + sigma^2)``, ``genuine_mean_approx = 1 / (1 + sigma^2)``.
+    """
+    config = config or BFWWorldConfig()
+    rows = []
+    for spec in config.systems:
+        rng = _rng(config.seed, _TRUTH, _name_key(spec.name))
+        for g in BFW_GROUPS:
+            rho, sigma = spec.rho(g), spec.sigma(g)
+            x = _embed_group(rng, rho, sigma, n_ids, 2, config.dim).reshape(n_ids, 2, -1)
+            per_id = x.sum(axis=1)  # sum of an identity's image embeddings
+            total = per_id.sum(axis=0)
+            same = np.einsum("ij,ij->", per_id, per_id)  # sum over same-identity ordered pairs
+            rows.append(
+                {
+                    "system": spec.name,
+                    "group": g,
+                    "rho": rho,
+                    "noise": sigma,
+                    "impostor_mean": (total @ total - same) / (4 * n_ids * (n_ids - 1)),
+                    "genuine_mean": (same - 2 * n_ids) / (2 * n_ids),
+                    "impostor_mean_approx": rho / (1 + sigma**2),
+                    "genuine_mean_approx": 1 / (1 + sigma**2),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- files
+_META_KEY = b"facebias"
+
+
+def write_world(df: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write ``df`` to parquet atomically; ``df.attrs`` go in the schema metadata as JSON."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[_META_KEY] = json.dumps(df.attrs, allow_nan=False).encode("utf-8")
+    table = table.replace_schema_metadata(meta)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+
+
+def read_world(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a table written by :func:`write_world`, restoring ``df.attrs``."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    df = table.to_pandas()
+    raw = (table.schema.metadata or {}).get(_META_KEY)
+    df.attrs = json.loads(raw) if raw else {}
+    return df

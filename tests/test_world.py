@@ -1,0 +1,339 @@
+"""Known-truth BFW world: counts, folds, determinism, and recovery of the planted truth."""
+
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from facebias.world import (
+    BFW_FOLDERS,
+    BFW_GROUPS,
+    BFW_SCHEMA,
+    BFWWorldConfig,
+    SystemSpec,
+    make_bfw_world,
+    planted_truth,
+    read_world,
+    write_world,
+)
+
+SPREAD = dict(zip(BFW_GROUPS, np.linspace(0.0, 0.7, 8).round(2).tolist(), strict=True))
+NOISE = dict(zip(BFW_GROUPS, np.linspace(0.5, 1.2, 8).round(2).tolist()[::-1], strict=True))
+
+
+def small(**kw) -> BFWWorldConfig:
+    base = dict(seed=3, identities_per_group=10, images_per_identity=6, n_folds=5)
+    return BFWWorldConfig(**{**base, **kw})
+
+
+def flat(rho: float, noise: float = 0.9, name: str = "null") -> SystemSpec:
+    return SystemSpec(name, dict.fromkeys(BFW_GROUPS, rho), noise)
+
+
+# --------------------------------------------------------------------------- helpers
+def threshold_at_fmr(impostor: np.ndarray, f: float) -> float:
+    """Smallest impostor score t with mean(impostor > t) <= f."""
+    s = np.sort(impostor)
+    return float(s[s.size - 1 - int(np.floor(f * s.size))])
+
+
+def clustered_mean(
+    x: np.ndarray, id1: np.ndarray, id2: np.ndarray, center: float | None = None
+) -> tuple[float, float]:
+    """Mean of a pair statistic and its standard error, clustered by subject.
+
+    Pairs sharing a subject are dependent (two-way clustering: a pair counts towards
+    both subjects' sums, the identity-pair overlap is removed once). For independent
+    pairs this reduces to the binomial / iid variance. ``center``: residuals are taken
+    about this value instead of the sample mean (the pooled rate under a null).
+    """
+    m = float(x.mean())
+    r = x - (m if center is None else center)
+    other = id1 != id2
+    subj = np.concatenate([id1, id2[other]])
+    s = np.bincount(subj, weights=np.concatenate([r, r[other]]))
+    lo, hi = np.minimum(id1, id2)[other], np.maximum(id1, id2)[other]
+    _, inv = np.unique(lo.astype(np.int64) << 32 | hi, return_inverse=True)
+    p = np.bincount(inv, weights=r[other])
+    return m, float(np.sqrt(max((s**2).sum() - (p**2).sum(), 0.0))) / x.size
+
+
+def group_fmr(df: pd.DataFrame, system: str, f: float) -> tuple[pd.DataFrame, float]:
+    """Per-group FMR of within-subgroup impostors at the threshold with pooled FMR ``f``,
+    with subject-clustered standard errors under the null (all groups at the pooled FMR)
+    and z-scores against the pooled FMR."""
+    imp = df[(df.label == 0) & (df.a1 == df.a2)]
+    s = imp[system].to_numpy()
+    x = (s > threshold_at_fmr(s, f)).astype(float)
+    pooled = float(x.mean())
+    rows = {}
+    for g in BFW_GROUPS:
+        sel = (imp.a1 == g).to_numpy()
+        rows[g] = clustered_mean(x[sel], imp.id1.to_numpy()[sel], imp.id2.to_numpy()[sel], pooled)
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["fmr", "se"])
+    out["z"] = (out.fmr - pooled) / out.se
+    return out, pooled
+
+
+# --------------------------------------------------------------------------- structure
+def test_columns_dtypes_and_labels():
+    cfg = small()
+    df = make_bfw_world(cfg)
+    assert list(df.columns) == [*BFW_SCHEMA, "sim_a", "sim_b"]
+    assert df.attrs["source"] == "synthetic"
+    assert df.attrs["world"] == cfg.to_params()
+    assert df.fold.dtype == np.int8 and df.label.dtype == np.int8
+    assert df.id1.dtype == np.int32 and df.id2.dtype == np.int32
+    for c in ("p1", "p2", "att1", "att2", "a1", "a2", "g1", "g2", "e1", "e2"):
+        assert isinstance(df[c].dtype, pd.CategoricalDtype), c
+    for c in ("sim_a", "sim_b"):
+        assert df[c].dtype == np.float32
+        assert np.isfinite(df[c]).all() and df[c].between(-1, 1).all()
+    assert set(df.fold) == set(range(1, cfg.n_folds + 1))
+    assert ((df.label == 1) == (df.id1 == df.id2)).all()
+    assert df.id1.min() >= 0 and df.id2.max() == 8 * cfg.identities_per_group - 1
+    for s in "12":
+        a = df["a" + s].astype(str)
+        assert (a == df["e" + s].astype(str) + df["g" + s].astype(str)).all()
+        group_of_id = np.asarray(BFW_GROUPS)[df["id" + s] // cfg.identities_per_group]
+        assert (a == group_of_id).all()
+        folder = df["att" + s].astype(str)
+        assert (folder == np.asarray(BFW_FOLDERS)[a.map(BFW_GROUPS.index)]).all()
+        path = df["p" + s].astype(str)
+        expect = folder + "/syn" + df["id" + s].map("{:04d}".format) + "/"
+        assert (path.str.slice(0, -8) == expect).all()
+
+
+def test_counts_and_folds():
+    cfg = small()
+    k, n, K = cfg.images_per_identity, cfg.identities_per_group, cfg.n_folds
+    df = make_bfw_world(cfg)
+    gen, imp = df[df.label == 1], df[df.label == 0]
+    # genuine: every within-identity image pair, once
+    assert (gen.groupby("id1").size() == comb(k, 2)).all()
+    assert gen.id1.nunique() == 8 * n
+    assert (gen.groupby("a1", observed=True).size() == n * comb(k, 2)).all()
+    assert gen.groupby("id1").p1.nunique().eq(k - 1).all()
+    # folds are disjoint in identities, dealt evenly per subgroup
+    fold_of = pd.concat([df[["id1", "fold"]].set_axis(["id", "fold"], axis=1),
+                         df[["id2", "fold"]].set_axis(["id", "fold"], axis=1)])  # fmt: skip
+    assert (fold_of.groupby("id").fold.nunique() == 1).all()
+    per = gen.groupby(["fold", "a1"], observed=True).id1.nunique()
+    assert len(per) == 8 * K and (per == n // K).all()
+    # within-subgroup impostors: all different-identity pairs of the fold's images
+    m = n // K * k
+    within = imp[imp.a1 == imp.a2].groupby(["fold", "a1"], observed=True).size()
+    assert len(within) == 8 * K and (within == comb(m, 2) - n // K * comb(k, 2)).all()
+    # cross-subgroup impostors: ratio x genuine per fold, distinct, within the fold
+    cross = imp[imp.a1 != imp.a2]
+    n_gen_fold = gen.groupby("fold").size()
+    assert (cross.groupby("fold").size() == (cfg.cross_negatives * n_gen_fold).round()).all()
+    assert set(cross.a1.astype(str)) == set(BFW_GROUPS)
+    # no unordered image pair twice
+    c1, c2 = df.p1.cat.codes.astype(int), df.p2.cat.codes.astype(int)
+    assert not pd.Series(np.minimum(c1, c2) * 10**6 + np.maximum(c1, c2)).duplicated().any()
+    assert (c1 != c2).all()
+
+
+def test_sampled_within_negatives_and_cross_ratio():
+    cfg = small(within_negatives=7, cross_negatives=0.5)
+    df = make_bfw_world(cfg)
+    imp = df[df.label == 0]
+    within = imp[imp.a1 == imp.a2].groupby(["fold", "a1"], observed=True).size()
+    assert (within == 7).all() and len(within) == 8 * cfg.n_folds
+    gen_fold = df[df.label == 1].groupby("fold").size()
+    cross_fold = imp[imp.a1 != imp.a2].groupby("fold").size()
+    assert (cross_fold == (0.5 * gen_fold).round()).all()
+    # the sample is a subset of the 'all' world (same identities, folds and embeddings)
+    full = make_bfw_world(small(cross_negatives=0.5))
+    key = ["p1", "p2"]
+    merged = imp[imp.a1 == imp.a2].merge(full, on=key, suffixes=("", "_full"))
+    assert len(merged) == within.sum()
+    assert (merged.sim_a == merged.sim_a_full).all()
+
+
+def test_default_config_counts_and_planted_bias():
+    cfg = BFWWorldConfig()
+    df = make_bfw_world(cfg)
+    k, n = cfg.images_per_identity, cfg.identities_per_group
+    gen = df[df.label == 1]
+    assert len(gen) == 8 * n * comb(k, 2) == 240_000
+    assert (gen.groupby("a1", observed=True).size() == 30_000).all()
+    assert (gen.groupby("id1").size() == 300).all()
+    assert (gen.groupby(["fold", "a1"], observed=True).id1.nunique() == 20).all()
+    within = 8 * cfg.n_folds * (comb(500, 2) - 20 * comb(k, 2))
+    assert len(df) == 240_000 + within + 240_000
+    # one global threshold at pooled FMR 1e-3 (all impostors, by query subgroup a1)
+    imp = df[df.label == 0]
+    ratio = {}
+    for system in ("sim_a", "sim_b"):
+        s = imp[system].to_numpy()
+        fmr = (s > threshold_at_fmr(s, 1e-3)).astype(float)
+        fmr = pd.Series(fmr).groupby(imp.a1.to_numpy()).mean()
+        ratio[system] = fmr.max() / fmr.min()
+        if system == "sim_a":
+            assert all(fmr[e + "F"] > fmr[e + "M"] for e in "ABIW")
+        # genuine and impostor well separated, but not perfectly: EER a few percent
+        g = gen[system].to_numpy()
+        grid = np.quantile(s, 1 - np.logspace(-4, -0.5, 300))
+        fnmr = np.array([(g <= x).mean() for x in grid])
+        fmr_grid = np.array([(s > x).mean() for x in grid])
+        eer = fnmr[np.argmin(np.abs(fnmr - fmr_grid))]
+        assert 0.005 < eer < 0.08, (system, eer)
+    assert ratio["sim_a"] >= 2 and ratio["sim_b"] < ratio["sim_a"]
+
+
+# --------------------------------------------------------------------------- determinism
+def test_determinism_and_seed():
+    cfg = small(within_negatives=9)
+    a, b = make_bfw_world(cfg), make_bfw_world(cfg)
+    pd.testing.assert_frame_equal(a, b)
+    for c in a.columns:
+        x, y = (v[c].cat.codes if v[c].dtype == "category" else v[c] for v in (a, b))
+        assert x.to_numpy().tobytes() == y.to_numpy().tobytes(), c
+        if a[c].dtype == "category":
+            assert a[c].cat.categories.equals(b[c].cat.categories)
+    other = make_bfw_world(small(within_negatives=9, seed=4))
+    assert not np.array_equal(a.sim_a.to_numpy(), other.sim_a.to_numpy()[: len(a)])
+    assert not a[["p1", "p2"]].equals(other[["p1", "p2"]])
+
+
+def test_systems_are_independent_of_each_other():
+    sa, sb = small().systems
+    one = make_bfw_world(small(systems=(sa,)))
+    two = make_bfw_world(small(systems=(sb, sa)))
+    assert one.sim_a.to_numpy().tobytes() == two.sim_a.to_numpy().tobytes()
+
+
+def test_progress_bar(capsys):
+    make_bfw_world(small(identities_per_group=5, images_per_identity=2), progress=True)
+    assert "synthetic BFW world" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- planted truth
+@pytest.fixture(scope="module")
+def spread_world():
+    spec = SystemSpec("spread", SPREAD, NOISE)
+    cfg = BFWWorldConfig(seed=5, identities_per_group=60, images_per_identity=5, n_folds=2,
+                         cross_negatives=0.0, systems=(spec,))  # fmt: skip
+    return cfg, make_bfw_world(cfg)
+
+
+def test_planted_truth_table():
+    cfg = BFWWorldConfig(systems=(SystemSpec("spread", SPREAD, NOISE),))
+    truth = planted_truth(cfg, n_ids=4000)
+    assert len(truth) == 8 and list(truth.group) == list(BFW_GROUPS)
+    assert (truth.rho == pd.Series(SPREAD).to_numpy()).all()
+    # the Monte Carlo agrees with the first-order closed forms
+    assert np.allclose(truth.impostor_mean, truth.impostor_mean_approx, atol=0.01)
+    assert np.allclose(truth.genuine_mean, truth.genuine_mean_approx, atol=0.01)
+    assert truth.equals(planted_truth(cfg, n_ids=4000))
+    assert len(planted_truth(BFWWorldConfig(), n_ids=100)) == 16
+
+
+def test_planted_truth_recovered(spread_world):
+    cfg, df = spread_world
+    truth = planted_truth(cfg).set_index("group")
+    for label, col in ((0, "impostor_mean"), (1, "genuine_mean")):
+        sel = df[(df.label == label) & (df.a1 == df.a2)]
+        emp, se = {}, {}
+        for g in BFW_GROUPS:
+            p = sel[sel.a1 == g]
+            emp[g], se[g] = clustered_mean(
+                p.spread.to_numpy(np.float64), p.id1.to_numpy(), p.id2.to_numpy()
+            )
+        emp, se = pd.Series(emp), pd.Series(se)
+        # agreement within 4.5 subject-clustered standard errors (+ Monte Carlo error)
+        assert (np.abs(emp - truth[col]) < 4.5 * se + 0.002).all(), (emp - truth[col]) / se
+        # ordering: impostor means follow rho, genuine means follow -noise
+        key = truth.rho if label == 0 else -truth.noise
+        assert list(emp.sort_values().index) == list(key.sort_values().index)
+
+
+def test_null_world_has_no_group_differences():
+    """Equal rho and noise: per-group FMRs at one pooled threshold differ only by noise."""
+    cfg = BFWWorldConfig(seed=11, identities_per_group=100, images_per_identity=4, n_folds=2,
+                         cross_negatives=0.0, systems=(flat(0.2),))  # fmt: skip
+    res, pooled = group_fmr(make_bfw_world(cfg), "null", 1e-2)
+    # tolerance: binomial noise, inflated for pairs that share a subject (clustered SE)
+    assert (res.z**2).sum() < stats.chi2.ppf(0.999, df=7), res
+    assert res.z.abs().max() < 4, res
+    tol = 4 * res.se.max()
+    assert res.fmr.max() / res.fmr.min() < (pooled + tol) / (pooled - tol)
+
+
+def test_planted_world_is_detected_by_the_same_test():
+    sim_a = BFWWorldConfig().systems[0]
+    cfg = BFWWorldConfig(seed=11, identities_per_group=100, images_per_identity=4, n_folds=2,
+                         cross_negatives=0.0, systems=(sim_a,))  # fmt: skip
+    res, _ = group_fmr(make_bfw_world(cfg), "sim_a", 1e-2)
+    assert (res.z**2).sum() > stats.chi2.ppf(0.999, df=7)
+    assert res.fmr.max() / res.fmr.min() >= 2
+
+
+# --------------------------------------------------------------------------- files
+def test_write_read_round_trip(tmp_path):
+    cfg = small(identities_per_group=5, images_per_identity=3)
+    df = make_bfw_world(cfg)
+    path = tmp_path / "sub" / "world.parquet"
+    write_world(df, path)
+    back = read_world(path)
+    pd.testing.assert_frame_equal(back, df)
+    assert back.attrs == df.attrs
+    assert BFWWorldConfig.from_params(back.attrs["world"]) == cfg
+    assert [p.name for p in path.parent.iterdir()] == ["world.parquet"]  # no temp file left
+
+
+# --------------------------------------------------------------------------- config
+def test_from_params_round_trip_and_defaults():
+    params = {
+        "seed": 1,
+        "identities_per_group": 10,
+        "images_per_identity": 3,
+        "n_folds": 2,
+        "dim": 16,
+        "within_negatives": "all",
+        "cross_negatives": 0.5,
+        "systems": {
+            "m1": {"noise": 0.7, "group_similarity": SPREAD},
+            "m2": {"noise": NOISE, "group_similarity": SPREAD},
+        },  # fmt: skip
+    }
+    cfg = BFWWorldConfig.from_params(params)
+    assert [s.name for s in cfg.systems] == ["m1", "m2"]
+    assert cfg.systems[1].sigma("AF") == NOISE["AF"] and cfg.systems[0].sigma("WM") == 0.7
+    assert cfg.to_params() == params
+    assert BFWWorldConfig.from_params({}) == BFWWorldConfig()
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        ({"n_folds": 1}, "n_folds"),
+        ({"identities_per_group": 12}, "identities_per_group"),
+        ({"images_per_identity": 1}, "images_per_identity"),
+        ({"within_negatives": "some"}, "within_negatives"),
+        ({"within_negatives": 10**6}, "within_negatives"),
+        ({"cross_negatives": -1}, "cross_negatives"),
+        ({"seed": -2}, "seed"),
+        ({"dim": 2.5}, "dim"),
+        ({"colour": 1}, "colour"),
+        ({"systems": {"s": {"group_similarity": {**SPREAD, "XX": 0.1}}}}, "XX"),
+        ({"systems": {"s": {"group_similarity": {**SPREAD, "AF": 1.0}}}}, "group_similarity.AF"),
+        ({"systems": {"s": {"group_similarity": {**SPREAD, "BM": -0.1}}}}, "group_similarity.BM"),
+        ({"systems": {"s": {"group_similarity": {"AF": 0.1}}}}, "missing group"),
+        ({"systems": {"s": {"group_similarity": SPREAD, "noise": 0}}}, "noise"),
+        ({"systems": {"s": {"group_similarity": SPREAD, "noise": {**NOISE, "WF": -1}}}}, "noise"),
+        ({"systems": {"s": {"noise": 0.5}}}, "group_similarity"),
+        ({"systems": {"fold": {"group_similarity": SPREAD}}}, "fold"),
+        ({"systems": {}}, "systems"),
+    ],
+)
+def test_from_params_rejects(change, key):
+    params = {"identities_per_group": 10, "images_per_identity": 3, "n_folds": 5, **change}
+    with pytest.raises(ValueError, match=key):
+        BFWWorldConfig.from_params(params)
