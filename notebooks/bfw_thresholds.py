@@ -35,7 +35,8 @@ params_file = "params.yaml"  # reads the `bfw` section
 datatable = "artifacts/world/bfw.parquet"  # pair table in the BFW schema
 source = "synthetic"  # "synthetic" (facebias.world) or "real" (a released BFW datatable)
 systems = ""  # comma-separated score columns; empty: bfw.systems of the params file
-name = "bfw"  # outputs: reports/figures/{name}_*.png and reports/metrics/{name}.json
+name = "bfw"  # outputs: {reports_dir}/figures/{name}_*.png and {reports_dir}/metrics/{name}.json
+reports_dir = "reports"
 overrides = {}  # replaces keys of the `bfw` section (smoke tests use small n_boot)
 
 # %%
@@ -54,7 +55,7 @@ root = repo_root()
 cfg = {**load_params(root / params_file, "bfw"), **overrides}
 fars = [float(f) for f in cfg["fmr"]]
 systems_used = [s.strip() for s in (systems or ",".join(cfg["systems"])).split(",") if s.strip()]
-fig_dir = root / "reports" / "figures"
+fig_dir = root / reports_dir / "figures"
 path = root / datatable
 if source == "synthetic":
     df = read_world(path)
@@ -86,11 +87,11 @@ summary
 pairs = study.select_pairs(df, cfg["grouping"])
 groups = [g for g in BFW_GROUPS if g in set(pairs["group"])]
 fig, axes = plt.subplots(len(systems_used), len(groups), figsize=(2.1 * len(groups), 2.0 * len(systems_used)),
-                         squeeze=False, sharex="row")
-for row, system in zip(axes, systems_used, strict=True):
-    plots.plot_score_distributions(row, pairs, system, groups)
+                         squeeze=False, sharex="row", layout="constrained")
+for i, (row, system) in enumerate(zip(axes, systems_used, strict=True)):
+    plots.plot_score_distributions(row, pairs, system, groups, titles=i == 0)
     row[0].set_ylabel(system)
-fig.suptitle("Genuine and impostor score distributions per subgroup", y=1.02)
+fig.suptitle("Genuine and impostor score distributions per subgroup")
 plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_score_distributions.png")
 plt.show()
@@ -108,7 +109,8 @@ for system in systems_used:
         curves[system][g] = metrics.det_curve(gen, imp)
         eers[system][g] = metrics.eer(gen, imp)
         dprimes[system][g] = metrics.d_prime(gen, imp)
-fig, axes = plt.subplots(1, len(systems_used), figsize=(5.2 * len(systems_used), 4.4), squeeze=False)
+fig, axes = plt.subplots(1, len(systems_used), figsize=(5.2 * len(systems_used), 4.4), squeeze=False,
+                         layout="constrained")
 for ax, system in zip(axes[0], systems_used, strict=True):
     plots.plot_det(ax, curves[system], fmr_min=1e-5, fnmr_min=1e-4)
     ax.set_title(system)
@@ -127,13 +129,13 @@ cv = {s: study.cross_validated_rates(df, s, fars, cfg["grouping"]) for s in syst
 avg = {s: study.fold_average(cv[s]) for s in systems_used}
 dev = {(s, p): study.fpr_deviation_table(avg[s], p) for s in systems_used for p in ("global", "group")}
 vmax = max(np.nanmax(np.abs(t.to_numpy())) for t in dev.values())
-fig, axes = plt.subplots(2, len(systems_used), figsize=(4.6 * len(systems_used), 7), squeeze=False)
+fig, axes = plt.subplots(2, len(systems_used), figsize=(4.6 * len(systems_used), 7), squeeze=False,
+                         layout="constrained")
 for j, system in enumerate(systems_used):
     for i, policy in enumerate(("global", "group")):
         plots.heatmap(axes[i, j], dev[(system, policy)], vmax=vmax, label="% from intended FPR")
         axes[i, j].set_title(f"{system}: {policy} threshold")
         axes[i, j].set_xlabel("intended FPR")
-fig.tight_layout()
 plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_fpr_deviation.png")
 plt.show()
@@ -145,7 +147,8 @@ plt.show()
 
 # %%
 tar_tables = {s: study.tar_at_far_table(avg[s]) for s in systems_used}
-fig, axes = plt.subplots(1, len(systems_used), figsize=(5.2 * len(systems_used), 4), squeeze=False)
+fig, axes = plt.subplots(1, len(systems_used), figsize=(5.2 * len(systems_used), 4), squeeze=False,
+                         layout="constrained")
 for ax, system in zip(axes[0], systems_used, strict=True):
     a = avg[system]
     for i, g in enumerate(groups):
@@ -224,6 +227,6 @@ for s in systems_used:
                            for p in ("global", "group")},
         "group_report": reports[s].to_dict(),
     }
-write_json_atomic(root / "reports" / "metrics" / f"{name}.json", out)
+write_json_atomic(root / reports_dir / "metrics" / f"{name}.json", out)
 pd.DataFrame({s: v["max_abs_fmr_dev_pct"]["global"] for s, v in out["systems"].items()}).add_prefix("global |dev|% ")\
     .join(pd.DataFrame({s: v["max_abs_fmr_dev_pct"]["group"] for s, v in out["systems"].items()}).add_prefix("group |dev|% ")).round(1)

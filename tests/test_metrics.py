@@ -125,9 +125,10 @@ def test_weighted_threshold_equals_threshold_on_repeated_data(imp, w, f):
         return
     s = _SortedScores(imp, np.arange(imp.size))
     rep = np.repeat(imp, w.astype(int))
-    assert s.threshold(np.array([f]), w)[0] == M.threshold_at_fmr(rep, f)
+    cw = s.weigh(w)
+    assert s.threshold(np.array([f]), cw)[0] == M.threshold_at_fmr(rep, f)
     t = np.array([-1.5, 0.0, 2.0])
-    np.testing.assert_allclose(s.fraction_above(t, w), [np.mean(rep > x) for x in t])
+    np.testing.assert_allclose(s.fraction_above(t, cw), [np.mean(rep > x) for x in t])
 
 
 @settings(max_examples=100, deadline=None)

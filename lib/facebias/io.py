@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_text_atomic", "write_json_atomic", "atomic_path", "repo_root", "load_params"]
+import numpy as np
+
+__all__ = ["write_text_atomic", "write_json_atomic", "jsonable", "atomic_path", "repo_root",
+           "load_params"]
 
 
 class atomic_path:
@@ -44,8 +48,29 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     return Path(path)
 
 
+def jsonable(obj: Any) -> Any:
+    """Plain-JSON copy of ``obj``: numpy scalars and arrays become Python values, NaN
+    becomes ``null`` and infinities the strings ``"inf"`` / ``"-inf"`` (strict JSON has none).
+    """
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        if math.isnan(obj):
+            return None
+        if math.isinf(obj):
+            return "inf" if obj > 0 else "-inf"
+    return obj
+
+
 def write_json_atomic(path: str | os.PathLike, obj: Any, indent: int = 2) -> Path:
-    return write_text_atomic(path, json.dumps(obj, indent=indent, allow_nan=False) + "\n")
+    """Write ``jsonable(obj)`` as strict JSON, atomically."""
+    return write_text_atomic(path, json.dumps(jsonable(obj), indent=indent, allow_nan=False) + "\n")
 
 
 def repo_root(start: str | os.PathLike | None = None) -> Path:

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from facebias.io import jsonable, write_text_atomic
 from facebias.stats import bootstrap_weights, percentile_interval
 
 __all__ = [
@@ -341,6 +342,8 @@ class _SortedScores:
     """One score set sorted once, for rates and thresholds under many weightings.
 
     Weights are pair multiplicities from a bootstrap replicate; ``weights=None`` means 1.
+    ``weigh`` returns the cumulative weights in score order, which ``threshold`` and
+    ``fraction_above`` take, so one replicate gathers and sums the weights only once.
     """
 
     def __init__(self, scores: np.ndarray, rows: np.ndarray):
@@ -352,29 +355,31 @@ class _SortedScores:
         last[-1] = True
         self.run_end = np.flatnonzero(last)  # index of the last element of each tie run
 
-    def _cumulative(self, weights: np.ndarray | None) -> tuple[np.ndarray, float]:
+    def weigh(self, weights: np.ndarray | None = None) -> np.ndarray:
+        """Cumulative weights in score order (1, 2, 3, ... without weights)."""
         if weights is None:
-            return np.arange(1, self.values.size + 1, dtype=np.float64), float(self.values.size)
-        cw = np.cumsum(weights[self.rows], dtype=np.float64)
-        return cw, float(cw[-1])
+            return np.arange(1, self.values.size + 1, dtype=np.float64)
+        return np.cumsum(weights[self.rows], dtype=np.float64)
 
-    def threshold(self, fmr: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    def threshold(self, fmr: np.ndarray, cw: np.ndarray | None = None) -> np.ndarray:
         """Smallest score t with weighted FMR(t) <= fmr (NaN if the total weight is 0)."""
-        cw, total = self._cumulative(weights)
+        cw = self.weigh() if cw is None else cw
+        total = cw[-1]
         if total == 0:
             return np.full(fmr.shape, np.nan)
         above = (total - cw[self.run_end]) / total  # non-increasing over runs
         r = np.searchsorted(-above, -fmr, side="left")
         return self.values[self.run_end[r]].astype(np.float64)
 
-    def fraction_above(self, t: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-        """Weighted share of scores > t."""
-        cw, total = self._cumulative(weights)
+    def fraction_above(self, t: np.ndarray, cw: np.ndarray | None = None) -> np.ndarray:
+        """Weighted share of scores > t (NaN where t is NaN or the total weight is 0)."""
+        cw = self.weigh() if cw is None else cw
+        total = cw[-1]
         if total == 0:
             return np.full(t.shape, np.nan)
         i = np.searchsorted(self.values, t, side="right")
         at_most = np.where(i > 0, cw[np.maximum(i - 1, 0)], 0.0)
-        return (total - at_most) / total
+        return np.where(np.isnan(t), np.nan, (total - at_most) / total)
 
 
 # --------------------------------------------------------------------------- group report
@@ -395,23 +400,14 @@ class GroupReport:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (infinite values become the string "inf")."""
-
-        def records(df: pd.DataFrame) -> list[dict[str, Any]]:
-            out = json.loads(df.to_json(orient="records", double_precision=15))
-            for rec, (_, row) in zip(out, df.iterrows(), strict=True):
-                for k, v in row.items():
-                    if isinstance(v, float) and np.isinf(v):
-                        rec[k] = "inf" if v > 0 else "-inf"
-            return out
-
-        return {"meta": self.meta, "groups": records(self.table), "summary": records(self.summary)}
+        """JSON-ready dict (NaN becomes null, infinities the strings "inf"/"-inf")."""
+        return jsonable({"meta": self.meta, "groups": self.table.to_dict(orient="records"),
+                         "summary": self.summary.to_dict(orient="records")})
 
     def to_json(self, path=None, indent: int = 2) -> str:
-        text = json.dumps(self.to_dict(), indent=indent)
+        """The report as strict JSON; written atomically to ``path`` when given."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
-            from facebias.io import write_text_atomic
-
             write_text_atomic(path, text + "\n")
         return text
 
@@ -491,16 +487,17 @@ def group_report(
 
     def evaluate(weights: np.ndarray | None) -> dict[str, np.ndarray]:
         """All estimates for one weighting: arrays of shape (n_fmr, n_groups)."""
-        t_glob = pooled.threshold(rates, weights)
+        t_glob = pooled.threshold(rates, pooled.weigh(weights))
         out = {"threshold_global": np.repeat(t_glob[:, None], len(names), axis=1)}
         cols = {k: [] for k in ("fmr_global", "fnmr_global", "threshold_group", "fmr_group", "fnmr_group")}
         for gs, im in zip(gen_sets, imp_sets, strict=True):
-            t_g = im.threshold(rates, weights)
-            cols["fmr_global"].append(im.fraction_above(t_glob, weights))
-            cols["fnmr_global"].append(1 - gs.fraction_above(t_glob, weights))
+            cg, ci = gs.weigh(weights), im.weigh(weights)
+            t_g = im.threshold(rates, ci)
+            cols["fmr_global"].append(im.fraction_above(t_glob, ci))
+            cols["fnmr_global"].append(1 - gs.fraction_above(t_glob, cg))
             cols["threshold_group"].append(t_g)
-            cols["fmr_group"].append(im.fraction_above(t_g, weights))
-            cols["fnmr_group"].append(1 - gs.fraction_above(t_g, weights))
+            cols["fmr_group"].append(im.fraction_above(t_g, ci))
+            cols["fnmr_group"].append(1 - gs.fraction_above(t_g, cg))
         out.update({k: np.stack(v, axis=1) for k, v in cols.items()})
         return out
 

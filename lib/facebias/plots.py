@@ -71,7 +71,7 @@ def plot_det(ax: plt.Axes, curves: Mapping[str, DetCurve], **det_kw) -> plt.Axes
 
 def plot_score_distributions(
     axes: Sequence[plt.Axes], df: pd.DataFrame, score: str, groups: Sequence[str],
-    bins: int = 80,
+    bins: int = 80, titles: bool = True,
 ) -> None:
     """Genuine and impostor score histograms (density), one panel per group."""
     lo, hi = np.quantile(df[score], [0.0005, 0.9995])
@@ -81,7 +81,8 @@ def plot_score_distributions(
         for lab, name, ls in ((0, "impostor", "-"), (1, "genuine", "--")):
             ax.hist(sub.loc[sub["label"] == lab, score], bins=edges, density=True,
                     histtype="step", color=group_color(g), ls=ls, lw=1.4, label=name)
-        ax.set_title(g, fontsize=10)
+        if titles:
+            ax.set_title(g, fontsize=10)
         ax.set_yticks([])
     axes[0].legend(fontsize=7)
 
@@ -101,8 +102,8 @@ def heatmap(ax: plt.Axes, table: pd.DataFrame, fmt: str = "{:+.0f}", cmap: str =
 
 
 def stamp(fig: plt.Figure, text: str) -> None:
-    """Provenance line at the bottom of a figure (backend, data, seed)."""
-    fig.text(0.005, 0.005, text, fontsize=7, color="0.35", ha="left", va="bottom")
+    """Provenance line below a figure's axes (backend, data, seed); saved with the figure."""
+    fig.text(0.005, 0.0, text, fontsize=7, color="0.35", ha="left", va="top")
 
 
 def save(fig: plt.Figure, path: str | Path, dpi: int = 120) -> Path:

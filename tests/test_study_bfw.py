@@ -1,0 +1,101 @@
+"""Paper 002 study on the known-truth world: planted subgroup effects are found, nulls are not."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+
+from facebias import metrics
+from facebias.studies import bfw as study
+from facebias.world import BFW_GROUPS, SIM_A, BFWWorldConfig, SystemSpec, make_bfw_world
+
+FARS = [0.1, 0.01, 0.001]
+
+
+@pytest.fixture(scope="module")
+def default_world():
+    return make_bfw_world(BFWWorldConfig())
+
+
+@pytest.fixture(scope="module")
+def cv_default(default_world):
+    return study.fold_average(study.cross_validated_rates(default_world, "sim_a", FARS))
+
+
+def test_subgroup_thresholds_level_held_out_fmr_at_1e3(cv_default):
+    """Done-when check: per-group thresholds bring every subgroup within +-15% of FAR 1e-3."""
+    grp = study.fpr_deviation_table(cv_default, "group")[0.001]
+    assert len(grp) == 8
+    assert grp.abs().max() <= 15, grp
+
+
+def test_global_threshold_shows_the_planted_deviation(cv_default):
+    glob = study.fpr_deviation_table(cv_default, "global")[0.001]
+    rho = pd.Series(SIM_A.group_similarity)
+    # the planted identity similarity orders the subgroups' FPR deviations
+    assert spearmanr(rho[glob.index], glob).statistic > 0.8
+    assert glob["AF"] > 30 and glob["WM"] < -30  # the most and least similar subgroups
+    fmr = cv_default.query("policy == 'global' and fmr_target == 0.001")["fmr"]
+    assert metrics.max_min_ratio(fmr) > 2.5
+
+
+def test_null_world_shows_no_deviation_at_a_global_threshold():
+    """Equal rho and noise in every subgroup: one global threshold is already fair."""
+    null = SystemSpec("null", dict.fromkeys(BFW_GROUPS, 0.2), 0.9)
+    df = make_bfw_world(BFWWorldConfig(systems=(null,), seed=11))
+    avg = study.fold_average(study.cross_validated_rates(df, "null", [0.01]))
+    glob = study.fpr_deviation_table(avg, "global")[0.01]
+    assert glob.abs().max() < 25, glob  # identity-correlated noise only, no planted shift
+    planted = make_bfw_world(BFWWorldConfig(systems=(SIM_A,), seed=11))
+    avg_p = study.fold_average(study.cross_validated_rates(planted, "sim_a", [0.01]))
+    assert study.fpr_deviation_table(avg_p, "global")[0.01].abs().max() > 2 * glob.abs().max()
+
+
+def test_thresholds_are_fitted_on_other_folds_only():
+    df = make_bfw_world(BFWWorldConfig(identities_per_group=10, images_per_identity=5, seed=3))
+    cv = study.cross_validated_rates(df, "sim_a", [0.01], grouping="intra")
+    intra = df[df.a1.astype(str) == df.a2.astype(str)]
+    for k in (1, 3):
+        train = intra[(intra.fold != k) & (intra.label == 0)]
+        expect_glob = metrics.threshold_at_fmr(train["sim_a"], 0.01)
+        expect_af = metrics.threshold_at_fmr(train.loc[train.a1 == "AF", "sim_a"], 0.01)
+        rows = cv[(cv.fold == k) & (cv.group == "AF")].set_index("policy")
+        assert rows.loc["global", "threshold"] == pytest.approx(expect_glob)
+        assert rows.loc["group", "threshold"] == pytest.approx(expect_af)
+        test_af = intra[(intra.fold == k) & (intra.a1 == "AF")]
+        imp = test_af.loc[test_af.label == 0, "sim_a"]
+        assert rows.loc["group", "fmr"] == pytest.approx(np.mean(imp > expect_af))
+
+
+def test_tar_at_far_table_is_one_minus_fnmr(cv_default):
+    t = study.tar_at_far_table(cv_default)
+    row = cv_default.query("policy == 'group' and fmr_target == 0.01 and group == 'BF'").iloc[0]
+    assert t.loc["BF", ("group", 0.01)] == pytest.approx(1 - row.fnmr)
+    assert t.loc["Avg", ("global", 0.1)] == pytest.approx(t.drop("Avg")[("global", 0.1)].mean())
+
+
+def test_legacy_tar_hand_computed():
+    # one group, decision threshold 0.5: rejected pairs are those <= 0.5
+    df = pd.DataFrame({"a1": ["AF"] * 6, "a2": ["AF"] * 6, "fold": [1] * 6, "label": [0] * 6,
+                       "s": [-0.2, 0.0, 0.05, 0.2, 0.4, 0.9]})
+    t = study.legacy_tar_table(df, "s", [0.1, 0.3], 0.5, {"AF": 0.3})
+    # global: rejected {-0.2, 0, .05, .2, .4}; share > 0.1 is 2/5 -> 0.6; share > 0.3 is 1/5 -> 0.8
+    assert t.loc[("global", "AF"), 0.1] == pytest.approx(0.6)
+    assert t.loc[("global", "AF"), 0.3] == pytest.approx(0.8)
+    # per group t = 0.3: rejected {-0.2, 0, .05, .2}; share > 0.3 is 0 -> exactly 1.0
+    assert t.loc[("group", "AF"), 0.3] == 1.0
+
+
+def test_accuracy_optimal_threshold_brute_force():
+    rng = np.random.default_rng(0)
+    s = np.r_[rng.normal(1, 1, 300), rng.normal(-1, 1, 700)].round(2)
+    y = np.r_[np.ones(300), np.zeros(700)]
+    grid = np.linspace(-2, 2, 401)
+    acc = np.array([np.mean((s > t) == y) for t in grid])
+    expect = grid[np.flatnonzero(acc == acc.max())[-1]]
+    assert study.accuracy_optimal_threshold(s, y, grid) == expect
+
+
+def test_bad_grouping_is_an_error():
+    with pytest.raises(ValueError, match="grouping"):
+        study.select_pairs(pd.DataFrame({"a1": ["AF"], "a2": ["AF"]}), "both")
