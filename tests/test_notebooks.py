@@ -76,6 +76,10 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["world"].update(identities_per_group=10, images_per_identity=6)
     params["bfw"].update(n_boot=5, fmr=[0.1, 0.01], report_fmr=[0.01])
+    # the opt-in real-data stage, on a fixture in the published schema
+    (tmp_path / "data" / "bfw").mkdir(parents=True)
+    shutil.copy(FIXTURE, tmp_path / "data" / "bfw" / "fixture.csv")
+    params["bfw"]["real"] = {"fx": {"datatable": "data/bfw/fixture.csv", "systems": "sphereface,vgg16"}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     env = {**os.environ, "DVC_NO_ANALYTICS": "1",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -90,9 +94,12 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     sh("dvc", "repro")
     for fig in FIGURES:
         assert (tmp_path / "reports" / "figures" / f"bfw_{fig}.png").exists()
-    assert "bfw.json" in sh("dvc", "metrics", "show")
+        assert (tmp_path / "reports" / "figures" / f"bfw_real_fx_{fig}.png").exists()
+    shown = sh("dvc", "metrics", "show")
+    assert "bfw.json" in shown and "bfw_real_fx.json" in shown
     assert "up to date" in sh("dvc", "repro")
     params["bfw"]["fmr"] = [0.1]
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     log = sh("dvc", "repro")
     assert "'world' didn't change" in log and "Running stage 'bfw'" in log
+    assert "Running stage 'bfw_real@fx'" in log
