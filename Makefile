@@ -23,7 +23,7 @@ $(STAMP): requirements.txt pyproject.toml
 reproduce: $(STAMP)
 	@test -d .git || (echo "make reproduce needs a git checkout (dvc uses git)"; exit 1)
 	$(BIN)/dvc repro
-	$(BIN)/dvc metrics show
+	@echo "figures: reports/figures/  metrics: reports/metrics/ (dvc metrics show)  notebooks: reports/notebooks/"
 
 test: $(STAMP)
 	$(BIN)/pytest -q

@@ -137,7 +137,7 @@ def test_missing_file_says_how_to_get_it(tmp_path):
         load_bfw(tmp_path / "bfw-v0.1.5-datatable.csv")
     msg = str(e.value)
     assert "registration form" in msg and "visionjo/facerec-bias-bfw" in msg
-    assert "bfw.datatable" in msg and "params.yaml" in msg
+    assert "bfw.real" in msg and "params.yaml" in msg
 
 
 def test_checksum(tmp_path):

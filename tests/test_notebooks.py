@@ -42,11 +42,14 @@ def test_bfw_notebook_on_the_synthetic_world(tiny_world, tmp_path):
                  name="bfw", overrides={"n_boot": 5})
     for fig in FIGURES:
         assert (reports / "figures" / f"bfw_{fig}.png").stat().st_size > 10_000
-    m = json.loads((reports / "metrics" / "bfw.json").read_text())
-    assert m["source"] == "synthetic" and "synthetic world" in m["provenance"]
-    assert set(m["systems"]) == {"sim_a", "sim_b"}
+    head = json.loads((reports / "metrics" / "bfw.json").read_text())
+    assert head["source"] == "synthetic" and set(head["systems"]) == {"sim_a", "sim_b"}
+    assert set(head["systems"]["sim_a"]["max_abs_fmr_dev_pct"]["group"]) == {"0.3", "0.1", "0.01", "0.001", "0.0001"}
+    m = json.loads((reports / "metrics" / "bfw_details.json").read_text())
+    assert "synthetic world" in m["provenance"]
     a = m["systems"]["sim_a"]
     assert set(a["eer"]) == {"AF", "AM", "BF", "BM", "IF", "IM", "WF", "WM"}
+    assert head["systems"]["sim_a"]["eer_max"] == max(a["eer"].values())
     assert a["group_report"]["meta"]["bootstrap_unit"] == "identities"
 
 
@@ -55,7 +58,7 @@ def test_bfw_notebook_on_a_real_schema_datatable(tmp_path):
     run_notebook("bfw_thresholds", tmp_path, datatable=str(FIXTURE), source="real",
                  systems="sphereface,vgg16", reports_dir=str(reports), name="bfw_real_fixture",
                  overrides={"n_boot": 3, "fmr": [0.3, 0.1], "report_fmr": [0.1]})
-    m = json.loads((reports / "metrics" / "bfw_real_fixture.json").read_text())
+    m = json.loads((reports / "metrics" / "bfw_real_fixture_details.json").read_text())
     assert m["source"] == "real" and set(m["systems"]) == {"sphereface", "vgg16"}
     assert (reports / "figures" / "bfw_real_fixture_det.png").exists()
 

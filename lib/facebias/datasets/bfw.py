@@ -39,8 +39,8 @@ BFW_PUBLISHED_SCORE_COLUMNS: tuple[str, ...] = ("vgg16", "resnet50", "senet50", 
 _NOT_SCORES = {"ids1", "ids2"}
 _HOW_TO_GET = (
     "The BFW datatable (bfw-v0.1.5-datatable.csv or .pkl) is obtained through the authors' "
-    "registration form linked from GitHub visionjo/facerec-bias-bfw; download it and set "
-    "`bfw.datatable` in params.yaml to its path."
+    "registration form linked from GitHub visionjo/facerec-bias-bfw; put it under data/bfw/ "
+    "and list it under `bfw.real` in params.yaml (see the README, 'Real data and models')."
 )
 
 
