@@ -9,7 +9,7 @@ from scipy.stats import norm
 from sklearn.metrics import roc_curve
 
 from facebias import metrics as M
-from facebias.metrics import _SortedScores
+from facebias.metrics import _pooled_threshold, _SortedScores
 
 
 def brute_threshold(imp, f):
@@ -109,7 +109,7 @@ def test_threshold_matches_brute_force(imp, f):
     t = M.threshold_at_fmr(imp, f)
     assert t == brute_threshold(imp, f)
     # the weighted implementation with unit weights is the same definition
-    assert _SortedScores(imp, np.arange(imp.size)).threshold(np.array([f]))[0] == t
+    assert _SortedScores(np.sort(imp)).threshold(np.array([f]))[0] == t
 
 
 @settings(max_examples=100, deadline=None)
@@ -119,16 +119,40 @@ def test_threshold_matches_brute_force(imp, f):
     f=st.floats(0.01, 0.99),
 )
 def test_weighted_threshold_equals_threshold_on_repeated_data(imp, w, f):
-    imp = np.array(imp, dtype=np.float64)
-    w = np.array(w[: imp.size], dtype=np.float64)
+    order = np.argsort(imp, kind="stable")
+    imp = np.array(imp, dtype=np.float64)[order]
+    w = np.array(w[: imp.size], dtype=np.float64)[order]
     if w.sum() == 0:
         return
-    s = _SortedScores(imp, np.arange(imp.size))
+    s = _SortedScores(imp)
     rep = np.repeat(imp, w.astype(int))
     cw = s.weigh(w)
     assert s.threshold(np.array([f]), cw)[0] == M.threshold_at_fmr(rep, f)
     t = np.array([-1.5, 0.0, 2.0])
     np.testing.assert_allclose(s.fraction_above(t, cw), [np.mean(rep > x) for x in t])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    a=st.lists(st.integers(-4, 4), min_size=1, max_size=15),
+    b=st.lists(st.integers(-4, 4), min_size=1, max_size=15),
+    w=st.lists(st.integers(0, 3), min_size=30, max_size=30),
+    f=st.lists(st.floats(0.01, 0.99), min_size=1, max_size=4),
+)
+def test_pooled_threshold_equals_threshold_on_the_merged_repeated_data(a, b, w, f):
+    """Two weighted sets searched separately give the threshold of their weighted union."""
+    vals = np.r_[np.sort(a), np.sort(b)].astype(np.float64)
+    w = np.array(w[: vals.size], dtype=np.float64)
+    sets = [_SortedScores(vals, 0, len(a)), _SortedScores(vals, len(a), vals.size)]
+    fmr = np.array(f)
+    rep = np.repeat(vals, w.astype(int))
+    got = _pooled_threshold(np.sort(vals), sets, [s.weigh(w) for s in sets], fmr)
+    if rep.size == 0:
+        assert np.isnan(got).all()
+        return
+    np.testing.assert_array_equal(got, M.threshold_at_fmr(rep, fmr))
+    unweighted = _pooled_threshold(np.sort(vals), sets, [s.weigh() for s in sets], fmr)
+    np.testing.assert_array_equal(unweighted, M.threshold_at_fmr(vals, fmr))
 
 
 @settings(max_examples=100, deadline=None)

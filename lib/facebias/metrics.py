@@ -339,47 +339,78 @@ def _summaries(fmr_g: np.ndarray, fnmr_g: np.ndarray, alpha: float) -> dict[str,
 
 # --------------------------------------------------------------------------- weighted rates
 class _SortedScores:
-    """One score set sorted once, for rates and thresholds under many weightings.
+    """A contiguous run ``[start, stop)`` of scores sorted ascending, for rates and
+    thresholds under many weightings without copying or gathering.
 
-    Weights are pair multiplicities from a bootstrap replicate; ``weights=None`` means 1.
-    ``weigh`` returns the cumulative weights in score order, which ``threshold`` and
-    ``fraction_above`` take, so one replicate gathers and sums the weights only once.
+    Weights are per-row multiplicities from a bootstrap replicate, laid out in the same
+    order as the scores (``weights=None`` means 1). ``weigh`` returns the cumulative
+    weights, which ``threshold`` and ``count_above`` take, so one replicate sums each
+    run's weights once.
     """
 
-    def __init__(self, scores: np.ndarray, rows: np.ndarray):
-        order = np.argsort(scores, kind="stable")
-        self.values = scores[order]
-        self.rows = rows[order]
-        last = np.empty(self.values.size, dtype=bool)
-        np.not_equal(self.values[1:], self.values[:-1], out=last[:-1])
-        last[-1] = True
-        self.run_end = np.flatnonzero(last)  # index of the last element of each tie run
+    def __init__(self, sorted_scores: np.ndarray, start: int = 0, stop: int | None = None):
+        self.start = start
+        self.stop = sorted_scores.size if stop is None else stop
+        self.values = sorted_scores[self.start : self.stop]
 
     def weigh(self, weights: np.ndarray | None = None) -> np.ndarray:
         """Cumulative weights in score order (1, 2, 3, ... without weights)."""
         if weights is None:
             return np.arange(1, self.values.size + 1, dtype=np.float64)
-        return np.cumsum(weights[self.rows], dtype=np.float64)
+        return np.cumsum(weights[self.start : self.stop], dtype=np.float64)
 
     def threshold(self, fmr: np.ndarray, cw: np.ndarray | None = None) -> np.ndarray:
-        """Smallest score t with weighted FMR(t) <= fmr (NaN if the total weight is 0)."""
+        """Smallest score t with weighted FMR(t) <= fmr (NaN if the total weight is 0).
+
+        The first position j with ``(total - cw[j]) / total <= fmr`` starts the first tie
+        run that satisfies the rule (the share above a run is read at its last element,
+        where it is smallest), so no run bookkeeping is needed.
+        """
         cw = self.weigh() if cw is None else cw
         total = cw[-1]
         if total == 0:
             return np.full(fmr.shape, np.nan)
-        above = (total - cw[self.run_end]) / total  # non-increasing over runs
-        r = np.searchsorted(-above, -fmr, side="left")
-        return self.values[self.run_end[r]].astype(np.float64)
+        above = (total - cw) / total  # non-increasing
+        j = np.searchsorted(-above, -fmr, side="left")
+        return self.values[j].astype(np.float64)
+
+    def count_above(self, t: np.ndarray, cw: np.ndarray | None = None) -> np.ndarray:
+        """Weighted number of scores > t."""
+        cw = self.weigh() if cw is None else cw
+        i = np.searchsorted(self.values, t, side="right")
+        return cw[-1] - np.where(i > 0, cw[np.maximum(i - 1, 0)], 0.0)
 
     def fraction_above(self, t: np.ndarray, cw: np.ndarray | None = None) -> np.ndarray:
         """Weighted share of scores > t (NaN where t is NaN or the total weight is 0)."""
         cw = self.weigh() if cw is None else cw
-        total = cw[-1]
-        if total == 0:
-            return np.full(t.shape, np.nan)
-        i = np.searchsorted(self.values, t, side="right")
-        at_most = np.where(i > 0, cw[np.maximum(i - 1, 0)], 0.0)
-        return np.where(np.isnan(t), np.nan, (total - at_most) / total)
+        if cw[-1] == 0:
+            return np.full(np.shape(t), np.nan)
+        return np.where(np.isnan(t), np.nan, self.count_above(t, cw) / cw[-1])
+
+
+def _pooled_threshold(
+    candidates: np.ndarray, sets: Sequence[_SortedScores], cws: Sequence[np.ndarray],
+    fmr: np.ndarray,
+) -> np.ndarray:
+    """``threshold`` on the union of several weighted score sets, without merging them.
+
+    ``candidates`` are all their scores sorted. Binary search for the smallest candidate
+    t with ``sum_g count_above_g(t) / sum_g total_g <= fmr``: O(log n) per set and
+    target instead of gathering every weight into pooled order.
+    """
+    total = float(sum(cw[-1] for cw in cws))
+    if total == 0:
+        return np.full(fmr.shape, np.nan)
+    lo = np.zeros(fmr.size, dtype=np.int64)
+    hi = np.full(fmr.size, candidates.size - 1)  # the largest score always qualifies
+    while (lo < hi).any():
+        mid = (lo + hi) // 2
+        t = candidates[mid]
+        above = sum(st.count_above(t, cw) for st, cw in zip(sets, cws, strict=True))
+        ok = above / total <= fmr
+        hi = np.where(ok, mid, hi)
+        lo = np.where(ok | (lo >= hi), lo, mid + 1)
+    return candidates[lo].astype(np.float64)
 
 
 # --------------------------------------------------------------------------- group report
@@ -473,25 +504,29 @@ def group_report(
     if n_boot < 0:
         raise ValueError(f"n_boot: must be >= 0, got {n_boot!r}")
     codes, names = pd.factorize(g, sort=True)
-    rows = np.arange(len(pairs))
-    gen_sets, imp_sets = [], []
-    for k, name in enumerate(names):
-        in_g = codes == k
-        for sets, mask, what in ((gen_sets, in_g & is_gen, "genuine"), (imp_sets, in_g & ~is_gen, "impostor")):
-            if not mask.any():
-                raise ValueError(f"column {group!r}: group {name!r} has no {what} pairs")
-            sets.append(_SortedScores(s[mask], rows[mask]))
     if not (~is_gen).any() or not is_gen.any():
         raise ValueError(f"column {label!r}: needs both genuine (1) and impostor (0) pairs")
-    pooled = _SortedScores(s[~is_gen], rows[~is_gen])
+    # one sorted, contiguous run per (group, label): set 2k = impostors, 2k+1 = genuine
+    set_id = 2 * codes + is_gen
+    order = np.lexsort((s, set_id))
+    s_sorted = s[order]
+    bounds = np.searchsorted(set_id[order], np.arange(2 * len(names) + 1))
+    gen_sets, imp_sets = [], []
+    for k, name in enumerate(names):
+        for sets, j, what in ((imp_sets, 2 * k, "impostor"), (gen_sets, 2 * k + 1, "genuine")):
+            if bounds[j + 1] == bounds[j]:
+                raise ValueError(f"column {group!r}: group {name!r} has no {what} pairs")
+            sets.append(_SortedScores(s_sorted, bounds[j], bounds[j + 1]))
+    candidates = np.sort(s[~is_gen])
 
     def evaluate(weights: np.ndarray | None) -> dict[str, np.ndarray]:
-        """All estimates for one weighting: arrays of shape (n_fmr, n_groups)."""
-        t_glob = pooled.threshold(rates, pooled.weigh(weights))
+        """All estimates for one weighting (rows in sorted order): arrays (n_fmr, n_groups)."""
+        cws_imp = [im.weigh(weights) for im in imp_sets]
+        t_glob = _pooled_threshold(candidates, imp_sets, cws_imp, rates)
         out = {"threshold_global": np.repeat(t_glob[:, None], len(names), axis=1)}
         cols = {k: [] for k in ("fmr_global", "fnmr_global", "threshold_group", "fmr_group", "fnmr_group")}
-        for gs, im in zip(gen_sets, imp_sets, strict=True):
-            cg, ci = gs.weigh(weights), im.weigh(weights)
+        for gs, im, ci in zip(gen_sets, imp_sets, cws_imp, strict=True):
+            cg = gs.weigh(weights)
             t_g = im.threshold(rates, ci)
             cols["fmr_global"].append(im.fraction_above(t_glob, ci))
             cols["fnmr_global"].append(1 - gs.fraction_above(t_glob, cg))
@@ -504,8 +539,8 @@ def group_report(
     point = evaluate(None)
     boots: dict[str, list[np.ndarray]] = {k: [] for k in point}
     if ids is not None:
-        id1 = _column(pairs, ids[0], "identity").to_numpy()
-        id2 = _column(pairs, ids[1], "identity").to_numpy()
+        id1 = _column(pairs, ids[0], "identity").to_numpy()[order]
+        id2 = _column(pairs, ids[1], "identity").to_numpy()[order]
         unit = "identities"
     else:
         id1 = id2 = None

@@ -50,12 +50,14 @@ def bootstrap_weights(
     codes, uniques = pd.factorize(np.concatenate([a, b]))
     if (codes < 0).any():
         raise ValueError("identity columns contain missing values")
-    ca, cb = codes[:n], codes[n:]
-    same = ca == cb
     k = len(uniques)
+    ca = codes[:n].astype(np.int32)
+    # a same-identity pair counts its identity once: point its second index at a constant 1
+    cb = np.where(codes[:n] == codes[n:], k, codes[n:]).astype(np.int32)
+    m = np.ones(k + 1)
     for _ in range(n_boot):
-        m = np.bincount(rng.integers(0, k, k), minlength=k).astype(np.float64)
-        yield np.where(same, m[ca], m[ca] * m[cb])
+        m[:k] = np.bincount(rng.integers(0, k, k), minlength=k)
+        yield m[ca] * m[cb]
 
 
 def percentile_interval(replicates: np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
