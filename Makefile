@@ -21,7 +21,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 reproduce: $(STAMP)
-	@test -d .git || (echo "make reproduce needs a git checkout (dvc uses git)"; exit 1)
+	@git rev-parse --git-dir >/dev/null 2>&1 || (echo "make reproduce needs a git checkout (dvc uses git)"; exit 1)
 	$(BIN)/dvc repro
 	@echo "figures: reports/figures/  metrics: reports/metrics/ (dvc metrics show)  notebooks: reports/notebooks/"
 
