@@ -337,3 +337,8 @@ def test_from_params_rejects(change, key):
     params = {"identities_per_group": 10, "images_per_identity": 3, "n_folds": 5, **change}
     with pytest.raises(ValueError, match=key):
         BFWWorldConfig.from_params(params)
+
+
+def test_read_world_missing_file_says_how_to_make_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match="dvc repro world"):
+        read_world(tmp_path / "nope.parquet")

@@ -524,6 +524,11 @@ def read_world(path: str | os.PathLike) -> pd.DataFrame:
     """Read a table written by :func:`write_world`, restoring ``df.attrs``."""
     import pyarrow.parquet as pq
 
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"{path}: no synthetic world here; generate it with `dvc repro world` "
+            "(or `facebias world --out PATH`)"
+        )
     table = pq.read_table(path)
     df = table.to_pandas()
     raw = (table.schema.metadata or {}).get(_META_KEY)
