@@ -99,6 +99,15 @@ def test_det_points_are_the_rates_at_their_thresholds():
     assert c.thresholds.dtype == np.float32
 
 
+def test_det_with_mixed_precision_loses_nothing():
+    imp = np.array([0.1, 0.2, 0.3], dtype=np.float32)
+    gen = np.array([0.2 + 1e-12, 0.5])  # float64, not representable in float32
+    c = M.det_curve(gen, imp)
+    assert c.thresholds.dtype == np.float64
+    for t, f, fn in zip(c.thresholds, c.fmr, c.fnmr, strict=True):
+        assert f == np.mean(imp > t) and fn == np.mean(gen <= t)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     imp=st.lists(st.integers(-5, 5), min_size=1, max_size=40),

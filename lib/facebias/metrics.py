@@ -218,12 +218,15 @@ class DetCurve(NamedTuple):
 def det_curve(genuine: Any, impostor: Any, chunk: int = 1 << 20) -> DetCurve:
     """DET curve at every distinct threshold (the ROC is ``(fmr, 1 - fnmr)``).
 
-    Scores keep their float dtype (float32 input gives float32 thresholds); the rates
-    are float64. Work is O(n log n): one sort of each score set, one linear merge.
+    Scores keep their float dtype (float32 input gives float32 thresholds; mixed float32
+    and float64 give float64); the rates are float64. Work is O(n log n): one sort of each score set, one linear merge.
     """
-    imp = np.sort(check_scores(impostor, "impostor"))
-    gen = np.sort(check_scores(genuine, "genuine"))
-    merged = np.concatenate((imp, gen.astype(imp.dtype, copy=False)))
+    imp = check_scores(impostor, "impostor")
+    gen = check_scores(genuine, "genuine")
+    dtype = np.result_type(imp, gen)  # mixed float32/float64: compare in float64, losslessly
+    imp = np.sort(imp.astype(dtype, copy=False))
+    gen = np.sort(gen.astype(dtype, copy=False))
+    merged = np.concatenate((imp, gen))
     merged.sort(kind="stable")  # timsort: a linear merge of the two sorted runs
     last = np.empty(merged.size, dtype=bool)
     np.not_equal(merged[1:], merged[:-1], out=last[:-1])
