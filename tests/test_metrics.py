@@ -340,7 +340,11 @@ def test_group_report_is_deterministic_and_serialises():
         a.table[b.table.columns], b.table, check_exact=False, rtol=1e-12)
     d = a.to_dict()
     assert d["meta"]["bootstrap_unit"] == "pairs" and len(d["groups"]) == 2
-    assert "fairness across groups" in str(a)
+    text = str(a)
+    assert "fairness across groups" in text
+    lo, hi = a.table.loc[0, ["fmr_global_lo", "fmr_global_hi"]]
+    assert f"[{lo:.3g}, {hi:.3g}]" in text  # intervals printed beside the estimates
+    assert "no bootstrap intervals" in str(b)
 
 
 @pytest.mark.parametrize(

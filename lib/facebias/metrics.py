@@ -447,19 +447,35 @@ class GroupReport:
 
     def __str__(self) -> str:
         m = self.meta
+        boot = (f"{m['n_boot']} bootstrap replicates resampling {m['bootstrap_unit']}, "
+                f"{m['ci']:.0%} CI" if m["n_boot"] else "no bootstrap intervals")
         head = (
             f"group report: score={m['score']!r} label={m['label']!r} group={m['group']!r} "
-            f"| {m['n_genuine']} genuine, {m['n_impostor']} impostor pairs | "
-            f"{m['n_boot']} bootstrap replicates resampling {m['bootstrap_unit']}, {m['ci']:.0%} CI"
+            f"| {m['n_genuine']} genuine, {m['n_impostor']} impostor pairs | {boot}"
         )
-        cols = ["fmr_target", "group", "n_genuine", "n_impostor", "fmr_global", "fnmr_global",
-                "fmr_group", "fnmr_group", "fmr_dev_global_pct"]
-        with pd.option_context("display.width", 140, "display.max_columns", 20):
-            body = self.table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}")
-            summ = self.summary[["fmr_target", "policy", "fmr_ratio", "fnmr_ratio", "fdr",
-                                 "garbe", "inequity_rate"]].to_string(
-                index=False, float_format=lambda v: f"{v:.4g}")
-        return f"{head}\n{body}\n\nfairness across groups\n{summ}"
+
+        def with_ci(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+            """Numbers as text, ``value [lo, hi]`` where an interval exists."""
+            out = pd.DataFrame(index=df.index)
+            for c in cols:
+                v = df[c]
+                if pd.api.types.is_float_dtype(v) and c != "fmr_target":
+                    text = v.map(lambda x: f"{x:.4g}")
+                    if f"{c}_lo" in df:
+                        text = text + " [" + df[f"{c}_lo"].map(lambda x: f"{x:.3g}") + ", " + \
+                            df[f"{c}_hi"].map(lambda x: f"{x:.3g}") + "]"
+                    out[c] = text
+                else:
+                    out[c] = v.map(lambda x: f"{x:g}" if isinstance(x, float) else str(x))
+            return out
+
+        groups = with_ci(self.table, ["fmr_target", "group", "n_genuine", "n_impostor", "fmr_global",
+                                      "fnmr_global", "fmr_group", "fnmr_group"])
+        summary = with_ci(self.summary, ["fmr_target", "policy", "fmr_ratio", "fnmr_ratio", "fdr",
+                                         "garbe", "inequity_rate"])
+        return (f"{head}\n{groups.to_string(index=False)}\n\nfairness across groups "
+                f"(global: one threshold for all; group: each group's own)\n"
+                f"{summary.to_string(index=False)}")
 
 
 def _column(pairs: pd.DataFrame, name: str, role: str) -> pd.Series:
