@@ -219,7 +219,8 @@ def det_curve(genuine: Any, impostor: Any, chunk: int = 1 << 20) -> DetCurve:
     """DET curve at every distinct threshold (the ROC is ``(fmr, 1 - fnmr)``).
 
     Scores keep their float dtype (float32 input gives float32 thresholds; mixed float32
-    and float64 give float64); the rates are float64. Work is O(n log n): one sort of each score set, one linear merge.
+    and float64 give float64); the rates are float64. Work is O(n log n): one sort of
+    each score set, one linear merge.
     """
     imp = check_scores(impostor, "impostor")
     gen = check_scores(genuine, "genuine")
@@ -411,8 +412,8 @@ def _pooled_threshold(
         t = candidates[mid]
         above = sum(st.count_above(t, cw) for st, cw in zip(sets, cws, strict=True))
         ok = above / total <= fmr
-        hi = np.where(ok, mid, hi)
-        lo = np.where(ok | (lo >= hi), lo, mid + 1)
+        hi = np.where(ok, mid, hi)  # hi always qualifies, so a converged entry stays put
+        lo = np.where(ok, lo, mid + 1)
     return candidates[lo].astype(np.float64)
 
 
