@@ -64,6 +64,11 @@ __all__ = [
     "planted_truth",
     "write_world",
     "read_world",
+    "BA_FACTORS",
+    "BAWorldConfig",
+    "make_batest_world",
+    "factor_effect",
+    "batest_pairs",
 ]
 
 BFW_GROUPS: tuple[str, ...] = ("AF", "AM", "BF", "BM", "IF", "IM", "WF", "WM")
@@ -85,7 +90,7 @@ GENDER_DTYPE = pd.CategoricalDtype(list(BFW_GENDERS))
 ETHNICITY_DTYPE = pd.CategoricalDtype(list(BFW_ETHNICITIES))
 
 # tags of the independent random streams (SeedSequence spawn keys)
-_FOLDS, _PAIRS, _SYSTEM, _TRUTH = 0, 1, 2, 3
+_FOLDS, _PAIRS, _SYSTEM, _TRUTH, _FACTORS = 0, 1, 2, 3, 4
 
 
 def _rng(seed: int, *key: int) -> np.random.Generator:
@@ -534,3 +539,198 @@ def read_world(path: str | os.PathLike) -> pd.DataFrame:
     raw = (table.schema.metadata or {}).get(_META_KEY)
     df.attrs = json.loads(raw) if raw else {}
     return df
+
+
+# =========================================================================== BA-test world
+# Paper 003: nuisance factors (pose, brightness, quality, face area, facial hair) drive
+# 1:1 accuracy, and their distributions differ across groups, so an unbalanced evaluation
+# mixes the demographic effect with the factor effects. Here both are planted.
+#
+# Per image: yaw, pitch, roll (deg), brightness (face-skin gray, 0-255), quality (0-1),
+# face_area (fraction of the aligned crop), facial_hair (bool, males only), drawn from
+# group-specific distributions. Its factor effect on scores is
+#     e = -b_pose (|yaw| + |pitch|) / 20 - b_bright |brightness - 157| / 40
+#         + b_area (face_area - 0.35) / 0.1 + b_quality (quality - 0.5) - b_hair facial_hair
+# A pair (a, b) scores  genuine:  mu_gen[g] + e_a + e_b + sigma eps
+#                       impostor: mu_imp[g] + gamma (e_a + e_b) + sigma eps,
+# with eps ~ N(0, 1) a deterministic function of (seed, a, b): a pair keeps its score in
+# any subset, so balanced and unbalanced evaluations see the same pairs.
+# The planted demographic effect is mu_gen / mu_imp; with factor distributions equal
+# across groups the expected genuine-score gap M - F of race r is exactly
+# mu_gen[rM] - mu_gen[rF].
+
+BA_FACTORS: tuple[str, ...] = (
+    "yaw", "pitch", "roll", "brightness", "quality", "face_area", "facial_hair",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BAWorldConfig:
+    """Size, planted demographic effects and factor distributions of the BA-test world.
+
+    Per-group settings are dicts over :data:`BFW_GROUPS`. Defaults: a true genuine gap
+    M - F of 0.04 in every race; females have smaller face area (hair occludes more, as
+    paper 003 reports), males have facial hair with probability 0.3; Black groups are
+    darker on average, Asian groups more often off-pose.
+    """
+
+    seed: int = 3003
+    identities_per_group: int = 150
+    images_per_identity: int = 8
+    sigma: float = 0.05
+    gamma: float = 0.3
+    genuine_mean: dict[str, float] = field(
+        default_factory=lambda: _by_group(0.60, 0.64, 0.60, 0.64, 0.60, 0.64, 0.60, 0.64))
+    impostor_mean: dict[str, float] = field(
+        default_factory=lambda: _by_group(0.14, 0.12, 0.13, 0.11, 0.13, 0.11, 0.12, 0.10))
+    effects: dict[str, float] = field(default_factory=lambda: {
+        "pose": 0.03, "brightness": 0.03, "face_area": 0.03, "quality": 0.04, "facial_hair": 0.03})
+    yaw_sd: dict[str, float] = field(
+        default_factory=lambda: _by_group(16, 16, 10, 10, 10, 10, 10, 10))
+    brightness_mean: dict[str, float] = field(
+        default_factory=lambda: _by_group(165, 160, 120, 115, 140, 135, 170, 165))
+    face_area_mean: dict[str, float] = field(
+        default_factory=lambda: _by_group(0.30, 0.38, 0.30, 0.38, 0.30, 0.38, 0.30, 0.38))
+    quality_mean: dict[str, float] = field(
+        default_factory=lambda: _by_group(0.50, 0.55, 0.45, 0.50, 0.50, 0.55, 0.55, 0.60))
+    facial_hair_rate: float = 0.3
+
+    def __post_init__(self) -> None:
+        for key in ("identities_per_group", "images_per_identity"):
+            if int(getattr(self, key)) < 2:
+                raise ValueError(f"batest_world.{key} must be >= 2, got {getattr(self, key)}")
+        for key in ("genuine_mean", "impostor_mean", "yaw_sd", "brightness_mean",
+                    "face_area_mean", "quality_mean"):
+            object.__setattr__(self, key, _per_group(getattr(self, key), f"batest_world.{key}"))
+        unknown = set(self.effects) - {"pose", "brightness", "face_area", "quality", "facial_hair"}
+        if unknown:
+            raise ValueError(f"batest_world.effects: unknown factor(s) {sorted(unknown)}")
+        if not self.sigma > 0 or not 0 <= self.facial_hair_rate <= 1:
+            raise ValueError("batest_world: need sigma > 0 and 0 <= facial_hair_rate <= 1")
+
+    @classmethod
+    def from_params(cls, d: Mapping[str, Any]) -> BAWorldConfig:
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"batest_world: unknown key(s) {unknown}; known: {sorted(known)}")
+        return cls(**dict(d))
+
+    def true_gender_gap(self) -> dict[str, float]:
+        """Planted genuine-score gap M - F per race letter (what balancing should recover)."""
+        return {e: self.genuine_mean[e + "M"] - self.genuine_mean[e + "F"]
+                for e in BFW_ETHNICITIES}
+
+
+def make_batest_world(config: BAWorldConfig | None = None) -> pd.DataFrame:
+    """One row per synthetic image: ``image, identity, group, race, gender`` and the
+    factors :data:`BA_FACTORS`, plus ``effect`` (its planted factor effect ``e``).
+    Deterministic given the config; labelled ``attrs["source"] = "synthetic"``."""
+    c = config or BAWorldConfig()
+    n, k = c.identities_per_group, c.images_per_identity
+    rng = _rng(c.seed, _FACTORS)
+    rows = []
+    for gi, g in enumerate(BFW_GROUPS):
+        m = n * k
+        male = g[1] == "M"
+        rows.append(pd.DataFrame({
+            "identity": gi * n + np.repeat(np.arange(n), k),
+            "group": g,
+            "yaw": rng.normal(0, c.yaw_sd[g], m),
+            "pitch": rng.normal(0, 8, m),
+            "roll": rng.normal(0, 4, m),
+            "brightness": np.clip(rng.normal(c.brightness_mean[g], 30, m), 0, 255),
+            "quality": np.clip(rng.normal(c.quality_mean[g], 0.15, m), 0, 1),
+            "face_area": np.clip(rng.normal(c.face_area_mean[g], 0.05, m), 0.05, 0.6),
+            "facial_hair": (rng.random(m) < c.facial_hair_rate) if male else np.zeros(m, bool),
+        }))
+    df = pd.concat(rows, ignore_index=True)
+    df.insert(0, "image", [f"syn{i:06d}.png" for i in range(len(df))])
+    df["group"] = pd.Categorical(df["group"], dtype=GROUP_DTYPE)
+    df.insert(3, "race", df["group"].astype(str).str[0])
+    df.insert(4, "gender", df["group"].astype(str).str[1])
+    df["effect"] = factor_effect(df, c)
+    df.attrs["source"] = "synthetic"
+    df.attrs["batest_world"] = {"seed": c.seed, "true_gender_gap": c.true_gender_gap()}
+    return df
+
+
+def factor_effect(images: pd.DataFrame, config: BAWorldConfig) -> np.ndarray:
+    """The planted factor effect ``e`` of each image (score units; see the section comment)."""
+    b = config.effects
+    return (
+        -b.get("pose", 0) * (images["yaw"].abs() + images["pitch"].abs()).to_numpy() / 20
+        - b.get("brightness", 0) * np.abs(images["brightness"].to_numpy() - 157) / 40
+        + b.get("face_area", 0) * (images["face_area"].to_numpy() - 0.35) / 0.1
+        + b.get("quality", 0) * (images["quality"].to_numpy() - 0.5)
+        - b.get("facial_hair", 0) * images["facial_hair"].to_numpy().astype(float)
+    )
+
+
+def _pair_normal(seed: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Standard normals that depend only on (seed, a, b): splitmix64 hash -> inverse CDF."""
+    from scipy.special import ndtri
+
+    with np.errstate(over="ignore"):
+        x = (np.minimum(a, b).astype(np.uint64) << np.uint64(32)) | np.maximum(a, b).astype(np.uint64)
+        x = x + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+        for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+            x = (x ^ (x >> np.uint64(shift))) * np.uint64(mult)
+        x = x ^ (x >> np.uint64(31))
+    u = ((x >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)
+    return ndtri(u)
+
+
+def batest_pairs(images: pd.DataFrame, config: BAWorldConfig | None = None,
+                 impostors_per_genuine: float = 2.0, seed: int = 0) -> pd.DataFrame:
+    """Genuine (every same-identity pair) and within-group impostor pairs of ``images``
+    (any subset of a :func:`make_batest_world` table), scored by the planted model.
+
+    Columns: ``a, b`` (row positions in the world table's ``image`` order, taken from the
+    ``image`` names), ``id1, id2, group, label, score`` and both images' factors with
+    suffixes ``1``/``2``. Impostors: per group, ``impostors_per_genuine`` x its genuine
+    count of distinct random different-identity pairs (seeded).
+    """
+    c = config or BAWorldConfig()
+    pos = images["image"].str.slice(3, 9).astype(np.int64).to_numpy()
+    ident = images["identity"].to_numpy()
+    group = images["group"].astype(str).to_numpy()
+    eff = images["effect"].to_numpy()
+    rng = np.random.default_rng(seed)
+    parts = []
+    for g in BFW_GROUPS:
+        rows = np.flatnonzero(group == g)
+        if rows.size < 2:
+            continue
+        order = rows[np.argsort(ident[rows], kind="stable")]
+        ids = ident[order]
+        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+        sizes = np.diff(np.r_[starts, ids.size])
+        gen = [order[s + np.array(np.triu_indices(z, 1))] for s, z in zip(starts, sizes, strict=True)
+               if z > 1]
+        ga, gb = (np.concatenate([p[0] for p in gen]), np.concatenate([p[1] for p in gen])) \
+            if gen else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        want = int(round(impostors_per_genuine * ga.size))
+        ia, ib = rng.choice(rows, (2, 4 * want + 16))
+        ok = ident[ia] != ident[ib]
+        lo, hi = np.minimum(ia[ok], ib[ok]), np.maximum(ia[ok], ib[ok])
+        _, first = np.unique(lo * len(images) + hi, return_index=True)
+        keep = np.sort(first)[:want]
+        parts.append((ga, gb, np.ones(ga.size, np.int8)))
+        parts.append((lo[keep], hi[keep], np.zeros(keep.size, np.int8)))
+    a = np.concatenate([p[0] for p in parts])
+    b = np.concatenate([p[1] for p in parts])
+    label = np.concatenate([p[2] for p in parts])
+    g = group[a]
+    mu = np.where(label == 1, pd.Series(g).map(c.genuine_mean).to_numpy(),
+                  pd.Series(g).map(c.impostor_mean).to_numpy())
+    scale = np.where(label == 1, 1.0, c.gamma)
+    score = mu + scale * (eff[a] + eff[b]) + c.sigma * _pair_normal(c.seed, pos[a], pos[b])
+    out = pd.DataFrame({"a": pos[a], "b": pos[b], "id1": ident[a], "id2": ident[b],
+                        "group": pd.Categorical(g, dtype=GROUP_DTYPE), "label": label,
+                        "score": score})
+    for f in BA_FACTORS:
+        out[f + "1"] = images[f].to_numpy()[a]
+        out[f + "2"] = images[f].to_numpy()[b]
+    out.attrs["source"] = "synthetic"
+    return out
