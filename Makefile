@@ -38,6 +38,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_metrics.py
+	$(BIN)/python benchmarks/bench_faces.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks

@@ -1,0 +1,251 @@
+"""Tests for facebias.studies.batest (paper 003, BA-test)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from facebias.metrics import d_prime, tar_at_far
+from facebias.studies import batest as bt
+
+
+# --------------------------------------------------------------------------- selection
+def _images() -> pd.DataFrame:
+    ok = {"yaw": 0.0, "pitch": 5.0, "roll": -3.0, "brightness": 150.0, "face_area": 0.3}
+    rows = [
+        ("A", {}),                             # 0 kept
+        ("A", {"yaw": 25.0}),                  # 1 pose out
+        ("A", {"roll": -20.0}),                # 2 kept (bound inclusive)
+        ("A", {"pitch": np.nan}),              # 3 pose unmeasured
+        ("A", {"brightness": 100.0}),          # 4 brightness out
+        ("B", {"brightness": 198.75}),         # 5 kept (inclusive)
+        ("B", {"brightness": 199.0}),          # 6 brightness out
+        ("B", {"brightness": np.nan}),         # 7 brightness unmeasured
+        ("B", {"face_area": 0.19}),            # 8 face area out
+        ("B", {"yaw": -30.0, "face_area": 0.1}),  # 9 pose out (first filter wins)
+    ]
+    return pd.DataFrame([{"group": g, **ok, **d} for g, d in rows])
+
+
+def test_apply_filters_exact_rows_and_accounting():
+    kept, acc = bt.apply_filters(_images())
+    assert kept.index.tolist() == [0, 2, 5]
+    acc = acc.set_index(["filter", "group"])
+    assert acc.loc[("pose", "A")].tolist() == [5, 1, 1, 3]
+    assert acc.loc[("pose", "B")].tolist() == [5, 0, 1, 4]
+    assert acc.loc[("brightness", "A")].tolist() == [3, 0, 1, 2]
+    assert acc.loc[("brightness", "B")].tolist() == [4, 1, 1, 2]
+    assert acc.loc[("face_area", "A")].tolist() == [2, 0, 0, 2]
+    assert acc.loc[("face_area", "B")].tolist() == [2, 0, 1, 1]
+    # quality filters are off by default: no rows, their columns not required
+    assert set(acc.index.get_level_values("filter")) == {"pose", "brightness", "face_area"}
+    # every removed row is accounted for
+    assert acc["n_unmeasured"].sum() + acc["n_out_of_range"].sum() == len(_images()) - len(kept)
+
+
+def test_apply_filters_missing_column_and_quality():
+    df = _images().drop(columns="face_area")
+    with pytest.raises(ValueError, match="face_area"):
+        bt.apply_filters(df)
+    f = dict(bt.BA_FILTERS, sharpness={"columns": ("sharpness",), "min": 10.0, "max": None})
+    df = _images().assign(sharpness=[20.0] * 9 + [5.0])
+    kept, acc = bt.apply_filters(df, {"sharpness": f["sharpness"]})
+    assert kept.index.tolist() == list(range(9))
+    with pytest.raises(ValueError, match="sharpness"):
+        bt.apply_filters(_images(), {"sharpness": f["sharpness"]})
+
+
+# --------------------------------------------------------------------------- balancing
+@pytest.fixture(scope="module")
+def two_groups() -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    n = 2000
+    return pd.DataFrame({
+        "group": ["A"] * n + ["B"] * n,
+        "brightness": np.r_[rng.normal(140, 15, n), rng.normal(170, 15, n)],
+        "yaw": rng.normal(0, 8, 2 * n),
+    })
+
+
+@pytest.mark.parametrize("kw", [{"method": "strata", "bins": 20}, {"method": "nn", "caliper": 0.2}])
+def test_balance_matches_distributions(two_groups, kw):
+    after = bt.balance(two_groups, ["brightness"], seed=3, **kw)
+    assert set(after.index) <= set(two_groups.index)
+    assert after.index.is_monotonic_increasing
+    counts = after["group"].value_counts()
+    assert counts["A"] == counts["B"] > 200
+    rep = bt.balance_report(two_groups, after, ["brightness"]).set_index("group")
+    assert (rep["smd_before"].abs() > 1).all()
+    assert (rep["smd_after"].abs() < 0.1).all()
+    assert (rep["ks_after"] < 0.1).all()
+    assert (rep["ks_before"] > 0.5).all()
+    again = bt.balance(two_groups, ["brightness"], seed=3, **kw)
+    assert again.index.equals(after.index)
+    other = bt.balance(two_groups, ["brightness"], seed=4, **kw)
+    assert not other.index.equals(after.index)
+
+
+def test_balance_nn_caliper_and_two_factors(two_groups):
+    cal = 0.1
+    after = bt.balance(two_groups, ["brightness", "yaw"], method="nn", caliper=cal, seed=0)
+    a, b = after[after.group == "A"], after[after.group == "B"]
+    assert len(a) == len(b)
+    rep = bt.balance_report(two_groups, after, ["brightness", "yaw"], reference="A")
+    rep = rep.set_index(["group", "factor"])
+    assert np.isnan(rep.loc[("A", "brightness"), "smd_after"])
+    assert abs(rep.loc[("B", "brightness"), "smd_after"]) < 0.1
+    assert abs(rep.loc[("B", "yaw"), "smd_after"]) < 0.1
+    # strata with one stratum per factor keeps min(count) per group
+    one = bt.balance(two_groups.iloc[:2500], ["brightness"], bins=1)
+    assert one["group"].value_counts().tolist() == [500, 500]
+
+
+def test_balance_rejects_nan_and_bad_method(two_groups):
+    df = two_groups.copy()
+    df.loc[5, "brightness"] = np.nan
+    with pytest.raises(ValueError, match="row 5"):
+        bt.balance(df, ["brightness"])
+    with pytest.raises(ValueError, match="method"):
+        bt.balance(two_groups, ["brightness"], method="x")
+
+
+# --------------------------------------------------------------------------- pair controls
+def test_pair_controls():
+    p = pd.DataFrame({"mask_iou": [0.95, 0.9, 0.5, 0.91],
+                      "facial_hair1": [0, 1, 0, 0], "facial_hair2": [False, False, False, True]})
+    assert bt.mask_iou_filter(p).index.tolist() == [0, 3]
+    assert bt.exclude_facial_hair(p).index.tolist() == [0, 2]
+    with pytest.raises(ValueError, match="mask_iou"):
+        bt.mask_iou_filter(p.assign(mask_iou=[0.95, np.nan, 0.5, 0.91]))
+
+
+# --------------------------------------------------------------------------- reports
+def _pairs(rng, groups, n_gen, n_imp, gen_mu=None, imp_mu=None, n_ids=50):
+    gen_mu = gen_mu or {}
+    imp_mu = imp_mu or {}
+    parts = []
+    for k, grp in enumerate(groups):
+        base = 1000 * k
+        ig = rng.integers(0, n_ids, n_gen) + base
+        ia = rng.integers(0, n_ids, n_imp) + base
+        ib = (ia - base + rng.integers(1, n_ids, n_imp)) % n_ids + base
+        parts.append(pd.DataFrame({
+            "id1": np.r_[ig, ia], "id2": np.r_[ig, ib], "group": grp,
+            "label": np.r_[np.ones(n_gen, int), np.zeros(n_imp, int)],
+            "score": np.r_[rng.normal(gen_mu.get(grp, 0.6), 0.1, n_gen),
+                           rng.normal(imp_mu.get(grp, 0.0), 0.1, n_imp)],
+        }))
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_dprime_by_group_matches_formula():
+    rng = np.random.default_rng(0)
+    p = _pairs(rng, ["AF", "WM", "BM"], 300, 2000, gen_mu={"BM": 0.4})
+    got = bt.dprime_by_group(p)
+    for grp, sub in p.groupby("group"):
+        gen = sub.loc[sub.label == 1, "score"].to_numpy()
+        imp = sub.loc[sub.label == 0, "score"].to_numpy()
+        ref = abs(gen.mean() - imp.mean()) / np.sqrt((gen.var() + imp.var()) / 2)
+        assert got[grp] == pytest.approx(ref, rel=1e-12)
+    assert got["BM"] < got["AF"]
+    x = pd.DataFrame({"group": "G", "label": np.r_[np.ones(20000), np.zeros(20000)],
+                      "score": np.r_[rng.normal(1, 1, 20000), rng.normal(0, 1, 20000)]})
+    assert bt.dprime_by_group(x)["G"] == pytest.approx(1.0, abs=0.05)
+
+
+def test_gender_gap_planted():
+    rng = np.random.default_rng(2)
+    delta, sigma = 0.05, 0.1
+    p = _pairs(rng, ["AF", "AM", "WF", "WM", "BF", "BM"], 20000, 20000,
+               gen_mu={"AF": 0.6 - delta})
+    gap = bt.gender_gap(p)
+    assert list(gap.index) == ["A", "B", "W"]
+    assert gap.loc["A", "dprime_genuine"] == pytest.approx(delta / sigma, abs=0.05)
+    assert gap.loc[["B", "W"], "dprime_genuine"].max() < 0.05
+    assert gap["dprime_impostor"].max() < 0.05
+    sub = p[p.group.isin(["AF", "AM"])]
+    f = sub.loc[(sub.group == "AF") & (sub.label == 1), "score"]
+    m = sub.loc[(sub.group == "AM") & (sub.label == 1), "score"]
+    assert gap.loc["A", "dprime_genuine"] == pytest.approx(d_prime(f, m))
+    with pytest.raises(ValueError, match="race letter"):
+        bt.gender_gap(p.assign(group="X"))
+
+
+def test_fmr_at_reference():
+    rng = np.random.default_rng(3)
+    p = _pairs(rng, ["WM", "AF", "BF"], 100, 20000, imp_mu={"AF": 0.1})
+    res = bt.fmr_at_reference(p, reference="WM", fmr=1e-3)
+    assert res.loc["WM", "fmr"] <= 1e-3
+    assert res.loc["WM", "fmr"] >= 1e-3 - 1 / 20000
+    assert res.loc["AF", "fmr"] > 10 * res.loc["WM", "fmr"]
+    assert res.loc["BF", "fmr"] < 5e-3
+    # brute force on a small example
+    small = _pairs(rng, ["WM", "AF"], 10, 200, imp_mu={"AF": 0.05})
+    res = bt.fmr_at_reference(small, reference="WM", fmr=0.05)
+    ref = np.sort(small.loc[(small.group == "WM") & (small.label == 0), "score"].to_numpy())
+    t = min(c for c in ref if np.mean(ref > c) <= 0.05)
+    assert res.loc["WM", "threshold"] == t
+    for grp in ["WM", "AF"]:
+        imp = small.loc[(small.group == grp) & (small.label == 0), "score"].to_numpy()
+        assert res.loc[grp, "fmr"] == np.mean(imp > t)
+    with pytest.raises(ValueError, match="reference"):
+        bt.fmr_at_reference(p, reference="IM")
+
+
+def test_tpr_at_fmr_matches_metrics_and_intervals():
+    rng = np.random.default_rng(4)
+    p = _pairs(rng, ["AF", "AM", "WM"], 90, 3000, gen_mu={"AF": 0.3, "AM": 0.35}, n_ids=30)
+    res = bt.tpr_at_fmr(p, fmr=1e-3, n_boot=100, seed=1)
+    imp = p.loc[p.label == 0, "score"].to_numpy()
+    for grp in ["AF", "AM", "WM"]:
+        gen = p.loc[(p.group == grp) & (p.label == 1), "score"].to_numpy()
+        assert res.loc[grp, "tpr"] == pytest.approx(tar_at_far(gen, imp, 1e-3), abs=1e-12)
+        assert res.loc[grp, "n_genuine"] == 90
+        assert (res.loc[grp, "tpr"] * 90) == pytest.approx(round(res.loc[grp, "tpr"] * 90))
+    assert (res["tpr_lo"] <= res["tpr"]).all() and (res["tpr"] <= res["tpr_hi"]).all()
+    assert (res["tpr_hi"] > res["tpr_lo"]).any()
+    # more identities (and pairs) -> narrower intervals
+    big = _pairs(rng, ["AF", "AM", "WM"], 900, 30000, gen_mu={"AF": 0.3, "AM": 0.35}, n_ids=300)
+    res_big = bt.tpr_at_fmr(big, fmr=1e-3, n_boot=100, seed=1)
+    w_small = (res["tpr_hi"] - res["tpr_lo"]).loc[["AF", "AM"]]
+    w_big = (res_big["tpr_hi"] - res_big["tpr_lo"]).loc[["AF", "AM"]]
+    assert (w_big < w_small).all()
+    # impostor-only groups (cross-group pairs) join the threshold but are not reported
+    mixed = pd.concat([p, pd.DataFrame({"id1": [1, 2], "id2": [1001, 2002], "group": "mixed",
+                                        "label": 0, "score": [0.9, 0.95]})], ignore_index=True)
+    res_mixed = bt.tpr_at_fmr(mixed, fmr=1e-3, n_boot=0)
+    assert "mixed" not in res_mixed.index
+    imp = mixed.loc[mixed.label == 0, "score"].to_numpy()
+    gen = mixed.loc[(mixed.group == "AF") & (mixed.label == 1), "score"].to_numpy()
+    assert res_mixed.loc["AF", "tpr"] == pytest.approx(tar_at_far(gen, imp, 1e-3))
+
+
+# --------------------------------------------------------------------------- Table 1 text
+def test_table1_percentages_reproduce_text():
+    pct = bt.table1_percentages(bt.table1_published())
+    pct = pct.set_index(["kind", "condition", "race"])
+    gb, ib = ("genuine", "balanced"), ("impostor", "balanced")
+    assert pct.loc[(*gb, "Asian"), "rom_pct"] == pytest.approx(-45.3, abs=0.05)
+    assert pct.loc[(*gb, "all"), "rom_pct"] == pytest.approx(-24.11, abs=0.005)
+    assert pct.loc[(*gb, "Indian"), "rom_pct"] == pytest.approx(0.3, abs=0.05)
+    assert pct.loc[(*ib, "Black"), "rom_pct"] == pytest.approx(-27.22, abs=0.005)
+    assert pct.loc[(*ib, "White"), "rom_pct"] == pytest.approx(88.35, abs=0.005)
+    assert pct.loc[(*ib, "Indian"), "rom_pct"] == pytest.approx(145.9, abs=0.05)
+    assert pct.loc[(*ib, "Indian"), "mor_pct"] == pytest.approx(145.3, abs=0.05)
+    assert pct.loc[(*ib, "Asian"), "pct_ArcFace"] == pytest.approx(-29, abs=0.5)
+    assert pct.loc[(*ib, "Asian"), "pct_MagFace"] == pytest.approx(322, abs=0.5)
+    gn, inf = ("genuine", "balanced_nfh"), ("impostor", "balanced_nfh")
+    assert pct.loc[(*gn, "Black"), "rom_pct"] == pytest.approx(116, abs=0.5)
+    assert pct.loc[(*gn, "Indian"), "rom_pct"] == pytest.approx(75, abs=0.5)
+    assert pct.loc[(*inf, "Indian"), "mor_pct"] == pytest.approx(222, abs=0.5)
+    assert pct.loc[(*inf, "Indian"), "rom_pct"] == pytest.approx(220.5, abs=0.05)
+    assert pct.loc[(*inf, "White"), "mor_pct"] == pytest.approx(189, abs=0.5)
+    assert pct.loc[(*inf, "White"), "rom_pct"] == pytest.approx(185.6, abs=0.05)
+
+
+def test_apply_filters_missing_group_raises():
+    df = _images().astype({"group": object})
+    df.loc[4, "group"] = None
+    with pytest.raises(ValueError, match="row 4"):
+        bt.apply_filters(df)
