@@ -575,8 +575,8 @@ class BAWorldConfig:
     """
 
     seed: int = 3003
-    identities_per_group: int = 150
-    images_per_identity: int = 8
+    identities_per_group: int = 100
+    images_per_identity: int = 16
     sigma: float = 0.05
     gamma: float = 0.3
     genuine_mean: dict[str, float] = field(
@@ -718,9 +718,8 @@ def batest_pairs(images: pd.DataFrame, config: BAWorldConfig | None = None,
         keep = np.sort(first)[:want]
         parts.append((ga, gb, np.ones(ga.size, np.int8)))
         parts.append((lo[keep], hi[keep], np.zeros(keep.size, np.int8)))
-    a = np.concatenate([p[0] for p in parts])
-    b = np.concatenate([p[1] for p in parts])
-    label = np.concatenate([p[2] for p in parts])
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8))
+    a, b, label = (np.concatenate([p[k] for p in [empty, *parts]]) for k in range(3))
     g = group[a]
     mu = np.where(label == 1, pd.Series(g).map(c.genuine_mean).to_numpy(),
                   pd.Series(g).map(c.impostor_mean).to_numpy())
