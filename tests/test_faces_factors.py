@@ -172,7 +172,7 @@ def test_measure_factors_astronaut(astro_factors):
         assert isinstance(astro_factors[k], float), k
     assert abs(astro_factors["yaw"]) < 20 and abs(astro_factors["roll"]) < 10
     assert 30 < astro_factors["interocular"] < 120
-    assert 0.005 < astro_factors["face_area"] < 0.2
+    assert 0.3 < astro_factors["face_area"] < 0.9  # of the aligned crop, as in paper 003
     assert 0 < astro_factors["brightness"] < 255
 
 

@@ -79,6 +79,8 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["world"].update(identities_per_group=10, images_per_identity=6)
     params["bfw"].update(n_boot=5, fmr=[0.1, 0.01], report_fmr=[0.01])
+    params["batest_world"].update(identities_per_group=30)
+    params["batest"].update(n_boot=5)
     # the opt-in real-data stage, on a fixture in the published schema
     (tmp_path / "data" / "bfw").mkdir(parents=True)
     shutil.copy(FIXTURE, tmp_path / "data" / "bfw" / "fixture.csv")
@@ -98,11 +100,32 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     for fig in FIGURES:
         assert (tmp_path / "reports" / "figures" / f"bfw_{fig}.png").exists()
         assert (tmp_path / "reports" / "figures" / f"bfw_real_fx_{fig}.png").exists()
+    for fig in ("factors", "gender_gap", "fmr_at_reference", "tpr"):
+        assert (tmp_path / "reports" / "figures" / f"batest_{fig}.png").exists()
     shown = sh("dvc", "metrics", "show")
-    assert "bfw.json" in shown and "bfw_real_fx.json" in shown
+    assert "bfw.json" in shown and "bfw_real_fx.json" in shown and "batest.json" in shown
     assert "up to date" in sh("dvc", "repro")
     params["bfw"]["fmr"] = [0.1]
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     log = sh("dvc", "repro")
     assert "'world' didn't change" in log and "Running stage 'bfw'" in log
+    assert "Running stage 'batest'" not in log  # another study's parameter: not rerun
     assert "Running stage 'bfw_real@fx'" in log
+
+
+def test_ba_test_notebook_on_the_known_truth_world(tmp_path):
+    reports = tmp_path / "reports"
+    run_notebook("ba_test", tmp_path, reports_dir=str(reports), overrides={"n_boot": 5},
+                 world_overrides={"identities_per_group": 40})
+    for fig in ("factors", "gender_gap", "fmr_at_reference", "tpr"):
+        assert (reports / "figures" / f"batest_{fig}.png").stat().st_size > 10_000
+    head = json.loads((reports / "metrics" / "batest.json").read_text())
+    assert head["source"] == "synthetic"
+    err = head["gap_rel_error_mean"]
+    assert err["original"] > 0.25 and err["balanced_nfh"] < err["original"]
+    details = json.loads((reports / "metrics" / "batest_details.json").read_text())
+    assert "synthetic BA-test world" in details["provenance"]
+    real = {r["id"]: r for r in details["real_images"]}
+    assert real["original"]["reason"] is None and real["original"]["passes_filters"]
+    assert real["noise (no face)"]["reason"] == "no face detected"
+    assert not real["darkened x0.6"]["passes_filters"]  # brightness below the window

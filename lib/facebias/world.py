@@ -618,7 +618,7 @@ class BAWorldConfig:
 
     def true_gender_gap(self) -> dict[str, float]:
         """Planted genuine-score gap M - F per race letter (what balancing should recover)."""
-        return {e: self.genuine_mean[e + "M"] - self.genuine_mean[e + "F"]
+        return {e: round(self.genuine_mean[e + "M"] - self.genuine_mean[e + "F"], 12)
                 for e in BFW_ETHNICITIES}
 
 

@@ -293,13 +293,16 @@ def aligned_face_mask(image: np.ndarray, size: int = 224) -> np.ndarray | None:
     to ``size``, reruns the 68 landmarks on the crop and fills :func:`face_mask`. ``None``
     when no face is found.
     """
-    from facebias.faces.align import align_arcface
-    from facebias.faces.landmarks import landmarks68
-
     found = _find_face(image)
     if found is None:
         return None
-    _box, pts5, _score = found
+    return _aligned_mask(image, found[1], size)
+
+
+def _aligned_mask(image: np.ndarray, pts5: np.ndarray, size: int = 224) -> np.ndarray:
+    from facebias.faces.align import align_arcface
+    from facebias.faces.landmarks import landmarks68
+
     crop = align_arcface(np.ascontiguousarray(image), pts5, size=size)
     box = (0.1 * size, 0.1 * size, 0.8 * size, 0.8 * size)  # crop shrunk by 10% a side
     return face_mask(landmarks68(crop, box), (size, size))
@@ -364,7 +367,8 @@ def _measure(image: np.ndarray) -> tuple[dict, list[str]]:
             out["yaw"], out["pitch"], out["roll"] = head_pose(lm[list(POSE_LANDMARKS)], img.shape)
         except (ValueError, cv2.error) as exc:
             reasons.append(f"head pose: {exc}")
-        out["face_area"] = face_area(face_mask(lm, img.shape))
+        # paper 003: face pixels / pixels of the 224 x 224 aligned crop (not of the photo)
+        out["face_area"] = face_area(_aligned_mask(img, pts5))
         try:
             out["brightness"] = face_skin_brightness(
                 gray, skin_mask(lm, img.shape), nose_bottom_row(lm)
