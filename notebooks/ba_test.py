@@ -228,6 +228,23 @@ if real_images:
     display(real_factors.round(2))  # noqa: F821
 
 # %% [markdown]
+# Embeddings of the same photos (SFace, 128-d) and the failure-to-enrol table that goes
+# beside every error rate: the noise image is a recorded failure, not a dropped row.
+
+# %%
+real_fte = None
+if real_images:
+    from facebias import metrics
+    from facebias.faces import load_embedder
+
+    res = load_embedder("sface").embed(list(variants.values()))
+    ok = res.enrolled
+    cos = res.vectors[ok] @ res.vectors[0]
+    display(pd.Series(cos, index=np.array(list(variants))[ok], name="cosine to original").round(3))  # noqa: F821
+    real_fte = metrics.failure_to_enrol(res.enrolled, reasons=res.reasons)
+    display(real_fte)  # noqa: F821
+
+# %% [markdown]
 # ## Metrics for DVC
 
 # %%
@@ -249,6 +266,7 @@ details = {
     "fmr_at_reference": {f"{s}@{f:g}": v.to_dict() for (s, f), v in fmr_ref.items()},
     "tpr_at_fmr": tpr_table.reset_index().to_dict(orient="records"),
     "real_images": None if real_factors is None else real_factors.to_dict(orient="records"),
+    "real_images_fte": None if real_fte is None else real_fte.to_dict(orient="index"),
 }
 write_json_atomic(root / reports_dir / "metrics" / f"{name}.json", head)
 write_json_atomic(root / reports_dir / "metrics" / f"{name}_details.json", details)

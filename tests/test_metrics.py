@@ -367,3 +367,22 @@ def test_group_report_rejects_bad_fmr():
     df = _two_group_pairs(np.random.default_rng(9), n_ids=5)
     with pytest.raises(ValueError, match="fmr"):
         M.group_report(df, "score", "label", "group", [0.1, 1.0], n_boot=0)
+
+
+def test_failure_to_enrol_table_hand_computed_and_wilson_matches_statsmodels():
+    from statsmodels.stats.proportion import proportion_confint
+
+    enrolled = [True, False, True, True, False, False, True]
+    groups = ["F", "F", "F", "M", "M", "M", "M"]
+    reasons = [None, "no face detected (yunet)", None, None, "unreadable image x.jpg: corrupt",
+               "no face detected (yunet)", None]
+    t = M.failure_to_enrol(enrolled, groups, reasons)
+    assert t.loc["F", ["n", "n_fte"]].tolist() == [3, 1]
+    assert t.loc["M", ["n", "n_fte"]].tolist() == [4, 2]
+    assert t.loc["all", ["n", "n_fte"]].tolist() == [7, 3]
+    assert t.loc["F", "top_reason"] == "no face detected (yunet)"
+    lo, hi = proportion_confint(2, 4, alpha=0.05, method="wilson")
+    assert t.loc["M", "fte_lo"] == pytest.approx(lo) and t.loc["M", "fte_hi"] == pytest.approx(hi)
+    assert M.failure_to_enrol([True, True]).loc["all", "n_fte"] == 0
+    with pytest.raises(ValueError, match="enrolled"):
+        M.failure_to_enrol([1, 2])

@@ -129,3 +129,5 @@ def test_ba_test_notebook_on_the_known_truth_world(tmp_path):
     assert real["original"]["reason"] is None and real["original"]["passes_filters"]
     assert real["noise (no face)"]["reason"] == "no face detected"
     assert not real["darkened x0.6"]["passes_filters"]  # brightness below the window
+    fte = details["real_images_fte"]["all"]
+    assert (fte["n"], fte["n_fte"]) == (6, 1) and "no face" in fte["top_reason"]

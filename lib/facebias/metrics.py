@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from facebias.io import jsonable, write_text_atomic
-from facebias.stats import bootstrap_weights, percentile_interval
+from facebias.stats import bootstrap_weights, percentile_interval, wilson_interval
 
 __all__ = [
     "DetCurve",
@@ -52,6 +52,7 @@ __all__ = [
     "garbe",
     "inequity_rate",
     "group_report",
+    "failure_to_enrol",
 ]
 
 
@@ -605,3 +606,37 @@ def group_report(
         "conventions": "scores are similarities; match iff score > t; rates are fractions",
     }
     return GroupReport(table, pd.DataFrame(summary), meta)
+
+
+# --------------------------------------------------------------------------- enrolment
+def failure_to_enrol(enrolled: Any, groups: Any = None, reasons: Any = None,
+                     ci: float = 0.95) -> pd.DataFrame:
+    """Failure-to-enrol table (NIST practice: report it beside every error rate).
+
+    ``enrolled``: bool per image (``EmbedResult.enrolled``); ``groups``: optional label per
+    image (one row per group plus ``"all"``); ``reasons``: optional text per image, the most
+    frequent failure reason is shown. Columns ``n, n_fte, fte_rate, fte_lo, fte_hi``
+    (Wilson interval at ``ci``) and ``top_reason``.
+    """
+    ok = check_labels(pd.Series(np.asarray(enrolled)), "enrolled")
+    n = ok.size
+    g = np.full(n, "all", dtype=object) if groups is None else np.asarray(groups, dtype=object)
+    if g.shape != (n,):
+        raise ValueError(f"groups: expected {n} labels, got shape {g.shape}")
+    r = np.full(n, None, dtype=object) if reasons is None else np.asarray(reasons, dtype=object)
+    if r.shape != (n,):
+        raise ValueError(f"reasons: expected {n} entries, got shape {r.shape}")
+    rows = {}
+    levels = [*pd.unique(g)] + (["all"] if groups is not None else [])
+    for level in levels:
+        m = np.ones(n, bool) if (level == "all" and groups is not None) else g == level
+        fails = ~ok & m
+        top = pd.Series(r[fails]).dropna().value_counts()
+        rows[level] = {"n": int(m.sum()), "n_fte": int(fails.sum()),
+                       "top_reason": top.index[0] if len(top) else None}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.insert(2, "fte_rate", table["n_fte"] / table["n"])
+    lo, hi = wilson_interval(table["n_fte"].to_numpy(), table["n"].to_numpy(), ci)
+    table.insert(3, "fte_lo", lo)
+    table.insert(4, "fte_hi", hi)
+    return table
