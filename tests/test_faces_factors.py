@@ -190,12 +190,10 @@ def test_measure_factors_darker_image(astronaut, astro_factors):
 
 
 def test_measure_factors_without_landmarks_falls_back(astronaut, monkeypatch, caplog):
-    import facebias.faces.landmarks as L
-
     def broken(image, box):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(L, "landmarks68", broken)
+    monkeypatch.setattr(F, "landmarks68", broken)  # the name factors calls
     with caplog.at_level(logging.INFO, logger="facebias.faces"):
         out = F.measure_factors(astronaut)
     assert out["yaw"] is None and out["face_area"] is None

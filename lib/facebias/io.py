@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -12,7 +13,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["write_text_atomic", "write_json_atomic", "jsonable", "atomic_path", "repo_root",
-           "load_params"]
+           "load_params", "file_sha256"]
 
 
 class atomic_path:
@@ -100,3 +101,12 @@ def load_params(path: str | os.PathLike = "params.yaml", section: str | None = N
     if section not in data:
         raise KeyError(f"{p}: no section {section!r}; sections are {sorted(data)}")
     return data[section]
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -14,13 +14,13 @@ Row numbers in error messages are 0-based data rows (for a CSV file also its lin
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from facebias.io import file_sha256
 from facebias.world import (
     ATT_DTYPE,
     BFW_FOLDERS,
@@ -42,14 +42,6 @@ _HOW_TO_GET = (
     "registration form linked from GitHub visionjo/facerec-bias-bfw; put it under data/bfw/ "
     "and list it under `bfw.real` in params.yaml (see the README, 'Real data and models')."
 )
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, dict]:
@@ -231,7 +223,7 @@ def load_bfw(path: str | os.PathLike, sha256: str | None = None) -> pd.DataFrame
     if not path.is_file():
         raise FileNotFoundError(f"BFW datatable not found: {path}. {_HOW_TO_GET}")
     if sha256 is not None:
-        actual = _sha256(path)
+        actual = file_sha256(path)
         if actual != sha256.strip().lower():
             raise ValueError(f"{path}: sha256 mismatch: expected {sha256}, actual {actual}")
     raw, attrs = _read(path)

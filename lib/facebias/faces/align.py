@@ -6,6 +6,7 @@ import numpy as np
 
 from facebias.faces.detect import Detection
 from facebias.faces.images import as_rgb_uint8
+from facebias.faces.landmarks import dlib_rect
 
 #: Standard ArcFace (InsightFace) 5-point template for 112 x 112 crops, (x, y) pixels,
 #: order: image-left eye, image-right eye, nose tip, image-left / image-right mouth corner.
@@ -97,7 +98,5 @@ def dlib_chip(image: np.ndarray, detection: Detection, size: int = 150) -> np.nd
     import dlib
 
     rgb = as_rgb_uint8(image)
-    x, y, w, h = detection.box
-    rect = dlib.rectangle(int(round(x)), int(round(y)), int(round(x + w)), int(round(y + h)))
-    shape = _five_point_predictor()(rgb, rect)
+    shape = _five_point_predictor()(rgb, dlib_rect(detection.box))
     return np.asarray(dlib.get_face_chip(rgb, shape, size=size), dtype=np.uint8)

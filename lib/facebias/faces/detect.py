@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from facebias.faces.images import as_rgb_uint8
+from facebias.faces.landmarks import landmarks68
 
 YUNET_MODEL = "face_detection_yunet_2023mar_int8bq.onnx"
 DETECTORS = ("yunet", "dlib_hog")
@@ -104,12 +105,8 @@ class DlibHogDetector:
 
     def __init__(self, upsample_below: int = 400, threshold: float = 0.0):
         import dlib
-        import face_recognition_models
 
         self._detector = dlib.get_frontal_face_detector()
-        self._predictor = dlib.shape_predictor(
-            face_recognition_models.pose_predictor_model_location()
-        )
         self.upsample_below = upsample_below
         self.threshold = threshold
 
@@ -119,14 +116,8 @@ class DlibHogDetector:
         rects, scores, _ = self._detector.run(rgb, upsample, self.threshold)
         out = []
         for rect, score in zip(rects, scores, strict=True):
-            shape = self._predictor(rgb, rect)
-            pts = np.array([(p.x, p.y) for p in shape.parts()], np.float64)
-            box = (
-                float(rect.left()),
-                float(rect.top()),
-                float(rect.width()),
-                float(rect.height()),
-            )
+            box = (float(rect.left()), float(rect.top()), float(rect.width()), float(rect.height()))
+            pts = landmarks68(rgb, rect)  # the one shared 68-point predictor
             out.append(Detection(box, dlib_five_from_68(pts), float(score), self.name))
         return sorted(out, key=lambda d: -d.score)
 

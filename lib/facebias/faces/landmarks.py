@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["landmarks68"]
+__all__ = ["landmarks68", "dlib_rect"]
 
 
 @lru_cache(maxsize=1)
@@ -23,16 +23,24 @@ def _predictor():
     return dlib.shape_predictor(face_recognition_models.pose_predictor_model_location())
 
 
+def dlib_rect(box):
+    """``dlib.rectangle`` of an ``(x, y, w, h)`` pixel box (corners rounded to integers)."""
+    import dlib
+
+    x, y, w, h = (float(v) for v in box)
+    return dlib.rectangle(int(round(x)), int(round(y)), int(round(x + w)), int(round(y + h)))
+
+
 def landmarks68(image: np.ndarray, box) -> np.ndarray:
     """68 landmarks of the face inside ``box`` as a ``(68, 2)`` float64 array of pixels.
 
     ``image`` is RGB (or grayscale) uint8; ``box`` is ``(x, y, w, h)`` in pixels (any
-    detector's box; dlib tolerates a modest mismatch with its own detector's boxes).
+    detector's box; dlib tolerates a modest mismatch with its own detector's boxes) or a
+    ``dlib.rectangle`` as dlib's own detector returns it.
     """
     import dlib
 
     img = np.ascontiguousarray(image, dtype=np.uint8)
-    x, y, w, h = (float(v) for v in box)
-    rect = dlib.rectangle(int(round(x)), int(round(y)), int(round(x + w)), int(round(y + h)))
+    rect = box if isinstance(box, dlib.rectangle) else dlib_rect(box)
     shape = _predictor()(img, rect)
     return np.array([(p.x, p.y) for p in shape.parts()], dtype=np.float64)
