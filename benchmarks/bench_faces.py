@@ -39,7 +39,7 @@ def main() -> None:
     imgs = variants()
     print(f"input: {len(imgs)} images 512x512 RGB; {os.cpu_count()} CPU cores; no GPU used")
     print(f"{'stage':40s} {'images/s':>9s}")
-    for name in ("yunet", "dlib_hog"):
+    for name in ("yunet", "dlib_hog", "mediapipe"):
         det = load_detector(name)
         print(f"{'detect ' + name:40s} {rate(lambda xs, d=det: [d.detect(x) for x in xs], imgs):9.1f}")
     print(f"{'measure_factors (yunet+68pt+BRISQUE)':40s} "

@@ -18,7 +18,7 @@ from facebias.faces import (
     load_embedder,
     read_image,
 )
-from facebias.faces.detect import primary_face
+from facebias.faces.detect import MOUTH_HALF_WIDTH, five_from_blazeface, primary_face
 
 NOISE = np.random.default_rng(0).integers(0, 256, (256, 256, 3), np.uint8)
 
@@ -28,7 +28,7 @@ def astronaut() -> np.ndarray:
     return skimage.data.astronaut()
 
 
-@pytest.fixture(scope="module", params=["yunet", "dlib_hog"])
+@pytest.fixture(scope="module", params=["yunet", "dlib_hog", "mediapipe"])
 def detector(request):
     return load_detector(request.param)
 
@@ -63,6 +63,28 @@ def test_detector_accepts_gray_and_rejects_bad_input(detector, astronaut):
         detector.detect(astronaut.astype(np.float32))
     with pytest.raises(ValueError, match="shape"):
         detector.detect(np.zeros((10, 10, 4), np.uint8))
+
+
+def test_detectors_agree_on_the_astronaut_landmarks(astronaut):
+    """Three independent detectors put the five points within 20% of the eye distance (dlib takes the outer lip corners)."""
+    lms = {n: load_detector(n).detect(astronaut)[0].landmarks for n in ("yunet", "dlib_hog", "mediapipe")}
+    iod = np.linalg.norm(lms["yunet"][1] - lms["yunet"][0])
+    for name in ("dlib_hog", "mediapipe"):
+        err = np.linalg.norm(lms[name] - lms["yunet"], axis=1) / iod
+        assert err.max() < 0.2, (name, err)
+
+
+def test_five_from_blazeface_mouth_corners_follow_the_eye_axis():
+    kp = np.array([[40, 50], [80, 50], [60, 70], [60, 90], [20, 60], [100, 60]], float)
+    five = five_from_blazeface(kp)
+    half = MOUTH_HALF_WIDTH * 40
+    np.testing.assert_allclose(five[3:], [[60 - half, 90], [60 + half, 90]])
+    # rotating the keypoints rotates the result (corners stay on the rotated eye axis)
+    t = np.deg2rad(30)
+    rot = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+    np.testing.assert_allclose(five_from_blazeface(kp @ rot.T), five @ rot.T, atol=1e-9)
+    with pytest.raises(ValueError, match="BlazeFace"):
+        five_from_blazeface(kp[:5])
 
 
 def test_primary_face_is_most_central(detector, astronaut):

@@ -243,3 +243,9 @@ def test_predict_age_gender_astronaut(astronaut):
     assert 0 <= out["gender_confidence"] <= 1 and 0 <= out["age_confidence"] <= 1
     noise = np.random.default_rng(0).integers(0, 256, (128, 128, 3), dtype=np.uint8)
     assert predict_age_gender(noise) is None
+
+
+def test_landmarks68_rejects_float_images():
+    img = skdata.astronaut().astype(np.float32)
+    with pytest.raises(ValueError, match="uint8"):
+        landmarks68(img, (150, 50, 120, 120))

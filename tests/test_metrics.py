@@ -353,7 +353,7 @@ def test_group_report_is_deterministic_and_serialises():
         (lambda d: d.assign(score=d.score.where(d.index != 3, np.nan)), "'score'.*non-finite"),
         (lambda d: d.assign(label=d.label.where(d.index != 2, 2)), "'label'.*0/1.*row 2"),
         (lambda d: d.assign(group=d.group.where(d.label == 1, "A")), "group 'B' has no impostor"),
-        (lambda d: d.drop(columns="group"), "group column 'group' not found"),
+        (lambda d: d.drop(columns="group"), "group: column 'group' not found"),
         (lambda d: d.assign(group=d.group.where(d.index != 5, None)), "missing group"),
     ],
 )

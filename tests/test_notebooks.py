@@ -131,3 +131,12 @@ def test_ba_test_notebook_on_the_known_truth_world(tmp_path):
     assert not real["darkened x0.6"]["passes_filters"]  # brightness below the window
     fte = details["real_images_fte"]["all"]
     assert (fte["n"], fte["n_fte"]) == (6, 1) and "no face" in fte["top_reason"]
+    # the LFW batch: faces enrol, non-face patches are recorded failures to enrol
+    lfw = details["lfw_fte"]
+    assert lfw["face"]["fte_rate"] <= 0.05 and lfw["non-face"]["fte_rate"] >= 0.9
+    assert lfw["all"]["n"] == 200
+    report = {(r["group"], r["factor"]): r for r in details["lfw_balance_report"]}
+    for g in ("female", "male"):  # nn matching on brightness and face area reduces |SMD|
+        assert abs(report[g, "brightness"]["smd_after"]) < abs(report[g, "brightness"]["smd_before"])
+    assert details["lfw_pair_mask_iou"]["n_pairs"] > 300
+    assert (reports / "figures" / "batest_real_mask_iou.png").stat().st_size > 10_000

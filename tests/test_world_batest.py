@@ -87,3 +87,10 @@ def test_bad_config_is_rejected():
         BAWorldConfig(genuine_mean={"AF": 0.5})
     with pytest.raises(ValueError, match="unknown key"):
         BAWorldConfig.from_params({"sed": 1})
+
+
+def test_pairs_reject_foreign_image_names(world):
+    w, _ = world
+    renamed = w.assign(image=w["image"].str.replace("syn", "img", regex=False))
+    with pytest.raises(ValueError, match="not a BA-test world image name"):
+        batest_pairs(renamed, SMALL)

@@ -480,9 +480,16 @@ class GroupReport:
                 f"{summary.to_string(index=False)}")
 
 
+def require_columns(df: pd.DataFrame, names: Sequence[str], what: str = "frame") -> None:
+    """Raise ``ValueError`` naming the first of ``names`` missing from ``df`` and listing
+    the columns it has."""
+    for name in names:
+        if name not in df.columns:
+            raise ValueError(f"{what}: column {name!r} not found; columns are {list(df.columns)}")
+
+
 def _column(pairs: pd.DataFrame, name: str, role: str) -> pd.Series:
-    if name not in pairs.columns:
-        raise ValueError(f"{role} column {name!r} not found; columns are {list(pairs.columns)}")
+    require_columns(pairs, [name], role)
     return pairs[name]
 
 

@@ -692,7 +692,11 @@ def batest_pairs(images: pd.DataFrame, config: BAWorldConfig | None = None,
     count of distinct random different-identity pairs (seeded).
     """
     c = config or BAWorldConfig()
-    pos = images["image"].str.slice(3, 9).astype(np.int64).to_numpy()
+    found = images["image"].astype(str).str.fullmatch(r"syn(\d{6})\.png")
+    if not found.all():
+        bad = images["image"].to_numpy()[~found.to_numpy()][0]
+        raise ValueError(f"image {bad!r} is not a BA-test world image name (synNNNNNN.png)")
+    pos = images["image"].astype(str).str.slice(3, 9).astype(np.int64).to_numpy()
     ident = images["identity"].to_numpy()
     group = images["group"].astype(str).to_numpy()
     eff = images["effect"].to_numpy()

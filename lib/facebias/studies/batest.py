@@ -32,6 +32,7 @@ from facebias.metrics import (
     check_scores,
     d_prime,
     fmr_at,
+    require_columns,
     threshold_at_fmr,
 )
 from facebias.stats import bootstrap_weights, percentile_interval
@@ -71,12 +72,6 @@ BA_FILTERS: dict[str, dict[str, Any]] = {
 _BOUNDS = ("max_abs", "min", "max")
 
 
-def _need(df: pd.DataFrame, cols: Sequence[str], what: str) -> None:
-    for c in cols:
-        if c not in df.columns:
-            raise ValueError(f"{what}: column {c!r} not found; columns are {list(df.columns)}")
-
-
 # --------------------------------------------------------------------------- selection
 def apply_filters(
     images: pd.DataFrame,
@@ -92,7 +87,7 @@ def apply_filters(
     group) with ``n_before, n_unmeasured, n_out_of_range, n_after``.
     """
     filters = BA_FILTERS if filters is None else filters
-    _need(images, [by], "images")
+    require_columns(images, [by], "images")
     missing = images[by].isna().to_numpy()
     if missing.any():
         raise ValueError(f"column {by!r}: missing group in row {images.index[missing][0]!r}")
@@ -107,7 +102,7 @@ def apply_filters(
         if all(v is None for v in bounds.values()):
             continue
         cols = list(spec["columns"])
-        _need(kept, cols, f"filter {name!r}")
+        require_columns(kept, cols, f"filter {name!r}")
         x = kept[cols].apply(pd.to_numeric, errors="coerce")
         unmeasured = x.isna().any(axis=1).to_numpy()
         ok = np.ones(len(kept), dtype=bool)
@@ -136,7 +131,7 @@ def apply_filters(
 
 # --------------------------------------------------------------------------- balancing
 def _factor_matrix(images: pd.DataFrame, factors: Sequence[str]) -> np.ndarray:
-    _need(images, factors, "images")
+    require_columns(images, factors, "images")
     x = images[list(factors)].to_numpy(dtype=np.float64)
     if not np.isfinite(x).all():
         bad = images.index[~np.isfinite(x).all(axis=1)][0]
@@ -170,7 +165,7 @@ def balance(
     N(140, 15) vs N(170, 15) example the default 0.2 leaves |SMD| ~ 0.05).
     Rows keep their original index and order.
     """
-    _need(images, [by], "images")
+    require_columns(images, [by], "images")
     x = _factor_matrix(images, factors)
     g = images[by].to_numpy()
     groups = sorted(pd.unique(g))
@@ -227,7 +222,7 @@ def balance_within(
     """:func:`balance` across ``by`` separately inside each level of ``within`` (default:
     the two genders of each race, the comparison behind paper 003's Table 1). Keeps far
     more images than balancing all eight groups jointly. ``kwargs`` go to :func:`balance`."""
-    _need(images, [within, by], "images")
+    require_columns(images, [within, by], "images")
     parts = [balance(sub, factors, by=by, **kwargs)
              for _, sub in images.groupby(within, observed=True, sort=True)]
     if not images.index.is_unique:
@@ -292,16 +287,17 @@ def balance_report(
     (the reference's own row then has NaN SMD/KS). ``SMD = (m_g - m_rest) /
     sqrt((v_g + v_rest) / 2)`` (sample variances); KS = ``scipy.stats.ks_2samp`` statistic.
     """
-    _need(before, [by, *factors], "before")
-    _need(after, [by, *factors], "after")
+    require_columns(before, [by, *factors], "before")
+    require_columns(after, [by, *factors], "after")
     groups = sorted(pd.unique(before[by]))
+    frames = {tag: (df[by].to_numpy(), {f: df[f].to_numpy(dtype=np.float64) for f in factors})
+              for tag, df in (("before", before), ("after", after))}
     rows = []
     for grp in groups:
         for f in factors:
             row: dict[str, Any] = {by: grp, "factor": f}
-            for tag, df in (("before", before), ("after", after)):
-                v = df[f].to_numpy(dtype=np.float64)
-                gg = df[by].to_numpy()
+            for tag, (gg, values) in frames.items():
+                v = values[f]
                 mine = v[gg == grp]
                 other = v[gg != grp] if reference is None else v[gg == reference]
                 if reference is not None and grp == reference:
@@ -319,7 +315,7 @@ def mask_iou_filter(
     pairs: pd.DataFrame, iou_col: str = "mask_iou", threshold: float = 0.9
 ) -> pd.DataFrame:
     """Pairs whose face-mask IoU is strictly above ``threshold`` (B.2); NaN IoU raises."""
-    _need(pairs, [iou_col], "pairs")
+    require_columns(pairs, [iou_col], "pairs")
     iou = pairs[iou_col].to_numpy(dtype=np.float64)
     if np.isnan(iou).any():
         raise ValueError(f"column {iou_col!r}: {int(np.isnan(iou).sum())} missing IoU values")
@@ -330,7 +326,7 @@ def exclude_facial_hair(
     pairs: pd.DataFrame, col1: str = "facial_hair1", col2: str = "facial_hair2"
 ) -> pd.DataFrame:
     """Drop pairs where either image has facial hair (NFH, B.2); flags are 0/1 or bool."""
-    _need(pairs, [col1, col2], "pairs")
+    require_columns(pairs, [col1, col2], "pairs")
     h1 = check_labels(pairs[col1], f"column {col1!r}")
     h2 = check_labels(pairs[col2], f"column {col2!r}")
     return pairs[~(h1 | h2)]
@@ -338,7 +334,7 @@ def exclude_facial_hair(
 
 # --------------------------------------------------------------------------- reports
 def _scores_labels(pairs: pd.DataFrame, score: str, label: str) -> tuple[np.ndarray, np.ndarray]:
-    _need(pairs, [score, label], "pairs")
+    require_columns(pairs, [score, label], "pairs")
     s = check_scores(pairs[score].to_numpy(), f"column {score!r}", pairs.index)
     return s, check_labels(pairs[label], f"column {label!r}")
 
@@ -348,7 +344,7 @@ def dprime_by_group(
 ) -> pd.Series:
     """d' of genuine vs impostor scores per group (``metrics.d_prime``)."""
     s, gen = _scores_labels(pairs, score, label)
-    _need(pairs, [group], "pairs")
+    require_columns(pairs, [group], "pairs")
     g = pairs[group].to_numpy()
     out = {}
     for grp in sorted(pd.unique(g)):
@@ -365,7 +361,7 @@ def gender_gap(
     ``gap_impostor`` (male mean - female mean, score units); group codes are race letter +
     ``F``/``M``."""
     s, gen = _scores_labels(pairs, score, label)
-    _need(pairs, [group], "pairs")
+    require_columns(pairs, [group], "pairs")
     codes = pairs[group].astype(str)
     if not (codes.str.len() == 2).all() or not codes.str[1].isin(["F", "M"]).all():
         bad = codes[(codes.str.len() != 2) | ~codes.str[1].isin(["F", "M"])].iloc[0]
@@ -398,7 +394,7 @@ def fmr_at_reference(
     fmr``, indexed by group."""
     check_rates(fmr, "fmr")
     s, gen = _scores_labels(pairs, score, label)
-    _need(pairs, [group], "pairs")
+    require_columns(pairs, [group], "pairs")
     g = pairs[group].to_numpy()
     ref_imp = s[(g == reference) & ~gen]
     if ref_imp.size == 0:
@@ -433,7 +429,7 @@ def tpr_at_fmr(
     """
     rate = float(check_rates(fmr, "fmr")[0][0])
     s, gen = _scores_labels(pairs, score, label)
-    _need(pairs, [group], "pairs")
+    require_columns(pairs, [group], "pairs")
     if not (~gen).any():
         raise ValueError(f"column {label!r}: no impostor pairs")
     g = pairs[group].to_numpy()
@@ -444,21 +440,23 @@ def tpr_at_fmr(
     gen_rows = [r[np.argsort(s[r], kind="stable")] for r in gen_rows]
     gen_sets = [_SortedScores(s[r]) for r in gen_rows]
 
-    def estimate(w: np.ndarray | None) -> np.ndarray:
-        t = imp.threshold(np.array([rate]), imp.weigh(None if w is None else w[imp_order]))
+    def tpr_at(t: np.ndarray, w: np.ndarray | None) -> np.ndarray:
         return np.array([
             gs.fraction_above(t, gs.weigh(None if w is None else w[r]))[0]
             for gs, r in zip(gen_sets, gen_rows, strict=True)
         ])
 
-    point = estimate(None)
-    t0 = float(imp.threshold(np.array([rate]))[0])
+    def estimate(w: np.ndarray) -> np.ndarray:
+        return tpr_at(imp.threshold(np.array([rate]), imp.weigh(w[imp_order])), w)
+
+    t_point = imp.threshold(np.array([rate]))
+    point, t0 = tpr_at(t_point, None), float(t_point[0])
     out = pd.DataFrame({
         group: groups, "n_genuine": [r.size for r in gen_rows], "threshold": t0, "tpr": point,
     })
     if n_boot:
         if ids is not None:
-            _need(pairs, list(ids), "pairs")
+            require_columns(pairs, list(ids), "pairs")
             id1, id2 = pairs[ids[0]].to_numpy(), pairs[ids[1]].to_numpy()
         else:
             id1 = id2 = None
