@@ -43,14 +43,16 @@ bench: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks
 
-# Debian's opencv-data (BRISQUE yml). Installed when we may (root + apt-get); otherwise
-# BRISQUE is reported as missing, never invented, and its tests skip with that reason.
+# Debian packages: opencv-data (BRISQUE yml) and chromium (real-browser tests). Installed
+# when we may (root + apt-get); otherwise BRISQUE is reported as missing, never invented,
+# and the browser tests skip saying so.
+CHROMIUM := /usr/bin/chromium
 system-data:
-	@test -f $(BRISQUE_YML) \
+	@test -f $(BRISQUE_YML) -a -x $(CHROMIUM) \
 	|| { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
-	     && { apt-get install -y -q opencv-data >/dev/null 2>&1 \
-	          || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q opencv-data >/dev/null 2>&1; }; }; } \
-	|| echo "note: $(BRISQUE_YML) is missing (apt-get install opencv-data); BRISQUE will be reported as missing"
+	     && { apt-get install -y -q opencv-data chromium >/dev/null 2>&1 \
+	          || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q opencv-data chromium >/dev/null 2>&1; }; }; } \
+	|| echo "note: opencv-data or chromium missing (apt-get install opencv-data chromium); BRISQUE is reported as missing and browser tests skip"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

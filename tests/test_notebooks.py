@@ -81,6 +81,8 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     params["bfw"].update(n_boot=5, fmr=[0.1, 0.01], report_fmr=[0.01])
     params["batest_world"].update(identities_per_group=30)
     params["batest"].update(n_boot=5)
+    params["generate"].update(n_fit=600, n_transects=2, n_candidates=6, n_seeds=2, n_negative=1)
+    params["synthetic"].update(n_check=8)
     # the opt-in real-data stage, on a fixture in the published schema
     (tmp_path / "data" / "bfw").mkdir(parents=True)
     shutil.copy(FIXTURE, tmp_path / "data" / "bfw" / "fixture.csv")
@@ -102,6 +104,9 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
         assert (tmp_path / "reports" / "figures" / f"bfw_real_fx_{fig}.png").exists()
     for fig in ("factors", "gender_gap", "fmr_at_reference", "tpr"):
         assert (tmp_path / "reports" / "figures" / f"batest_{fig}.png").exists()
+    for fig in ("transect_2d", "orthogonalisation", "transects_2x2x2", "prototypes", "sequences"):
+        assert (tmp_path / "reports" / "figures" / f"synthetic_{fig}.png").exists()
+    assert len(list((tmp_path / "data" / "synthetic" / "hcic" / "images").glob("*.png"))) == 2 * 6 * 17
     shown = sh("dvc", "metrics", "show")
     assert "bfw.json" in shown and "bfw_real_fx.json" in shown and "batest.json" in shown
     assert "up to date" in sh("dvc", "repro")
@@ -110,6 +115,7 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     log = sh("dvc", "repro")
     assert "'world' didn't change" in log and "Running stage 'bfw'" in log
     assert "Running stage 'batest'" not in log  # another study's parameter: not rerun
+    assert "Running stage 'synth'" not in log
     assert "Running stage 'bfw_real@fx'" in log
 
 

@@ -4,6 +4,8 @@ Commands
 --------
 metrics   per-group error rates and fairness summaries of a table of scored pairs
           (``facebias.metrics.group_report``).
+world     the synthetic known-truth BFW pair table (DVC stage ``world``).
+synth     the synthetic faces of papers 004 and 000 (DVC stage ``synth``).
 
 Every command reports bad input as ONE line on stderr,
 ``facebias: error: SOURCE: MESSAGE``, and exits with code 2; never a traceback. Rows of
@@ -349,8 +351,37 @@ def _run_world(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- synth
+def _add_synth(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "synth",
+        help="render the synthetic faces of papers 004 and 000 (DVC stage `synth`)",
+        description="Fit the attribute hyperplanes, plan the transects (004) and the prototypes, "
+        "sequences and pairs (000) from the `generate` section of a params file, render them "
+        "and write images, latents and tables under OUT (each file atomically).",
+    )
+    p.add_argument("--params", default="params.yaml", help="params file [default: params.yaml]")
+    p.add_argument("--out", required=True, help="output folder, e.g. data/synthetic")
+    p.set_defaults(func=_run_synth)
+
+
+def _run_synth(args: argparse.Namespace) -> int:
+    from facebias.generate.build import write_products
+    from facebias.io import load_params
+
+    try:
+        params = load_params(args.params, "generate")
+        summary = write_products(params, Path(args.out))
+    except (OSError, KeyError, ValueError) as exc:
+        raise InputError(args.params, _describe(exc)) from None
+    print(f"wrote {summary['transects']['n_images']:,} transect images and "
+          f"{summary['hcic']['n_images']:,} HCIC images ({summary['backend']}) to {args.out}",
+          file=sys.stderr)
+    return 0
+
+
 # --------------------------------------------------------------------------- entry point
-_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_metrics, _add_world]
+_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_metrics, _add_world, _add_synth]
 
 
 def build_parser() -> argparse.ArgumentParser:

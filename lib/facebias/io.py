@@ -110,3 +110,15 @@ def file_sha256(path: str | os.PathLike) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def config_from_params(cls: type, params: Any, section: str) -> Any:
+    """Build the dataclass ``cls`` from a ``params.yaml`` section (missing keys take the
+    defaults); an unknown key raises ``ValueError`` naming the section and the known keys."""
+    if not isinstance(params, dict):
+        raise ValueError(f"{section}: expected a mapping, got {type(params).__name__}")
+    known = set(cls.__dataclass_fields__)
+    unknown = sorted(set(params) - known, key=str)
+    if unknown:
+        raise ValueError(f"{section}: unknown key(s) {unknown}; known keys are {sorted(known)}")
+    return cls(**params)

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from facebias.io import atomic_path
+from facebias.io import atomic_path, config_from_params
 
 __all__ = [
     "BFW_GROUPS",
@@ -610,11 +610,7 @@ class BAWorldConfig:
 
     @classmethod
     def from_params(cls, d: Mapping[str, Any]) -> BAWorldConfig:
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"batest_world: unknown key(s) {unknown}; known: {sorted(known)}")
-        return cls(**dict(d))
+        return config_from_params(cls, dict(d), "batest_world")
 
     def true_gender_gap(self) -> dict[str, float]:
         """Planted genuine-score gap M - F per race letter (what balancing should recover)."""

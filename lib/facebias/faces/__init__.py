@@ -42,6 +42,9 @@ _EXPORTS = {
     "aligned_face_mask": "factors",
     "mask_iou": "factors",
     "predict_age_gender": "attributes",
+    # geometry
+    "face_mesh": "mesh",
+    "mesh_vector": "mesh",
 }
 
 __all__ = sorted(_EXPORTS)

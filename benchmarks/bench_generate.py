@@ -1,0 +1,57 @@
+"""Procedural face generator speed on this machine: new identities per second (each
+rendered at one pose) at 128 and 256 px, frontal and with yaw/light variation, each next to
+a peer measured in the same run on the same images: one YuNet detection per image and the
+SFace embedder (detect + align + embed). Goal: >= 20 identities/s at 128 px on 2 cores.
+
+    .venv/bin/python benchmarks/bench_generate.py
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from facebias.faces import load_detector, load_embedder
+from facebias.generate import LIGHTS
+from facebias.generate.procedural import ProceduralGenerator
+
+
+def best_rate(fn, n: int, repeats: int = 3) -> float:
+    """Items per second of the fastest of ``repeats`` timed calls of ``fn()`` (n items)."""
+    fn()  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return n / best
+
+
+def main(n: int = 64) -> None:
+    import torch
+
+    print(f"{n} new identities per measurement; {os.cpu_count()} CPU cores; "
+          f"torch threads {torch.get_num_threads()}; numpy CPU renderer (no GPU used)")
+    det = load_detector("yunet")
+    sface = load_embedder("sface")
+    names = list(LIGHTS)
+    print(f"{'case':44s} {'ids/s':>8s} {'yunet img/s':>12s} {'gen/yunet':>10s} {'sface img/s':>12s} {'gen/sface':>10s}")
+    for size in (128, 256):
+        gen = ProceduralGenerator(size=size)
+        rng = np.random.default_rng(0)
+        z = gen.sample(n, seed=1)
+        yaws = rng.uniform(-30, 30, n)
+        lights = [names[i] for i in rng.integers(0, len(names), n)]
+        for label, kw in (("frontal, front light", {}), ("yaw -30..30, 5 lights", {"yaw": yaws, "light": lights})):
+            gen_rate = best_rate(lambda kw=kw, gen=gen, z=z: gen.synthesize(z, **kw), n)
+            ims = gen.synthesize(z, **kw)
+            det_rate = best_rate(lambda ims=ims: [det.detect(im) for im in ims], n, repeats=2)
+            sf_rate = best_rate(lambda ims=ims: sface.embed(list(ims)), n, repeats=1)
+            print(f"{f'{size} px, {label}':44s} {gen_rate:8.1f} {det_rate:12.1f} {gen_rate / det_rate:10.2f} "
+                  f"{sf_rate:12.1f} {gen_rate / sf_rate:10.2f}")
+
+
+if __name__ == "__main__":
+    main()

