@@ -39,6 +39,8 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_metrics.py
 	$(BIN)/python benchmarks/bench_faces.py
+	$(BIN)/python benchmarks/bench_generate.py
+	$(BIN)/python benchmarks/bench_stylegan2.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks

@@ -92,6 +92,12 @@ def test_config_is_validated():
         SynthConfig.from_params({"n_seeds": 3, "n_negative": 3})
     with pytest.raises(ValueError, match="n_candidates"):
         SynthConfig.from_params({"n_seeds": 30, "n_candidates": 10})
+    with pytest.raises(ValueError, match="scale"):
+        SynthConfig.from_params({"scale": "huge"})
+    smoke = SynthConfig.from_params({"scale": "smoke", "n_transects": 5})
+    assert (smoke.n_seeds, smoke.n_negative, smoke.n_transects) == (2, 1, 5)  # preset, then keys
+    paper = SynthConfig.from_params({"scale": "paper"})
+    assert paper.n_seeds * 6 * 17 == 10_200 and paper.n_transects * 8 == 8_000
 
 
 def _digest(folder: Path) -> str:

@@ -81,7 +81,7 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     params["bfw"].update(n_boot=5, fmr=[0.1, 0.01], report_fmr=[0.01])
     params["batest_world"].update(identities_per_group=30)
     params["batest"].update(n_boot=5)
-    params["generate"].update(n_fit=600, n_transects=2, n_candidates=6, n_seeds=2, n_negative=1)
+    params["generate"].update(scale="smoke")
     params["synthetic"].update(n_check=8)
     # the opt-in real-data stage, on a fixture in the published schema
     (tmp_path / "data" / "bfw").mkdir(parents=True)

@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from facebias.metrics import require_columns
+
 __all__ = [
     "POSE_SEQUENCE",
     "LIGHT_SEQUENCE",
@@ -745,9 +747,7 @@ PAIR_COLUMNS = ("pair_id", "image_a", "image_b", "prototype_a", "prototype_b", "
 def _require(table: Any, cols: Sequence[str], name: str) -> None:
     if not isinstance(table, pd.DataFrame):
         raise ValueError(f"{name}: expected a DataFrame, got {type(table).__name__}")
-    missing = [c for c in cols if c not in table.columns]
-    if missing:
-        raise ValueError(f"{name}: missing column(s) {missing} (have {list(table.columns)})")
+    require_columns(table, cols, name)
     if table.empty:
         raise ValueError(f"{name}: no rows")
     na = table[list(cols)].isna().any()

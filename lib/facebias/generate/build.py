@@ -53,23 +53,38 @@ ATTRIBUTE_KINDS: dict[str, str] = {
 }
 
 
+#: Size presets (``generate.scale``); ``paper`` is 004's 1,000 2x2x2 transects on a 5,000-latent
+#: D_z and 000's 300 candidate seeds -> 100 -> 600 prototypes -> 10,200 images.
+SCALES: dict[str, dict[str, int]] = {
+    "smoke": {"n_fit": 600, "n_transects": 2, "n_candidates": 6, "n_seeds": 2, "n_negative": 1},
+    "default": {"n_fit": 2000, "n_transects": 100, "n_candidates": 60, "n_seeds": 20, "n_negative": 3},
+    "paper": {"n_fit": 5000, "n_transects": 1000, "n_candidates": 300, "n_seeds": 100, "n_negative": 3},
+}
+
+
 @dataclass(frozen=True)
 class SynthConfig:
-    """Parameters of the synthetic products (``params.yaml`` section ``generate``)."""
+    """Parameters of the synthetic products (``params.yaml`` section ``generate``).
 
+    ``scale`` picks a preset for the sizes (:data:`SCALES`: ``smoke`` for tests,
+    ``default``, ``paper`` = 1,000 transects and 100 seeds x 6 prototypes x 17 images =
+    10,200 images); a size key given explicitly overrides its preset value.
+    """
+
+    scale: str = "default"
     backend: str = "procedural"
     size: int = 128
     world_seed: int = 0  # the generator's fixed world (mesh basis, attribute directions)
     seed: int = 0  # sampling of D_z, transect seeds and prototype seeds
-    n_fit: int = 2000  # size of D_z for the hyperplanes
+    n_fit: int = 2000  # size of D_z for the hyperplanes (paper 004: 5,000)
     label_noise: float = 0.05  # SD of the noise added to truth labels in D_z
     # 004: K-D transects, c values in decision units per axis (two values = 2x2x2 grid)
-    n_transects: int = 20
+    n_transects: int = 100  # (paper: 1,000)
     transect_axes: Mapping[str, Sequence[float]] = field(default_factory=lambda: {
         "skin_tone": (-1.5, 1.7), "hair_length": (-0.5, 0.0), "gender": (-1.75, 1.75)})
     # 000: prototypes, sequences, pairs
-    n_candidates: int = 24  # seeds rendered for max-min selection (paper: 300)
-    n_seeds: int = 8  # seeds kept (paper: 100)
+    n_candidates: int = 60  # seeds rendered for max-min selection (paper: 300)
+    n_seeds: int = 20  # seeds kept (paper: 100)
     c_gender: float = 1.75
     c_race: float = 1.5
     age_target: float = 0.8
@@ -81,6 +96,8 @@ class SynthConfig:
     batch_size: int = 64
 
     def __post_init__(self) -> None:
+        if self.scale not in SCALES:
+            raise ValueError(f"generate.scale: {self.scale!r} is not one of {sorted(SCALES)}")
         if self.n_seeds > self.n_candidates:
             raise ValueError(f"generate: n_seeds ({self.n_seeds}) > n_candidates ({self.n_candidates})")
         if self.n_negative >= self.n_seeds:
@@ -95,8 +112,12 @@ class SynthConfig:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SynthConfig:
-        return config_from_params(cls, {k: (dict(v) if k == "transect_axes" else v)
-                                        for k, v in params.items()}, "generate")
+        """From a ``generate`` section: the ``scale`` preset, then the keys given."""
+        scale = params.get("scale", "default")
+        if scale not in SCALES:
+            raise ValueError(f"generate.scale: {scale!r} is not one of {sorted(SCALES)}")
+        merged = {**SCALES[scale], **{k: (dict(v) if k == "transect_axes" else v) for k, v in params.items()}}
+        return config_from_params(cls, merged, "generate")
 
 
 @dataclass(frozen=True)
