@@ -249,3 +249,18 @@ def test_landmarks68_rejects_float_images():
     img = skdata.astronaut().astype(np.float32)
     with pytest.raises(ValueError, match="uint8"):
         landmarks68(img, (150, 50, 120, 120))
+
+
+def test_age_gender_table_upscales_small_faces_and_marks_failures(astronaut):
+    from facebias.faces.attributes import age_gender_table, p_male, predict_age_gender
+
+    face = astronaut[20:220, 130:330]  # the face, 200 px: below the default min_size
+    small = cv2.resize(face, (100, 100), interpolation=cv2.INTER_AREA)
+    noise = np.random.default_rng(0).integers(0, 256, (128, 128, 3), dtype=np.uint8)
+    table = age_gender_table([face, small, noise])
+    assert list(table.columns) == ["p_male", "age"] and len(table) == 3
+    assert table.loc[:1, "p_male"].lt(0.5).all()  # the astronaut is a woman
+    assert table.loc[2].isna().all()  # no face: NaN, not dropped
+    direct = predict_age_gender(cv2.resize(face, (256, 256), interpolation=cv2.INTER_CUBIC))
+    assert table.loc[0, "p_male"] == pytest.approx(p_male(direct))
+    assert np.isnan(p_male(None))

