@@ -276,7 +276,8 @@ head = {
     "hair_transect_gender_range": leak,
 }
 if acceptance is not None:
-    head["acceptance"] = {k: v for k, v in acceptance.items() if np.isscalar(v)}
+    # speed is a benchmark (make bench), not a metric: it would change the file on every run
+    head["acceptance"] = {k: v for k, v in acceptance.items() if np.isscalar(v) and k != "render_ids_per_s"}
 details = {"paper": ["004", "000"], "provenance": provenance, "summary": summary.to_dict(),
            "normal_cosines": cos.round(4).to_dict(), "transect_check": {a: v.to_dict() for a, v in check.items()}}
 write_json_atomic(root / reports_dir / "metrics" / f"{name}.json", head)
