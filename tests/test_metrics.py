@@ -386,3 +386,17 @@ def test_failure_to_enrol_table_hand_computed_and_wilson_matches_statsmodels():
     assert M.failure_to_enrol([True, True]).loc["all", "n_fte"] == 0
     with pytest.raises(ValueError, match="enrolled"):
         M.failure_to_enrol([1, 2])
+
+
+def test_roc_auc_hand_cases_and_sklearn():
+    from sklearn.metrics import roc_auc_score
+
+    assert M.roc_auc([1.0, 2.0], [0.0, 0.5]) == 1.0
+    assert M.roc_auc([0.0], [1.0]) == 0.0
+    assert M.roc_auc([1.0], [1.0]) == 0.5  # a tie counts half
+    rng = np.random.default_rng(3)
+    gen, imp = np.round(rng.normal(1, 1, 300), 1), np.round(rng.normal(0, 1, 500), 1)  # with ties
+    want = roc_auc_score(np.r_[np.ones(300), np.zeros(500)], np.r_[gen, imp])
+    assert M.roc_auc(gen, imp) == pytest.approx(want, abs=1e-12)
+    with pytest.raises(ValueError, match="non-finite"):
+        M.roc_auc([np.nan, 1.0], [0.0])

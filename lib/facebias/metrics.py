@@ -46,6 +46,7 @@ __all__ = [
     "det_curve",
     "eer",
     "d_prime",
+    "roc_auc",
     "max_min_ratio",
     "gini",
     "fdr",
@@ -272,6 +273,17 @@ def d_prime(genuine: Any, impostor: Any) -> float:
     if spread == 0:
         raise ValueError("d_prime: both score sets are constant (zero variance)")
     return float(abs(gen.mean() - imp.mean()) / spread)
+
+
+def roc_auc(genuine: Any, impostor: Any) -> float:
+    """Area under the ROC curve: P(genuine > impostor) + 0.5 P(tie), for similarity
+    scores (higher = more alike); the Mann-Whitney U statistic / (n_genuine n_impostor)."""
+    from scipy.stats import rankdata
+
+    gen = check_scores(genuine, "genuine").astype(np.float64, copy=False)
+    imp = check_scores(impostor, "impostor").astype(np.float64, copy=False)
+    ranks = rankdata(np.concatenate([gen, imp]))
+    return float((ranks[: gen.size].sum() - gen.size * (gen.size + 1) / 2) / (gen.size * imp.size))
 
 
 # --------------------------------------------------------------------------- fairness summaries

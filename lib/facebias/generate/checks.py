@@ -35,20 +35,20 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["acceptance_report", "roc_auc", "p_male"]
+from facebias.metrics import roc_auc
+
+__all__ = ["acceptance_report", "p_male", "PUBLISHED_THRESHOLDS"]
+
+#: Published verification thresholds: (score kind, threshold); SFace cosine (match iff
+#: cosine >= 0.363), dlib Euclidean distance of unit descriptors (match iff <= 0.6).
+PUBLISHED_THRESHOLDS = {"sface": ("cosine", 0.363), "dlib": ("distance", 0.6)}
 
 
-def roc_auc(genuine: np.ndarray, impostor: np.ndarray) -> float:
-    """P(genuine > impostor) + 0.5 P(tie) (higher score = more similar)."""
-    from scipy.stats import rankdata
-
-    g = np.asarray(genuine, float)
-    i = np.asarray(impostor, float)
-    g, i = g[np.isfinite(g)], i[np.isfinite(i)]
-    if g.size == 0 or i.size == 0:
-        return float("nan")
-    ranks = rankdata(np.concatenate([g, i]))
-    return float((ranks[: g.size].sum() - g.size * (g.size + 1) / 2) / (g.size * i.size))
+def _auc_enrolled(genuine: np.ndarray, impostor: np.ndarray) -> float:
+    """:func:`facebias.metrics.roc_auc` over the pairs whose images both enrolled (failures
+    to enrol are NaN scores and are reported as ``<m>_enrol_rate``); NaN if none are left."""
+    g, i = genuine[np.isfinite(genuine)], impostor[np.isfinite(impostor)]
+    return float("nan") if g.size == 0 or i.size == 0 else roc_auc(g, i)
 
 
 def p_male(images: np.ndarray, min_size: int = 256) -> np.ndarray:
@@ -126,21 +126,16 @@ def acceptance_report(
         va, vb = ra.vectors.astype(np.float64), rb.vectors.astype(np.float64)
         sim, dist, gen, mask = _pair_scores(va, vb, same)
         imp_sim = sim[mask]
-        if m == "sface":
-            report[f"{m}_median_impostor"] = float(np.nanmedian(imp_sim))
-            report[f"{m}_median_genuine"] = float(np.nanmedian(gen))
-            thr = 0.363
-            report[f"{m}_fmr_at_published"] = float(np.nanmean(imp_sim[np.isfinite(imp_sim)] >= thr))
-            report[f"{m}_fnmr_at_published"] = float(np.nanmean(gen[np.isfinite(gen)] < thr))
-        else:
-            imp_d = dist[mask]
-            gen_d = np.diag(dist)
-            report[f"{m}_median_impostor"] = float(np.nanmedian(imp_d))
-            report[f"{m}_median_genuine"] = float(np.nanmedian(gen_d))
-            thr = 0.6
-            report[f"{m}_fmr_at_published"] = float(np.nanmean(imp_d[np.isfinite(imp_d)] <= thr))
-            report[f"{m}_fnmr_at_published"] = float(np.nanmean(gen_d[np.isfinite(gen_d)] > thr))
-        report[f"{m}_auc"] = roc_auc(gen, imp_sim)
+        kind, thr = PUBLISHED_THRESHOLDS[m]
+        if kind == "cosine":
+            imp, genuine, sign = imp_sim, gen, 1.0
+        else:  # a distance: smaller = more alike
+            imp, genuine, sign = dist[mask], np.diag(dist), -1.0
+        report[f"{m}_median_impostor"] = float(np.nanmedian(imp))
+        report[f"{m}_median_genuine"] = float(np.nanmedian(genuine))
+        report[f"{m}_fmr_at_published"] = float(np.nanmean(sign * imp[np.isfinite(imp)] >= sign * thr))
+        report[f"{m}_fnmr_at_published"] = float(np.nanmean(sign * genuine[np.isfinite(genuine)] < sign * thr))
+        report[f"{m}_auc"] = _auc_enrolled(gen, imp_sim)
 
     if gender:
         ng = int(n_gender or n)
