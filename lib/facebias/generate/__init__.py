@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Generator", "Light", "LIGHTS", "as_lights", "as_yaws", "load_generator", "BACKENDS"]
+__all__ = ["Generator", "Light", "LIGHTS", "as_latents", "as_lights", "as_yaws", "load_generator", "BACKENDS"]
 
 BACKENDS = ("procedural", "stylegan2")
 
@@ -93,6 +93,16 @@ def as_yaws(yaw: float | Sequence[float] | np.ndarray | None, n: int) -> np.ndar
     if not np.all(np.isfinite(y)):
         raise ValueError("yaw: values must be finite")
     return y
+
+
+def as_latents(latents: Any, dim: int, what: str = "latents") -> np.ndarray:
+    """``latents`` as a finite ``(n, dim)`` float64 array; ``ValueError`` otherwise."""
+    a = np.asarray(latents, dtype=np.float64)
+    if a.ndim != 2 or a.shape[1] != dim:
+        raise ValueError(f"{what}: expected shape (n, {dim}), got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{what}: values must be finite (NaN or inf found)")
+    return a
 
 
 @runtime_checkable

@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from facebias.generate import as_lights, as_yaws
+from facebias.generate import as_latents, as_lights, as_yaws
 
 __all__ = ["ProceduralGenerator", "ATTRIBUTES", "RACES", "PLANTED_COSINES"]
 
@@ -226,14 +226,8 @@ class ProceduralGenerator:
         return self._R.copy()
 
     def _check_latents(self, latents: Any) -> np.ndarray:
-        z = np.asarray(latents, dtype=np.float64)
-        if z.ndim == 1:
-            z = z[None]
-        if z.ndim != 2 or z.shape[1] != self.latent_dim:
-            raise ValueError(f"latents must have shape (n, {self.latent_dim}), got {np.shape(latents)}")
-        if not np.all(np.isfinite(z)):
-            raise ValueError("latents must be finite (NaN or inf found)")
-        return z
+        """(n, latent_dim) float64; one latent (latent_dim,) is taken as a batch of one."""
+        return as_latents(np.atleast_2d(np.asarray(latents, dtype=np.float64)), self.latent_dim)
 
     def decision_values(self, latents: Any) -> np.ndarray:
         """``(n, K)`` signed distances ``n_k . z + b_k``."""

@@ -49,6 +49,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from facebias.generate import as_latents
+
 __all__ = [
     "StyleGAN2Generator",
     "StyleGAN2Network",
@@ -688,14 +690,6 @@ class StyleGAN2Generator:
         c[:, self.class_index] = 1
         return c
 
-    def _check(self, x: np.ndarray, dim: int, what: str) -> np.ndarray:
-        a = np.asarray(x, dtype=np.float64)
-        if a.ndim != 2 or a.shape[1] != dim:
-            raise ValueError(f"{what}: expected shape (n, {dim}), got {a.shape}")
-        if not np.all(np.isfinite(a)):
-            raise ValueError(f"{what}: values must be finite")
-        return a
-
     def _ws(self, w: np.ndarray | Tensor) -> Tensor:
         t = torch.as_tensor(np.asarray(w, dtype=np.float32) if not isinstance(w, Tensor) else w,
                             device=self.device, dtype=torch.float32)
@@ -747,7 +741,7 @@ class StyleGAN2Generator:
         """z (n, z_dim) -> w (n, w_dim) float64, truncated with ``psi`` (default: the
         generator's ``truncation_psi``). With a ``cutoff`` (default: ``truncation_cutoff``)
         the result is per layer, (n, num_ws, w_dim)."""
-        z = self._check(z, self.z_dim, "z")
+        z = as_latents(z, self.z_dim, "z")
         psi = self.truncation_psi if psi is None else float(psi)
         cutoff = self.truncation_cutoff if cutoff is None else int(cutoff)
         out = []
@@ -782,7 +776,7 @@ class StyleGAN2Generator:
                              "with space='w')")
         if self.space == "w":
             return self.synthesize_w(latents)
-        w = self.mapping(self._check(latents, self.z_dim, "latents"))
+        w = self.mapping(as_latents(latents, self.z_dim, "latents"))
         return self.synthesize_w(w)
 
 
