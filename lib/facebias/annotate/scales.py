@@ -1,0 +1,98 @@
+"""Rating scales of the two annotation studies.
+
+Vote coding everywhere in :mod:`facebias.annotate`: an integer **level index 0..K-1**
+(0-based, level 0 = first option listed), K = number of options of the scale. A vote ``v``
+normalised to [0, 1] is ``v / (K - 1)``.
+
+* ``SCALES_004``: the Transects paper (Balakrishnan et al., ECCV 2020, Fig. 6) single-image
+  attributes; level names from the paper's table. The paper does not name the smile levels;
+  they are ``Frown, Serious, Neutral, Smile, Broad smile`` here.
+* ``SCALES_000``: the HCIC paper's five-point single-image scales. The paper gives only the
+  end points (e.g. "child" .. "senior"); the three middle names are ours.
+* ``PAIR_SCALE``: the HCIC identity question, 0 = "Likely same" .. 4 = "Likely different"
+  (higher = more different).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Scale", "SCALES_004", "SCALES_000", "PAIR_SCALE"]
+
+
+@dataclass(frozen=True)
+class Scale:
+    """An ordered rating scale: ``levels[i]`` is the label of level index ``i``."""
+
+    name: str
+    levels: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"Scale name must be a non-empty string, got {self.name!r}")
+        levels = tuple(self.levels)
+        object.__setattr__(self, "levels", levels)
+        if len(levels) < 2:
+            raise ValueError(f"Scale {self.name!r}: needs at least 2 levels, got {len(levels)}")
+        if not all(isinstance(x, str) and x for x in levels):
+            raise ValueError(f"Scale {self.name!r}: level names must be non-empty strings")
+        if len(set(levels)) != len(levels):
+            raise ValueError(f"Scale {self.name!r}: duplicate level names in {levels}")
+
+    @property
+    def k(self) -> int:
+        """Number of levels K."""
+        return len(self.levels)
+
+    def normalise(self, values) -> np.ndarray:
+        """Level indices (0..K-1, NaN kept) -> float array ``value / (K-1)`` in [0, 1]."""
+        v = np.asarray(values, dtype=float)
+        finite = v[np.isfinite(v)]
+        if finite.size and (finite.min() < 0 or finite.max() > self.k - 1):
+            raise ValueError(
+                f"Scale {self.name!r}: values must lie in 0..{self.k - 1}, "
+                f"got range [{finite.min()}, {finite.max()}]"
+            )
+        return v / (self.k - 1)
+
+    def index(self, label: str) -> int:
+        """0-based level index of the level named ``label`` (ValueError if unknown)."""
+        try:
+            return self.levels.index(label)
+        except ValueError:
+            raise ValueError(
+                f"Scale {self.name!r}: unknown level {label!r}; levels are {list(self.levels)}"
+            ) from None
+
+
+def _scales(spec: dict[str, tuple[str, ...]]) -> dict[str, Scale]:
+    return {name: Scale(name, levels) for name, levels in spec.items()}
+
+
+SCALES_004: dict[str, Scale] = _scales({
+    "age": ("Child (0-12)", "Teen (13-18)", "Young adult (19-30)", "Adult (30-50)",
+            "Middle age (50-65)", "Senior (65+)"),
+    "skin_color": ("Light", "Fair", "Medium", "Olive", "Brown", "Black"),
+    "gender": ("Female", "Probably female", "In between", "Probably male", "Male"),
+    "hair_length": ("Very short (0-1 in)", "Short (1-2 in)", "Medium (2-4 in)", "Long (4-8 in)",
+                    "Very long (beyond the shoulders)"),
+    "facial_hair": ("None", "Minimal", "Regular", "Heavy"),
+    "makeup": ("None", "Minimal", "Full", "Showy"),
+    "smile": ("Frown", "Serious", "Neutral", "Smile", "Broad smile"),
+    "uncanny": ("Real for sure", "Likely real", "Uncertain", "Likely fake", "Fake for sure"),
+})
+
+SCALES_000: dict[str, Scale] = _scales({
+    "age": ("Child", "Young", "Adult", "Middle age", "Senior"),
+    "expression": ("Frown", "Serious", "Neutral", "Smile", "Broad smile"),
+    "gender": ("Female", "Probably female", "In between", "Probably male", "Male"),
+    "skin_color": ("Light", "Fair", "Medium", "Brown", "Black"),
+    "uncanny": ("Real for sure", "Likely real", "Uncertain", "Likely fake", "Fake for sure"),
+})
+
+PAIR_SCALE = Scale(
+    "identity",
+    ("Likely same", "Possibly same", "Not sure", "Possibly different", "Likely different"),
+)

@@ -1,0 +1,379 @@
+"""A simulated annotator panel: votes derived from generator truth, written like human votes.
+
+Perception model (all in *raw levels* of a K-level scale, vote = level index 0..K-1)::
+
+    level = clip(round((K-1) * a' + bias[annotator, question] + noise * m[annotator] * eps), 0, K-1)
+
+* ``a`` is the item's truth in [0, 1] (an attribute for single images, a dissimilarity for
+  pairs); ``eps ~ N(0, 1)`` independent per vote.
+* ``bias ~ N(0, bias_sd)`` per annotator and question (a lenient or harsh rater);
+  ``m = exp(N(0, noise_spread))`` per annotator (careful and careless raters).
+* With probability ``outlier_rate`` a vote is instead uniform over 0..K-1 (a misclick or
+  spam answer).
+* **Own-group effect.** Each annotator belongs to a group (drawn from ``group_shares``); for
+  items of *another* group (column ``group``), the truth is perceived shrunk toward the middle
+  of the scale: ``a' = 0.5 + (1 - own_group_effect) * (a - 0.5)``; own-group items are seen as
+  ``a' = a``. On pairs this is the other-race effect: other-group different-identity pairs look
+  less different and same-identity pairs less same. ``own_group_effect = 0`` switches it off.
+
+Each item is rated by ``n_per_item`` distinct annotators drawn at random from the panel,
+separately for each question. Everything is deterministic given ``Panel.seed``: every random
+stream is seeded by ``(seed, purpose, question)``.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from facebias.annotate.scales import PAIR_SCALE, SCALES_000, SCALES_004, Scale
+from facebias.annotate.store import AnnotationStore
+from facebias.io import atomic_path
+
+__all__ = ["Panel", "simulate_image_votes", "simulate_pair_votes", "simulate_synthetic",
+           "realism_truth", "pair_dissimilarity", "ATTR_MAP_004", "ATTR_MAP_000"]
+
+#: question -> truth column (generator truth, [0, 1]) for the two single-image surveys
+ATTR_MAP_004: dict[str, str] = {
+    "age": "true_age", "skin_color": "true_skin_tone", "gender": "true_gender",
+    "hair_length": "true_hair_length", "facial_hair": "true_facial_hair",
+    "makeup": "true_makeup", "smile": "true_smile", "uncanny": "true_uncanny",
+}
+ATTR_MAP_000: dict[str, str] = {
+    "age": "true_age", "expression": "true_smile", "gender": "true_gender",
+    "skin_color": "true_skin_tone", "uncanny": "true_uncanny",
+}
+
+
+@dataclass
+class Panel:
+    """A pool of simulated annotators ``sim000``, ``sim001``, ...
+
+    ``noise``: SD of the per-vote perception noise in raw levels (single-image questions;
+    pairs take their own ``noise`` argument); ``bias_sd``: SD of each annotator's offset in raw
+    levels; ``outlier_rate``: fraction of uniform random votes; ``own_group_effect`` in [0, 1]:
+    shrinkage toward the scale middle on other-group items (see module doc);
+    ``noise_spread``: log-SD of each annotator's noise multiplier; ``group_shares``: annotator
+    group -> share of the panel (``None``: groups uniform over the item groups present).
+    """
+
+    n_annotators: int = 40
+    noise: float = 0.45
+    bias_sd: float = 0.15
+    outlier_rate: float = 0.03
+    own_group_effect: float = 0.0
+    seed: int = 0
+    noise_spread: float = 0.25
+    group_shares: Mapping[str, float] | None = None
+
+    def __post_init__(self) -> None:
+        if int(self.n_annotators) < 1:
+            raise ValueError(f"Panel.n_annotators must be >= 1, got {self.n_annotators}")
+        for name in ("noise", "bias_sd", "noise_spread"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"Panel.{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("outlier_rate", "own_group_effect"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"Panel.{name} must lie in [0, 1], got {getattr(self, name)}")
+        if self.group_shares is not None:
+            shares = np.asarray(list(self.group_shares.values()), dtype=float)
+            if not len(shares) or (shares < 0).any() or shares.sum() <= 0:
+                raise ValueError(f"Panel.group_shares must be non-negative with a positive sum, "
+                                 f"got {dict(self.group_shares)}")
+
+    @property
+    def annotators(self) -> list[str]:
+        """Annotator ids ``sim000`` .. (zero padded to 3 digits)."""
+        return [f"sim{i:03d}" for i in range(self.n_annotators)]
+
+    def rng(self, *keys: str) -> np.random.Generator:
+        """Random stream for ``keys`` (stable across runs and Python processes)."""
+        return np.random.default_rng([int(self.seed), *(zlib.crc32(k.encode()) for k in keys)])
+
+    def noise_multipliers(self) -> np.ndarray:
+        """Per-annotator noise multiplier ``exp(N(0, noise_spread))``."""
+        return np.exp(self.rng("noise").normal(0.0, self.noise_spread, self.n_annotators))
+
+    def biases(self, question: str) -> np.ndarray:
+        """Per-annotator offset (raw levels) for ``question``."""
+        return self.rng("bias", question).normal(0.0, self.bias_sd, self.n_annotators)
+
+    def groups(self, item_groups=None) -> np.ndarray:
+        """Each annotator's group: drawn with ``group_shares`` (or uniformly over the sorted
+        distinct ``item_groups``)."""
+        if self.group_shares is not None:
+            names = list(self.group_shares)
+            p = np.asarray([self.group_shares[g] for g in names], dtype=float)
+        else:
+            if item_groups is None:
+                raise ValueError("Panel.groups: need item_groups when group_shares is None")
+            names = sorted(pd.unique(pd.Series(item_groups).astype(str)))
+            p = np.ones(len(names))
+        idx = self.rng("groups").choice(len(names), size=self.n_annotators, p=p / p.sum())
+        return np.asarray(names, dtype=object)[idx]
+
+
+def _assign(panel: Panel, n_items: int, n_per_item: int, key: str) -> np.ndarray:
+    """(n_items, n_per_item) annotator indices, distinct within each item."""
+    if not 1 <= n_per_item <= panel.n_annotators:
+        raise ValueError(f"n_per_item must lie in 1..n_annotators={panel.n_annotators}, "
+                         f"got {n_per_item}")
+    keys = panel.rng("assign", key).random((n_items, panel.n_annotators))
+    return np.argsort(keys, axis=1)[:, :n_per_item]
+
+
+def _perceive(panel: Panel, truth: np.ndarray, k: int, noise: float, question: str,
+              n_per_item: int, item_groups: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(annotator index, level) arrays of shape (n_items, n_per_item) for one question."""
+    who = _assign(panel, len(truth), n_per_item, question)
+    a = np.repeat(truth[:, None], n_per_item, axis=1)
+    if panel.own_group_effect > 0:
+        if item_groups is None:
+            raise ValueError("own_group_effect > 0 needs a 'group' column on the items")
+        other = panel.groups(item_groups)[who] != item_groups[:, None]
+        a = np.where(other, 0.5 + (1.0 - panel.own_group_effect) * (a - 0.5), a)
+    rng = panel.rng("votes", question)
+    eps = rng.standard_normal(a.shape)
+    latent = (k - 1) * a + panel.biases(question)[who] + noise * panel.noise_multipliers()[who] * eps
+    level = np.clip(np.rint(latent), 0, k - 1).astype(np.int64)
+    outlier = rng.random(a.shape) < panel.outlier_rate
+    level[outlier] = rng.integers(0, k, size=int(outlier.sum()))
+    return who, level
+
+
+def _truth_column(df: pd.DataFrame, col: str, what: str) -> np.ndarray:
+    if col not in df.columns:
+        raise ValueError(f"{what}: truth column {col!r} not found; columns are {list(df.columns)}")
+    a = df[col].to_numpy(dtype=float)
+    if not np.isfinite(a).all() or (a < 0).any() or (a > 1).any():
+        raise ValueError(f"{what}: truth column {col!r} must be finite and in [0, 1]")
+    return a
+
+
+def _frame(panel: Panel, item_ids: np.ndarray, question: str, who: np.ndarray,
+           level: np.ndarray) -> pd.DataFrame:
+    n = who.shape[1]
+    ann = np.asarray(panel.annotators, dtype=object)
+    return pd.DataFrame({
+        "annotator": ann[who.ravel()],
+        "item_id": np.repeat(item_ids, n),
+        "question": question,
+        "value": level.ravel(),
+    })
+
+
+def simulate_image_votes(truth: pd.DataFrame, scales: Mapping[str, Scale], n_per_item: int,
+                         panel: Panel | None = None,
+                         attr_map: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Simulated single-image votes [annotator, item_id, question, value] (value = level
+    0..K-1), ``n_per_item`` per item and question, for each question in ``attr_map``
+    (question -> truth column in [0, 1]; default: every question of ``scales`` mapped to
+    ``true_<question>``). Optional ``group`` column for the own-group effect."""
+    panel = panel or Panel()
+    if "item_id" not in truth.columns:
+        raise ValueError(f"truth: column 'item_id' not found; columns are {list(truth.columns)}")
+    attr_map = dict(attr_map) if attr_map is not None else {q: f"true_{q}" for q in scales}
+    item_ids = truth["item_id"].astype(str).to_numpy(dtype=object)
+    groups = truth["group"].astype(str).to_numpy(dtype=object) if "group" in truth else None
+    frames = []
+    for q, col in attr_map.items():
+        if q not in scales:
+            raise ValueError(f"attr_map: question {q!r} has no scale; scales are {sorted(scales)}")
+        a = _truth_column(truth, col, f"question {q!r}")
+        who, level = _perceive(panel, a, scales[q].k, panel.noise, q, n_per_item, groups)
+        frames.append(_frame(panel, item_ids, q, who, level))
+    return pd.concat(frames, ignore_index=True)
+
+
+def simulate_pair_votes(pairs: pd.DataFrame, n_per_item: int = 9, panel: Panel | None = None,
+                        noise: float = 1.2) -> pd.DataFrame:
+    """Simulated identity votes (question ``'identity'`` on :data:`PAIR_SCALE`, 0 = likely
+    same .. 4 = likely different) for ``pairs[item_id, dissimilarity in [0, 1], group]``;
+    ``noise`` is the per-vote SD in raw levels (1.2 gives the HCIC paper's per-pair spread)."""
+    panel = panel or Panel()
+    if "item_id" not in pairs.columns:
+        raise ValueError(f"pairs: column 'item_id' not found; columns are {list(pairs.columns)}")
+    if not noise >= 0:
+        raise ValueError(f"noise must be >= 0, got {noise}")
+    d = _truth_column(pairs, "dissimilarity", "pairs")
+    groups = pairs["group"].astype(str).to_numpy(dtype=object) if "group" in pairs else None
+    who, level = _perceive(panel, d, PAIR_SCALE.k, noise, "identity", n_per_item, groups)
+    return _frame(panel, pairs["item_id"].astype(str).to_numpy(dtype=object), "identity",
+                  who, level)
+
+
+# --------------------------------------------------------------------------- synthetic data
+def realism_truth(latents: np.ndarray) -> np.ndarray:
+    """Uncanniness truth in [0.15, 0.65]: ``0.15 + 0.5 * extremeness`` with extremeness =
+    ``clip((|z| / sqrt(d) - 1) / 0.25, 0, 1)``: latents beyond the typical shell of N(0, I_d)
+    (|z| ~ sqrt(d)) render less realistic faces (cf. StyleGAN truncation)."""
+    z = np.asarray(latents, dtype=float)
+    r = np.linalg.norm(z, axis=1) / np.sqrt(z.shape[1])
+    return 0.15 + 0.5 * np.clip((r - 1.0) / 0.25, 0.0, 1.0)
+
+
+def pair_dissimilarity(images: pd.DataFrame, latents: np.ndarray,
+                       pairs: pd.DataFrame) -> np.ndarray:
+    """Perceived-identity truth in [0, 1] per pair (higher = more different)::
+
+        d = clip(0.10 + 0.60 * min(|z_a - z_b| / ref, 1) + 0.15 * |yaw_a - yaw_b| / 60
+                 + 0.10 * [light_a != light_b], 0, 1)
+
+    ``ref`` = median latent distance between distinct prototypes (``is_prototype`` rows), so
+    two different people sit near 0.70 (raw 2.8, "possibly different") and an image paired with
+    itself at 0.10 (raw 0.4); small latent edits (age, expression) and pose or light changes
+    add a little. ``latents`` rows follow ``images`` rows.
+    """
+    if len(latents) != len(images):
+        raise ValueError(f"latents has {len(latents)} rows, images {len(images)}")
+    row = pd.Series(np.arange(len(images)), index=images["image_id"].to_numpy())
+    for col in ("image_a", "image_b"):
+        missing = ~pairs[col].isin(row.index)
+        if missing.any():
+            raise ValueError(f"pairs.{col}: {int(missing.sum())} image ids not in images, e.g. "
+                             f"{pairs.loc[missing, col].iloc[0]!r}")
+    ia = row[pairs["image_a"]].to_numpy()
+    ib = row[pairs["image_b"]].to_numpy()
+    z = np.asarray(latents, dtype=float)
+    pz = z[images["is_prototype"].to_numpy(dtype=bool)]
+    if len(pz) < 2:
+        raise ValueError("pair_dissimilarity: need at least 2 prototype images for the scale")
+    iu = np.triu_indices(len(pz), 1)
+    ref = np.median(np.linalg.norm(pz[iu[0]] - pz[iu[1]], axis=1))
+    s_id = np.minimum(np.linalg.norm(z[ia] - z[ib], axis=1) / ref, 1.0)
+    yaw = images["yaw"].to_numpy(dtype=float)
+    light = images["light"].astype(str).to_numpy()
+    d = 0.10 + 0.60 * s_id + 0.15 * np.abs(yaw[ia] - yaw[ib]) / 60.0 + 0.10 * (light[ia] != light[ib])
+    return np.clip(d, 0.0, 1.0)
+
+
+def _read(path: Path) -> pd.DataFrame:
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found (run `facebias synth` first)")
+    return pd.read_parquet(path)
+
+
+def _load_npy(path: Path) -> np.ndarray:
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found (run `facebias synth` first)")
+    return np.load(path)
+
+
+def _export(votes: pd.DataFrame, path: Path) -> Path:
+    with atomic_path(path) as tmp:
+        votes.reset_index(drop=True).to_parquet(tmp, index=False)
+    return path
+
+
+def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
+                       out_dir: str | os.PathLike = "data/annotations",
+                       panel: Panel | None = None, n_votes_004: int = 5, n_votes_000: int = 9,
+                       seed: int = 0, *, pair_noise: float = 1.2,
+                       chunk_size: int = 10_000) -> dict[str, Path]:
+    """Simulate both annotation campaigns on the synthetic products and write them.
+
+    Reads ``transects/images.parquet`` (+ ``transects/latents.npy``), ``hcic/images.parquet``,
+    ``hcic/pairs.parquet`` and ``hcic/latents.npy`` under ``synthetic_dir``. All votes go
+    through ONE :class:`AnnotationStore` (``out_dir/annotations.sqlite``, rebuilt from scratch,
+    source ``'simulated'``), which is then exported to
+
+    * ``transects_votes.parquet``: transects image ids x :data:`SCALES_004` keys x
+      ``n_votes_004`` votes;
+    * ``hcic_image_votes.parquet``: HCIC image ids x :data:`SCALES_000` keys x ``n_votes_000``;
+    * ``hcic_pair_votes.parquet``: ``pair_{pair_id:05d}`` x ``'identity'`` x ``n_votes_000``.
+
+    Each parquet has the columns of :meth:`AnnotationStore.votes`. Both surveys ask ``age``,
+    ``gender``, ``skin_color`` and ``uncanny`` on different scales, so inside the SQLite store
+    the single-image questions carry the study as a prefix (``transects/age``, ``hcic/age``);
+    the parquet files hold the plain names. Truth: :data:`ATTR_MAP_004` /
+    :data:`ATTR_MAP_000`, uncanny from :func:`realism_truth`, pairs from
+    :func:`pair_dissimilarity` (group = race of the pair's prototypes, for the own-group
+    effect). Vote ids are ``sim-<study>-<n>`` and ``time`` is a synthetic clock (vote n at
+    n seconds), so the outputs are identical for identical inputs. ``seed`` seeds the default
+    panel; a ``panel`` passed in uses its own ``seed``. ``pair_noise``: per-vote SD (raw levels)
+    of the identity votes. ``chunk_size``: votes per transaction (see
+    :meth:`AnnotationStore.add_votes`); the store is built in a temporary file renamed into place
+    at the end, so a killed run leaves no partial store either way and larger chunks only save
+    time.
+    """
+    src = Path(synthetic_dir)
+    out = Path(out_dir)
+    panel = panel if panel is not None else Panel(seed=seed)
+
+    timg = _read(src / "transects" / "images.parquet")
+    tz = _load_npy(src / "transects" / "latents.npy")
+    himg = _read(src / "hcic" / "images.parquet")
+    hz = _load_npy(src / "hcic" / "latents.npy")
+    pairs = _read(src / "hcic" / "pairs.parquet")
+    if len(tz) != len(timg) or len(hz) != len(himg):
+        raise ValueError("latents.npy rows must match images.parquet rows "
+                         f"(transects {len(tz)} vs {len(timg)}, hcic {len(hz)} vs {len(himg)})")
+
+    t_truth = timg.assign(item_id=timg["image_id"].astype(str), true_uncanny=realism_truth(tz))
+    h_truth = himg.assign(item_id=himg["image_id"].astype(str), true_uncanny=realism_truth(hz))
+    if "true_race" in t_truth:
+        t_truth = t_truth.assign(group=t_truth["true_race"].astype(str))
+    if "race" in h_truth:
+        h_truth = h_truth.assign(group=h_truth["race"].astype(str))
+    race = himg.set_index("image_id")["race"] if "race" in himg else None
+    p_truth = pd.DataFrame({
+        "item_id": [f"pair_{int(i):05d}" for i in pairs["pair_id"]],
+        "dissimilarity": pair_dissimilarity(himg, hz, pairs),
+    })
+    if race is not None:
+        p_truth["group"] = race[pairs["image_a"]].astype(str).to_numpy()
+
+    tv = simulate_image_votes(t_truth, SCALES_004, n_votes_004, panel, ATTR_MAP_004)
+    hv = simulate_image_votes(h_truth, SCALES_000, n_votes_000, panel, ATTR_MAP_000)
+    pv = simulate_pair_votes(p_truth, n_votes_000, panel, noise=pair_noise)
+
+    out.mkdir(parents=True, exist_ok=True)
+    store_path = out / "annotations.sqlite"
+    prefixed_004 = {f"transects/{q}": s for q, s in SCALES_004.items()}
+    prefixed_000 = {f"hcic/{q}": s for q, s in SCALES_000.items()}
+    with atomic_path(store_path) as tmp:
+        with AnnotationStore(tmp) as store:
+            img = "image"
+            store.add_items(pd.DataFrame({
+                "item_id": t_truth["item_id"], "kind": img,
+                img: "transects/images/" + t_truth["item_id"] + ".png"}))
+            store.add_items(pd.DataFrame({
+                "item_id": h_truth["item_id"], "kind": img,
+                img: "hcic/images/" + h_truth["item_id"] + ".png"}))
+            store.add_items(pd.DataFrame({
+                "item_id": p_truth["item_id"], "kind": "pair",
+                "image_a": "hcic/images/" + pairs["image_a"].astype(str) + ".png",
+                "image_b": "hcic/images/" + pairs["image_b"].astype(str) + ".png"}))
+            clock = 0
+            for study, votes, prefix, scales in (
+                    ("tr", tv, "transects/", prefixed_004),
+                    ("hi", hv, "hcic/", prefixed_000),
+                    ("hp", pv, "", {"identity": PAIR_SCALE})):
+                n = len(votes)
+                v = votes.assign(
+                    question=prefix + votes["question"],
+                    vote_id=[f"sim-{study}-{i:07d}" for i in range(n)],
+                    time=np.arange(clock, clock + n, dtype=float))
+                clock += n
+                store.add_votes(v, scales, source="simulated", chunk_size=chunk_size)
+            all_votes = store.votes()
+        for suffix in ("-wal", "-shm"):  # stale files of an older store must not pair with ours
+            Path(str(store_path) + suffix).unlink(missing_ok=True)
+
+    def part(prefix: str) -> pd.DataFrame:
+        sel = all_votes[all_votes["question"].str.startswith(prefix)]
+        return sel.assign(question=sel["question"].str.slice(len(prefix)))
+
+    return {
+        "store": store_path,
+        "transects_votes": _export(part("transects/"), out / "transects_votes.parquet"),
+        "hcic_image_votes": _export(part("hcic/"), out / "hcic_image_votes.parquet"),
+        "hcic_pair_votes": _export(all_votes[all_votes["question"] == "identity"],
+                                   out / "hcic_pair_votes.parquet"),
+    }

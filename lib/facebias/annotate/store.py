@@ -1,0 +1,451 @@
+"""Append-only SQLite store of annotation votes: one row per vote.
+
+A vote is ``(vote_id, annotator, item_id, question, value, k, scale, time, source)``:
+``value`` is the 0-based level index (0..k-1) on the question's scale, ``time`` is UNIX time in
+seconds (float) and ``source`` is ``'human'``, ``'simulated'`` or ``'imported'``.
+
+Guarantees
+----------
+* **Append-only.** ``UPDATE`` and ``DELETE`` on every table are aborted by triggers; a vote,
+  once stored, is never changed. A wrong vote is corrected by a later vote, not by editing.
+* **One transaction per vote** in :meth:`AnnotationStore.add_vote`: it returns only after the
+  vote is committed, so a killed process loses at most the vote in flight. The database runs
+  in WAL mode; with the default ``synchronous='NORMAL'`` a commit survives a crash or kill of
+  the writing process (the WAL is in the OS page cache) but the last commits may be lost on a
+  power failure or OS crash; pass ``synchronous='FULL'`` to fsync each commit as well.
+* **Bad input changes nothing.** Every vote is validated before anything is written
+  (integer value in 0..k-1, known item, unique vote id, known source, the question's scale equal
+  to the one already registered for it); a bad vote raises ``ValueError`` and the store is
+  unchanged. The same rules are CHECK / UNIQUE / FOREIGN KEY constraints in the schema, so
+  another writer cannot bypass them.
+
+Several processes may read while one writes (WAL); writers wait up to ``timeout`` seconds for
+the lock.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import sqlite3
+import threading
+import time as _time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from facebias.annotate.scales import Scale
+from facebias.io import atomic_path
+
+__all__ = ["AnnotationStore", "SOURCES", "VOTE_COLUMNS"]
+
+SOURCES = ("human", "simulated", "imported")
+VOTE_COLUMNS = ["vote_id", "annotator", "item_id", "question", "value", "k", "time", "source"]
+ITEM_KINDS = ("image", "pair")
+_ITEM_PATHS = ("image", "image_a", "image_b")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (
+    item_id  TEXT PRIMARY KEY NOT NULL CHECK (length(item_id) > 0),
+    kind     TEXT NOT NULL CHECK (kind IN ('image', 'pair')),
+    image    TEXT,
+    image_a  TEXT,
+    image_b  TEXT
+);
+CREATE TABLE IF NOT EXISTS questions (
+    question TEXT PRIMARY KEY NOT NULL CHECK (length(question) > 0),
+    scale    TEXT NOT NULL,
+    levels   TEXT NOT NULL,              -- JSON list of level names, index = level
+    k        INTEGER NOT NULL CHECK (k >= 2)
+);
+CREATE TABLE IF NOT EXISTS votes (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,   -- insertion order
+    vote_id   TEXT NOT NULL UNIQUE CHECK (length(vote_id) > 0),
+    annotator TEXT NOT NULL CHECK (length(annotator) > 0),
+    item_id   TEXT NOT NULL REFERENCES items (item_id),
+    question  TEXT NOT NULL REFERENCES questions (question),
+    value     INTEGER NOT NULL CHECK (typeof(value) = 'integer' AND value >= 0 AND value < k),
+    k         INTEGER NOT NULL,
+    scale     TEXT NOT NULL,
+    time      REAL,                                -- UNIX seconds
+    source    TEXT NOT NULL CHECK (source IN ('human', 'simulated', 'imported'))
+);
+CREATE INDEX IF NOT EXISTS votes_annotator_question ON votes (annotator, question);
+"""
+
+
+def _append_only_triggers() -> list[str]:
+    sql = []
+    for table in ("items", "questions", "votes"):
+        for op in ("UPDATE", "DELETE"):
+            sql.append(
+                f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table} "
+                f"BEGIN SELECT RAISE(ABORT, 'annotation store is append-only: "
+                f"{op} on {table} is not allowed'); END;"
+            )
+    return sql
+
+
+def _as_level(value, where: str) -> int:
+    """``value`` as a Python int; ValueError unless it is an integer (integral floats pass)."""
+    if isinstance(value, bool | np.bool_):
+        raise ValueError(f"{where}: value must be an integer level index, got {value!r}")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
+        return int(value)
+    raise ValueError(f"{where}: value must be an integer level index, got {value!r}")
+
+
+def _nullable(x) -> str | None:
+    if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA:
+        return None
+    return str(x)
+
+
+class AnnotationStore:
+    """Append-only vote store in the SQLite file ``path`` (created if missing).
+
+    ``synchronous``: SQLite ``PRAGMA synchronous`` (``'NORMAL'`` or ``'FULL'``, see module doc);
+    ``timeout``: seconds to wait for another writer's lock.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, synchronous: str = "NORMAL",
+                 timeout: float = 30.0):
+        if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
+            raise ValueError(f"synchronous must be NORMAL, FULL or EXTRA, got {synchronous!r}")
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        # isolation_level=None: no implicit transactions; every write below is an explicit
+        # BEGIN IMMEDIATE ... COMMIT. check_same_thread=False + a lock: widget callbacks may
+        # arrive on another thread than the one that opened the store.
+        self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=timeout,
+                                     check_same_thread=False)
+        c = self._conn
+        mode = c.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise RuntimeError(f"{self.path}: could not switch SQLite to WAL mode (got {mode})")
+        c.execute(f"PRAGMA synchronous={synchronous.upper()}")
+        c.execute("PRAGMA foreign_keys=ON")
+        with self._lock:
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                # statement by statement: executescript() would COMMIT implicitly
+                stmts = [x for x in _SCHEMA.split(";") if x.strip()] + _append_only_triggers()
+                for stmt in stmts:
+                    c.execute(stmt)
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+
+    # ------------------------------------------------------------------ basics
+    def close(self) -> None:
+        """Close the connection (further calls fail)."""
+        self._conn.close()
+
+    def __enter__(self) -> AnnotationStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"AnnotationStore({str(self.path)!r}, n_votes={self.n_votes})"
+
+    @property
+    def n_votes(self) -> int:
+        """Number of stored votes."""
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM votes").fetchone()[0])
+
+    def _write(self, fn) -> None:
+        """Run ``fn(conn)`` inside one ``BEGIN IMMEDIATE .. COMMIT`` transaction."""
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                fn(c)
+                c.execute("COMMIT")
+            except sqlite3.IntegrityError as e:
+                # e.g. another process stored the same vote_id between our check and insert
+                c.execute("ROLLBACK")
+                raise ValueError(f"{self.path}: rejected by the store's constraints ({e}); "
+                                 "nothing stored") from e
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+
+    # ------------------------------------------------------------------ items
+    def items(self) -> pd.DataFrame:
+        """All items: item_id, kind, image, image_a, image_b."""
+        with self._lock:
+            return pd.read_sql_query(
+                "SELECT item_id, kind, image, image_a, image_b FROM items ORDER BY rowid",
+                self._conn)
+
+    def add_items(self, items: pd.DataFrame) -> int:
+        """Register items (``item_id``, ``kind`` in image|pair, optional ``image`` or
+        ``image_a``/``image_b`` path or id columns); returns how many were new.
+
+        Ids already stored with identical fields are ignored; a conflicting redefinition or
+        a bad row raises ``ValueError`` and nothing is stored (one transaction).
+        """
+        if not isinstance(items, pd.DataFrame):
+            raise ValueError(f"items must be a DataFrame, got {type(items).__name__}")
+        for col in ("item_id", "kind"):
+            if col not in items.columns:
+                raise ValueError(f"items: column {col!r} not found; columns are {list(items.columns)}")
+        rows = []
+        seen: dict[str, tuple] = {}
+        for i, r in enumerate(items.itertuples(index=False)):
+            d = r._asdict()
+            item_id = d["item_id"]
+            if not isinstance(item_id, str) or not item_id:
+                raise ValueError(f"items row {i}: item_id must be a non-empty string, got {item_id!r}")
+            if d["kind"] not in ITEM_KINDS:
+                raise ValueError(f"items row {i} ({item_id!r}): kind must be one of {ITEM_KINDS}, "
+                                 f"got {d['kind']!r}")
+            rec = (d["kind"], *(_nullable(d.get(p)) for p in _ITEM_PATHS))
+            if item_id in seen:
+                if seen[item_id] != rec:
+                    raise ValueError(f"items row {i}: item_id {item_id!r} appears twice with "
+                                     "different fields")
+                continue
+            seen[item_id] = rec
+            rows.append((item_id, *rec))
+        with self._lock:
+            existing = {r[0]: tuple(r[1:]) for r in self._conn.execute(
+                "SELECT item_id, kind, image, image_a, image_b FROM items")}
+        new = []
+        for row in rows:
+            old = existing.get(row[0])
+            if old is None:
+                new.append(row)
+            elif old != tuple(row[1:]):
+                raise ValueError(f"items: item_id {row[0]!r} is already stored as {old}, "
+                                 f"cannot redefine it as {tuple(row[1:])}")
+        if new:
+            self._write(lambda c: c.executemany(
+                "INSERT INTO items (item_id, kind, image, image_a, image_b) VALUES (?,?,?,?,?)",
+                new))
+        return len(new)
+
+    # ------------------------------------------------------------------ scales
+    def scales(self) -> dict[str, Scale]:
+        """Registered questions -> their Scale."""
+        with self._lock:
+            rows = self._conn.execute("SELECT question, scale, levels FROM questions").fetchall()
+        return {q: Scale(name, tuple(json.loads(levels))) for q, name, levels in rows}
+
+    def _check_scale(self, question: str, scale: Scale, registered: Mapping[str, Scale],
+                     where: str) -> bool:
+        """Validate ``scale`` for ``question``; True if the question is new."""
+        if not isinstance(question, str) or not question:
+            raise ValueError(f"{where}: question must be a non-empty string, got {question!r}")
+        if not isinstance(scale, Scale):
+            raise ValueError(f"{where}: scale must be a Scale, got {type(scale).__name__}")
+        old = registered.get(question)
+        if old is None:
+            return True
+        if old != scale:
+            raise ValueError(f"{where}: question {question!r} is registered with scale "
+                             f"{old.name!r} {list(old.levels)}, got {scale.name!r} {list(scale.levels)}")
+        return False
+
+    @staticmethod
+    def _register(c: sqlite3.Connection, question: str, scale: Scale) -> None:
+        c.execute("INSERT INTO questions (question, scale, levels, k) VALUES (?,?,?,?)",
+                  (question, scale.name, json.dumps(list(scale.levels)), scale.k))
+
+    # ------------------------------------------------------------------ votes
+    def add_vote(self, annotator: str, item_id: str, question: str, value: int, *,
+                 scale: Scale, source: str = "human", vote_id: str | None = None,
+                 time: float | None = None) -> str:
+        """Store one vote in its own transaction; returns its vote_id once committed.
+
+        ``value``: 0-based level index on ``scale``; ``time``: UNIX seconds (default now);
+        ``vote_id``: default a random UUID hex. Raises ``ValueError`` (nothing stored) on a
+        value outside 0..k-1 or not an integer, an unknown item, a duplicate vote id, an
+        unknown source or a scale differing from the one registered for ``question``.
+        """
+        where = f"vote ({annotator!r}, {item_id!r}, {question!r})"
+        if source not in SOURCES:
+            raise ValueError(f"{where}: source must be one of {SOURCES}, got {source!r}")
+        if not isinstance(annotator, str) or not annotator:
+            raise ValueError(f"{where}: annotator must be a non-empty string")
+        with self._lock:
+            registered = self.scales()
+            is_new = self._check_scale(question, scale, registered, where)
+            v = _as_level(value, where)
+            if not 0 <= v < scale.k:
+                raise ValueError(f"{where}: value {v} outside the scale {scale.name!r} "
+                                 f"(levels 0..{scale.k - 1})")
+            if not isinstance(item_id, str) or self._conn.execute(
+                    "SELECT 1 FROM items WHERE item_id = ?", (item_id,)).fetchone() is None:
+                raise ValueError(f"{where}: unknown item_id {item_id!r} (register it with add_items)")
+            vid = uuid.uuid4().hex if vote_id is None else vote_id
+            if not isinstance(vid, str) or not vid:
+                raise ValueError(f"{where}: vote_id must be a non-empty string, got {vid!r}")
+            if self._conn.execute("SELECT 1 FROM votes WHERE vote_id = ?", (vid,)).fetchone():
+                raise ValueError(f"{where}: duplicate vote_id {vid!r} (already stored)")
+            t = _time.time() if time is None else float(time)
+
+            def write(c: sqlite3.Connection) -> None:
+                if is_new:
+                    self._register(c, question, scale)
+                c.execute(
+                    "INSERT INTO votes (vote_id, annotator, item_id, question, value, k, scale, "
+                    "time, source) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (vid, annotator, item_id, question, v, scale.k, scale.name, t, source))
+
+            self._write(write)
+        return vid
+
+    def add_votes(self, votes: pd.DataFrame, scales: Mapping[str, Scale], source: str = "human",
+                  *, chunk_size: int = 1) -> int:
+        """Validate every row of ``votes`` (annotator, item_id, question, value; optional
+        vote_id, time), then store them all; returns the number stored.
+
+        Any bad row raises ``ValueError`` naming the row and nothing is stored. ``scales`` maps
+        each question to its Scale. ``chunk_size`` votes are committed per transaction:
+        ``1`` (default) gives the same one-vote-per-transaction guarantee as :meth:`add_vote`;
+        a larger value is faster for bulk loads (simulations, imports) at the cost that a kill
+        mid-load loses up to one whole chunk in flight (earlier chunks stay committed, so a
+        killed bulk load can leave a prefix of the frame stored). All validation happens before
+        the first commit either way, so bad input never leaves a partial load behind.
+        """
+        if source not in SOURCES:
+            raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+        if not isinstance(votes, pd.DataFrame):
+            raise ValueError(f"votes must be a DataFrame, got {type(votes).__name__}")
+        for col in ("annotator", "item_id", "question", "value"):
+            if col not in votes.columns:
+                raise ValueError(f"votes: column {col!r} not found; columns are {list(votes.columns)}")
+        if not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
+            raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+        n = len(votes)
+        if n == 0:
+            return 0
+        with self._lock:
+            registered = self.scales()
+            known_items = {r[0] for r in self._conn.execute("SELECT item_id FROM items")}
+            rows = self._validate_votes(votes, scales, registered, known_items, source)
+            new_questions = sorted({r[3] for r in rows} - set(registered))
+
+            done = 0
+            for start in range(0, n, chunk_size):
+                chunk = rows[start:start + chunk_size]
+
+                def write(c: sqlite3.Connection, chunk=chunk, first=start == 0) -> None:
+                    if first:  # register new questions together with the first vote(s)
+                        for q in new_questions:
+                            self._register(c, q, scales[q])
+                    c.executemany(
+                        "INSERT INTO votes (vote_id, annotator, item_id, question, value, k, "
+                        "scale, time, source) VALUES (?,?,?,?,?,?,?,?,?)", chunk)
+
+                self._write(write)
+                done += len(chunk)
+        return done
+
+    def _validate_votes(self, votes: pd.DataFrame, scales: Mapping[str, Scale],
+                        registered: Mapping[str, Scale], known_items: set[str],
+                        source: str) -> list[tuple]:
+        """All rows as insert tuples, or ValueError naming the first bad row."""
+        checked: dict[str, Scale] = {}
+        for q in pd.unique(votes["question"]):
+            where = f"votes: question {q!r}"
+            if q not in scales:
+                row = int(np.flatnonzero((votes["question"] == q).to_numpy())[0])
+                raise ValueError(f"votes row {row}: question {q!r} has no scale in `scales` "
+                                 f"(known: {sorted(scales)})")
+            self._check_scale(q, scales[q], registered, where)
+            checked[q] = scales[q]
+        has_id = "vote_id" in votes.columns
+        has_time = "time" in votes.columns
+        now = _time.time()
+        ids = votes["vote_id"].tolist() if has_id else [None] * len(votes)
+        if has_id:
+            existing = {r[0] for r in self._conn.execute("SELECT vote_id FROM votes")}
+        else:
+            existing = set()
+        seen: set[str] = set()
+        rows: list[tuple] = []
+        cols = [votes[c].tolist() for c in ("annotator", "item_id", "question", "value")]
+        times = votes["time"].tolist() if has_time else None
+        for i, (ann, item, q, value) in enumerate(zip(*cols, strict=True)):
+            where = f"votes row {i} ({ann!r}, {item!r}, {q!r})"
+            if not isinstance(ann, str) or not ann:
+                raise ValueError(f"{where}: annotator must be a non-empty string")
+            if item not in known_items:
+                raise ValueError(f"{where}: unknown item_id {item!r} (register it with add_items)")
+            sc = checked[q]
+            v = _as_level(value, where)
+            if not 0 <= v < sc.k:
+                raise ValueError(f"{where}: value {v} outside the scale {sc.name!r} "
+                                 f"(levels 0..{sc.k - 1})")
+            vid = ids[i]
+            if vid is None or (isinstance(vid, float) and math.isnan(vid)):
+                vid = uuid.uuid4().hex
+            if not isinstance(vid, str) or not vid:
+                raise ValueError(f"{where}: vote_id must be a non-empty string, got {vid!r}")
+            if vid in seen:
+                raise ValueError(f"{where}: duplicate vote_id {vid!r} within the frame")
+            if vid in existing:
+                raise ValueError(f"{where}: duplicate vote_id {vid!r} (already stored)")
+            seen.add(vid)
+            if times is None or times[i] is None:
+                t = now
+            else:
+                t = float(times[i])
+                if math.isnan(t):
+                    t = now
+            rows.append((vid, ann, item, q, v, sc.k, sc.name, t, source))
+        return rows
+
+    # ------------------------------------------------------------------ reading
+    def votes(self, question: str | None = None, source: str | None = None) -> pd.DataFrame:
+        """Stored votes [vote_id, annotator, item_id, question, value, k, time, source] in
+        insertion order, optionally only one question and/or source."""
+        sql = "SELECT " + ", ".join(VOTE_COLUMNS) + " FROM votes"
+        cond, args = [], []
+        if question is not None:
+            cond.append("question = ?")
+            args.append(question)
+        if source is not None:
+            if source not in SOURCES:
+                raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+            cond.append("source = ?")
+            args.append(source)
+        if cond:
+            sql += " WHERE " + " AND ".join(cond)
+        sql += " ORDER BY seq"
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        df = pd.DataFrame(rows, columns=VOTE_COLUMNS)
+        # str: pandas' default string dtype, so the frame equals its parquet round trip
+        return df.astype({"vote_id": str, "annotator": str, "item_id": str, "question": str,
+                          "value": "int64", "k": "int64", "time": "float64", "source": str})
+
+    def answered(self, annotator: str, question: str) -> set[str]:
+        """item_ids that ``annotator`` has voted on for ``question``."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT DISTINCT item_id FROM votes WHERE annotator = ? AND question = ?",
+                (annotator, question)).fetchall()
+        return {r[0] for r in rows}
+
+    def export_parquet(self, path: str | os.PathLike, question: str | None = None,
+                       source: str | None = None) -> Path:
+        """Write :meth:`votes` (optionally filtered) to a parquet file, atomically."""
+        df = self.votes(question=question, source=source)
+        with atomic_path(path) as tmp:
+            df.to_parquet(tmp, index=False)
+        return Path(path)

@@ -1,0 +1,537 @@
+"""ipywidgets annotation front ends for real annotators (JupyterLab or voila).
+
+* :class:`ImageAnnotator`: one image at a time, rated on several K-point scales
+  (default :data:`~facebias.annotate.SCALES_000`; pass ``SCALES_004`` for the 004 study).
+* :class:`PairAnnotator`: two faces side by side, the 000 identity question
+  (:data:`~facebias.annotate.PAIR_SCALE`, 0 = "Likely same" .. 4 = "Likely different").
+
+Every vote goes to :meth:`AnnotationStore.add_vote` with ``source='human'`` as soon as it is
+final, one committed transaction per vote, so a crash loses at most the item on screen.
+
+Rules (the store is append-only, so a stored vote is never changed by the widgets):
+
+* **Image mode**: clicking a level (or typing its digit) sets the *pending* answer for that
+  question; clicking again before *Next* only changes the pending answer. *Next* (or the
+  ``n`` key / Enter) stores one vote per question, only when every question has an answer.
+  A question already stored for the item (e.g. a crash in the middle of *Next*) is shown
+  locked with its stored value and is never voted twice.
+* **Pair mode**: a click is final: the vote is stored and the next pair shown. Clicks that
+  arrive within ``min_interval`` seconds of a new pair appearing are ignored, so a
+  double-click cannot vote on the next pair unseen.
+
+**Resume**: an item is done when this annotator has a vote for every question of it
+(:meth:`AnnotationStore.answered`); a new annotator object on the same store starts at the
+first item not done, and the progress count includes earlier sessions.
+
+**Keyboard**: ipywidgets has no key events, so a focused *shortcut* text field stands in:
+each character typed is read (the last character of the field's value) and the field is
+cleared. Digits ``1..K`` choose level ``digit-1``; in image mode they answer the current
+question (marked ▶) and move to the next one; ``n`` or Enter stores the item; ``p`` goes
+back one question. Click into the field once; keys work while it has the focus.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from facebias.annotate.scales import PAIR_SCALE, SCALES_000, Scale
+from facebias.annotate.store import AnnotationStore
+
+__all__ = ["ImageAnnotator", "PairAnnotator", "load_png"]
+
+SOURCE = "human"
+NEXT_KEYS = ("n", "N", "\n", "\r")
+BACK_KEYS = ("p", "P")
+_IMG_PX = 256  # displayed size of a face (CSS px)
+_CSS = ("<style>.facebias-answer .mod-active, .facebias-answer .mod-active:disabled "
+        "{background: #1976d2; color: white; opacity: 1}</style>")  # chosen level stands out
+
+
+def _title(question: str) -> str:
+    """Display name of a question key: ``'hcic/skin_color'`` -> ``'skin color'``."""
+    return question.rsplit("/", 1)[-1].replace("_", " ")
+
+
+def load_png(path: str | os.PathLike) -> np.ndarray | None:
+    """RGB uint8 array of the image file at ``path``; ``None`` if it does not exist."""
+    from PIL import Image
+
+    p = Path(path)
+    if not p.is_file():
+        return None
+    with Image.open(p) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def _placeholder() -> np.ndarray:
+    return np.full((64, 64, 3), 200, np.uint8)
+
+
+def _png(load: Callable[[Any], np.ndarray | None], path: Any) -> tuple[bytes, bool]:
+    """(PNG bytes to display, whether the image was found)."""
+    from facebias.browser import png_bytes
+
+    img = load(path)
+    if img is None:
+        return png_bytes(_placeholder()), False
+    return png_bytes(np.asarray(img, dtype=np.uint8)), True
+
+
+class _Annotator:
+    """Shared state: items in order, the questions, done set, progress, header, shortcut field."""
+
+    def __init__(self, store: AnnotationStore, items: pd.DataFrame, annotator: str,
+                 questions: Mapping[str, Scale], path_columns: tuple[str, ...],
+                 load_image: Callable[[Any], np.ndarray | None] | None):
+        if not isinstance(annotator, str) or not annotator.strip():
+            raise ValueError(f"annotator must be a non-empty string, got {annotator!r}")
+        if not isinstance(items, pd.DataFrame):
+            raise ValueError(f"items must be a DataFrame, got {type(items).__name__}")
+        missing = [c for c in ("item_id", *path_columns) if c not in items.columns]
+        if missing:
+            raise ValueError(f"items: missing column(s) {missing}; columns are {list(items.columns)}")
+        ids = [str(x) for x in items["item_id"]]
+        dup = pd.Index(ids)[pd.Index(ids).duplicated()].unique().tolist()
+        if dup:
+            raise ValueError(f"items: duplicate item_id(s) {dup[:5]}")
+        if not questions:
+            raise ValueError("no questions (scales) given")
+        for q, sc in questions.items():
+            if not isinstance(sc, Scale):
+                raise ValueError(f"question {q!r}: scale must be a Scale, got {type(sc).__name__}")
+        registered = store.scales()
+        for q, sc in questions.items():
+            if q in registered and registered[q] != sc:
+                raise ValueError(
+                    f"question {q!r} is registered in {store.path} with scale {registered[q].name!r} "
+                    f"{list(registered[q].levels)}, not {list(sc.levels)}: use another store file")
+        known = set(store.items()["item_id"])
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise ValueError(f"{len(unknown)} item(s) not registered in the store, e.g. "
+                             f"{unknown[:3]}: register them first with store.add_items(...)")
+        self.store = store
+        self.annotator = annotator
+        self.questions: dict[str, Scale] = dict(questions)
+        self.item_ids: list[str] = ids
+        self.paths = {i: tuple(r) for i, r in zip(ids, items[list(path_columns)].itertuples(index=False),
+                                                   strict=True)}
+        self.load_image = load_image or load_png
+        mine = store.votes()
+        mine = mine[(mine["annotator"] == annotator) & mine["item_id"].isin(set(ids))]
+        # (item, question) -> stored value (the last one if there are several)
+        self._saved: dict[tuple[str, str], int] = {
+            (i, q): int(v) for i, q, v in zip(mine["item_id"], mine["question"], mine["value"],
+                                               strict=True)}
+        answered = {q: store.answered(annotator, q) for q in self.questions}
+        self._done: set[str] = {i for i in ids if all(i in answered[q] for q in self.questions)}
+        self.index = self._first_open()
+        self._build_common()
+
+    # ------------------------------------------------------------------ state
+    def _first_open(self) -> int:
+        """Index of the first item not done (len(items) when all are done)."""
+        return next((k for k, i in enumerate(self.item_ids) if i not in self._done),
+                    len(self.item_ids))
+
+    @property
+    def done(self) -> bool:
+        """True when this annotator has answered every question of every item."""
+        return len(self._done) == len(self.item_ids)
+
+    @property
+    def n_done(self) -> int:
+        """Items done by this annotator (earlier sessions included)."""
+        return len(self._done)
+
+    @property
+    def current_item(self) -> str | None:
+        """item_id on screen, ``None`` when all are done."""
+        return None if self.done else self.item_ids[self.index]
+
+    def _store_vote(self, item: str, question: str, value: int) -> str:
+        vid = self.store.add_vote(self.annotator, item, question, int(value),
+                                  scale=self.questions[question], source=SOURCE)
+        self._saved[(item, question)] = int(value)
+        return vid
+
+    def _mark_done(self, item: str) -> None:
+        self._done.add(item)
+        self.index = self._first_open()
+
+    # ------------------------------------------------------------------ widgets
+    def _build_common(self) -> None:
+        import ipywidgets as W
+
+        self._W = W
+        self.header = W.HTML()
+        self.css = W.HTML(_CSS)
+        self.progress = W.IntProgress(min=0, max=max(len(self.item_ids), 1), value=0,
+                                      layout=W.Layout(width="300px"))
+        self.progress_label = W.Label()
+        self.status = W.HTML()
+        self.shortcut = W.Text(value="", placeholder="click here, then type keys",
+                               description="shortcut", continuous_update=True,
+                               layout=W.Layout(width="320px"))
+        self.shortcut.add_class("facebias-shortcut")
+        self.shortcut.observe(self._on_shortcut, names="value")
+        self.shortcut.on_msg(self._on_shortcut_msg)  # Enter arrives as a 'submit' event
+
+    def _on_shortcut(self, change: dict) -> None:
+        text = change["new"]
+        if not text:
+            return
+        key = text[-1]  # fast typing may deliver several characters before the clear arrives
+        self.shortcut.value = ""
+        self.key(key)
+
+    def _on_shortcut_msg(self, _widget: Any, content: dict, _buffers: Any = None) -> None:
+        if content.get("event") == "submit":
+            self.key("\n")
+
+    def key(self, key: str) -> None:
+        """Handle one keyboard shortcut (as typed into the shortcut field)."""
+        raise NotImplementedError
+
+    def _say(self, message: str, kind: str = "info") -> None:
+        color = {"info": "#333", "warn": "#a15c00", "error": "#b00020", "ok": "#1b7f2a"}[kind]
+        self.status.value = f'<span style="color:{color}">{html.escape(message)}</span>'
+
+    def _refresh_common(self) -> None:
+        n = len(self.item_ids)
+        self.progress.value = self.n_done
+        self.progress_label.value = f"{self.n_done} / {n} done"
+        who = f"Annotator <b>{html.escape(self.annotator)}</b>"
+        if self.done:
+            self.header.value = f"{who} · <b>all done</b>"
+            self.status.value = (
+                '<div class="facebias-all-done" style="font-size:1.4em;color:#1b7f2a;padding:1em 0">'
+                f"All done: {n} of {n} items annotated by {html.escape(self.annotator)}. "
+                "Thank you! Your answers are saved; you can close this page.</div>")
+            self.shortcut.disabled = True
+            self.shortcut.layout.display = "none"
+            if hasattr(self, "help"):
+                self.help.layout.display = "none"
+        else:
+            item = self.item_ids[self.index]
+            self.header.value = (f"{who} · item <code>{html.escape(item)}</code> "
+                                 f"({self.index + 1} of {n} in this list)")
+
+
+class ImageAnnotator(_Annotator):
+    """One image at a time, one row of level buttons per question; *Next* stores the answers.
+
+    ``items``: DataFrame[item_id, path] (item ids registered in ``store``); ``scales``:
+    question -> Scale (default ``SCALES_000``); ``load_image(path)`` -> RGB uint8 array or
+    ``None`` (default: read the file with PIL).
+    """
+
+    def __init__(self, store: AnnotationStore, items: pd.DataFrame, annotator: str,
+                 scales: Mapping[str, Scale] | None = None,
+                 load_image: Callable[[Any], np.ndarray | None] | None = None):
+        super().__init__(store, items, annotator, SCALES_000 if scales is None else scales,
+                         ("path",), load_image)
+        self.pending: dict[str, int | None] = {}
+        self.q_index = 0
+        self._syncing = False
+        self._build()
+        self._show()
+
+    # ------------------------------------------------------------------ logic
+    @property
+    def question_names(self) -> list[str]:
+        """Questions in display order."""
+        return list(self.questions)
+
+    @property
+    def current_question(self) -> str:
+        """The question the digit keys answer (marked ▶)."""
+        return self.question_names[self.q_index]
+
+    def _locked(self, question: str) -> bool:
+        item = self.current_item
+        return item is not None and (item, question) in self._saved
+
+    def answer(self, question: str, value: int) -> None:
+        """Set the pending answer (0-based level) for ``question`` on the current item.
+
+        Replaces an earlier pending answer; nothing is stored until :meth:`submit`. A
+        question already stored for this item is locked (ValueError).
+        """
+        if self.done:
+            raise ValueError("all items are done")
+        if question not in self.questions:
+            raise ValueError(f"unknown question {question!r}; questions are {self.question_names}")
+        k = self.questions[question].k
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= value < k:
+            raise ValueError(f"question {question!r}: value must be an integer in 0..{k - 1}, got {value!r}")
+        if self._locked(question):
+            raise ValueError(f"question {question!r} of item {self.current_item!r} is already stored")
+        self.pending[question] = int(value)
+        qi = self.question_names.index(question)
+        self.q_index = min(qi + 1, len(self.questions) - 1)
+        self._refresh()
+
+    def missing(self) -> list[str]:
+        """Questions of the current item with neither a pending nor a stored answer."""
+        return [q for q in self.question_names if self.pending.get(q) is None and not self._locked(q)]
+
+    def submit(self) -> list[str]:
+        """Store the current item's answers (one vote per question not stored yet) and move
+        to the next open item; returns the new vote ids. ValueError if a question is open."""
+        if self.done:
+            raise ValueError("all items are done")
+        missing = self.missing()
+        if missing:
+            raise ValueError(f"answer every question first; missing: {missing}")
+        item = self.current_item
+        ids = []
+        for q in self.question_names:
+            if not self._locked(q):
+                ids.append(self._store_vote(item, q, self.pending[q]))
+        self._mark_done(item)
+        self._show()
+        return ids
+
+    def key(self, key: str) -> None:
+        """Digits 1..K answer the current question, ``n``/Enter submit, ``p`` goes back."""
+        if self.done:
+            return
+        if key.isdigit():
+            q = self.current_question
+            k = self.questions[q].k
+            level = int(key) - 1
+            if not 0 <= level < k:
+                self._say(f"key {key}: {_title(q)} has levels 1..{k}", "warn")
+            elif self._locked(q):
+                self._say(f"{_title(q)} is already saved for this item", "warn")
+                self.q_index = min(self.q_index + 1, len(self.questions) - 1)
+                self._refresh()
+            else:
+                self.answer(q, level)
+        elif key in NEXT_KEYS:
+            self._submit_ui()
+        elif key in BACK_KEYS:
+            self.q_index = max(self.q_index - 1, 0)
+            self._refresh()
+        else:
+            self._say(f"unknown key {key!r}: use 1..9, n (next) or p (previous question)", "warn")
+
+    # ------------------------------------------------------------------ widgets
+    def _build(self) -> None:
+        W = self._W
+        self.image = W.Image(format="png", width=_IMG_PX, height=_IMG_PX)
+        self.image.add_class("facebias-image")
+        self.image_caption = W.HTML()
+        self.labels: dict[str, Any] = {}
+        self.toggles: dict[str, Any] = {}
+        rows = []
+        for q, sc in self.questions.items():
+            lab = W.HTML(layout=W.Layout(width="130px"))
+            tb = W.ToggleButtons(options=[(f"{i + 1} {name}", i) for i, name in enumerate(sc.levels)],
+                                 value=None, style={"button_width": "auto"})
+            tb.add_class("facebias-answer")
+            tb.observe(lambda ch, q=q: self._on_toggle(q, ch), names="value")
+            self.labels[q], self.toggles[q] = lab, tb
+            rows.append(W.HBox([lab, tb]))
+        self.next_button = W.Button(description="Next (n / Enter)", button_style="primary",
+                                    icon="check")
+        self.next_button.add_class("facebias-next")
+        self.next_button.on_click(lambda _b: self._submit_ui())
+        kmax = max(sc.k for sc in self.questions.values())
+        self.help = W.HTML(
+            "<small><b>Keys</b> (type in the <i>shortcut</i> field): "
+            f"<b>1</b>..<b>{kmax}</b> answer the question marked ▶ and move to the next; "
+            "<b>n</b> or <b>Enter</b> save this image and show the next; "
+            "<b>p</b> back to the previous question. Clicking a level again before saving "
+            "changes your answer; saved answers cannot be changed.</small>")
+        self.question_box = W.VBox(rows)
+        self.face_box = W.VBox([self.image, self.image_caption])
+        self.widget = W.VBox([
+            self.css,
+            self.header,
+            W.HBox([self.progress, self.progress_label]),
+            W.HBox([self.face_box, self.question_box]),
+            W.HBox([self.next_button, self.shortcut]),
+            self.help,
+            self.status,
+        ])
+
+    def _on_toggle(self, question: str, change: dict) -> None:
+        if self._syncing or change["new"] is None or self.done:
+            return
+        try:
+            self.answer(question, change["new"])
+        except ValueError as e:
+            self._say(str(e), "warn")
+            self._refresh()
+
+    def _submit_ui(self) -> None:
+        missing = self.missing()
+        if missing:
+            self.q_index = self.question_names.index(missing[0])
+            self._refresh()
+            self._say(f"Answer every question first (missing: {', '.join(map(_title, missing))})",
+                      "warn")
+            return
+        item = self.current_item
+        try:
+            self.submit()
+        except Exception as e:  # shown to the annotator, item stays on screen
+            self._say(f"could not save {item}: {e}", "error")
+            self._refresh()
+            return
+        if not self.done:
+            self._say(f"saved {item}", "ok")
+
+    def _show(self) -> None:
+        """Put the current item on screen (fresh pending answers)."""
+        self.pending = {q: None for q in self.questions}
+        if self.done:
+            self._refresh()
+            return
+        item = self.current_item
+        (path,) = self.paths[item]
+        png, found = _png(self.load_image, path)
+        self.image.value = png
+        self.image_caption.value = "" if found else f"<b>image not found:</b> {html.escape(str(path))}"
+        open_q = [q for q in self.question_names if not self._locked(q)]
+        self.q_index = self.question_names.index(open_q[0]) if open_q else 0
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Sync the widgets with the state."""
+        self._refresh_common()
+        done = self.done
+        self.face_box.layout.display = "none" if done else None
+        self.question_box.layout.display = "none" if done else None
+        self.next_button.disabled = done
+        self._syncing = True
+        try:
+            for i, q in enumerate(self.question_names):
+                tb, locked = self.toggles[q], self._locked(q)
+                stored = self._saved.get((self.current_item, q)) if locked else None
+                tb.value = stored if locked else (None if done else self.pending.get(q))
+                tb.disabled = done or locked
+                mark = "▶ " if (i == self.q_index and not done) else ""
+                extra = " <small>(saved)</small>" if locked else ""
+                self.labels[q].value = f"<b>{mark}{html.escape(_title(q))}</b>{extra}"
+        finally:
+            self._syncing = False
+
+
+class PairAnnotator(_Annotator):
+    """Two faces side by side and the K identity options; a click stores the vote at once.
+
+    ``pairs``: DataFrame[item_id, path_a, path_b] (item ids registered in ``store``);
+    ``scale``/``question``: default ``PAIR_SCALE`` / ``'identity'``; ``min_interval``:
+    seconds after a pair appears during which clicks and keys are ignored (double-click guard).
+    """
+
+    def __init__(self, store: AnnotationStore, pairs: pd.DataFrame, annotator: str,
+                 scale: Scale = PAIR_SCALE, question: str = "identity",
+                 load_image: Callable[[Any], np.ndarray | None] | None = None,
+                 min_interval: float = 0.3):
+        super().__init__(store, pairs, annotator, {question: scale}, ("path_a", "path_b"),
+                         load_image)
+        self.question = question
+        self.scale = scale
+        self.min_interval = float(min_interval)
+        self._shown_at = -np.inf
+        self._build()
+        self._show()
+
+    def answer(self, value: int) -> str:
+        """Store ``value`` (0-based level) for the current pair and show the next; returns the vote id."""
+        if self.done:
+            raise ValueError("all pairs are done")
+        k = self.scale.k
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= value < k:
+            raise ValueError(f"value must be an integer in 0..{k - 1}, got {value!r}")
+        item = self.current_item
+        vid = self._store_vote(item, self.question, int(value))
+        self._mark_done(item)
+        self._show()
+        return vid
+
+    def key(self, key: str) -> None:
+        """Digits 1..K answer the current pair; other keys are ignored with a hint."""
+        if self.done:
+            return
+        if key.isdigit() and 1 <= int(key) <= self.scale.k:
+            self._vote_ui(int(key) - 1)
+        else:
+            self._say(f"key {key!r}: use 1..{self.scale.k}", "warn")
+
+    # ------------------------------------------------------------------ widgets
+    def _build(self) -> None:
+        W = self._W
+        self.image_a = W.Image(format="png", width=_IMG_PX, height=_IMG_PX)
+        self.image_b = W.Image(format="png", width=_IMG_PX, height=_IMG_PX)
+        self.image_a.add_class("facebias-image")
+        self.image_b.add_class("facebias-image")
+        self.image_caption = W.HTML()
+        self.buttons = []
+        for i, name in enumerate(self.scale.levels):
+            b = W.Button(description=f"{i + 1} · {name}", layout=W.Layout(width="auto"),
+                         tooltip=f"key {i + 1}")
+            b.add_class("facebias-answer")
+            b.on_click(lambda _b, i=i: self._vote_ui(i))
+            self.buttons.append(b)
+        self.help = W.HTML(
+            "<small><b>Same person?</b> Click an answer, or type its number "
+            f"<b>1</b>..<b>{self.scale.k}</b> in the <i>shortcut</i> field. An answer is saved "
+            "at once and the next pair appears; saved answers cannot be changed.</small>")
+        self.face_box = W.VBox([
+            W.HBox([W.VBox([W.HTML("<b>A</b>"), self.image_a]),
+                    W.VBox([W.HTML("<b>B</b>"), self.image_b])]),
+            self.image_caption,
+            W.HBox(self.buttons),
+        ])
+        self.widget = W.VBox([
+            self.css,
+            self.header,
+            W.HBox([self.progress, self.progress_label]),
+            self.face_box,
+            self.shortcut,
+            self.help,
+            self.status,
+        ])
+
+    def _vote_ui(self, value: int) -> None:
+        if self.done:
+            return
+        if time.monotonic() - self._shown_at < self.min_interval:
+            # a double-click's second half: never vote on a pair not yet seen
+            self._say("ignored: that answer came before the new pair was on screen", "warn")
+            return
+        item = self.current_item
+        try:
+            self.answer(value)
+        except Exception as e:  # shown to the annotator, pair stays on screen
+            self._say(f"could not save {item}: {e}", "error")
+            return
+        if not self.done:
+            self._say(f"saved {item}: {self.scale.levels[value]}", "ok")
+
+    def _show(self) -> None:
+        self.face_box.layout.display = "none" if self.done else None
+        for b in self.buttons:
+            b.disabled = self.done
+        if not self.done:
+            path_a, path_b = self.paths[self.current_item]
+            (png_a, ok_a), (png_b, ok_b) = _png(self.load_image, path_a), _png(self.load_image, path_b)
+            self.image_a.value, self.image_b.value = png_a, png_b
+            lost = [str(p) for p, ok in ((path_a, ok_a), (path_b, ok_b)) if not ok]
+            self.image_caption.value = ("<b>image not found:</b> " + html.escape(", ".join(lost))
+                                        if lost else "")
+            self._shown_at = time.monotonic()
+        self._refresh_common()

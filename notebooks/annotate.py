@@ -1,0 +1,108 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Annotate synthetic faces (papers 000 and 004)
+#
+# A small annotation tool for **real annotators**. Two tasks:
+#
+# * `task = "pair"` — the 000 identity question: two faces side by side, five answers from
+#   *Likely same* to *Likely different*. A click (or its number key) saves the answer at once
+#   and shows the next pair.
+# * `task = "image"` — one face at a time rated on five-point scales (000: age, expression,
+#   gender, skin colour, uncanniness) or, with `image_set = "transects"`, on the 004 scales
+#   (also hair length, facial hair, makeup, smile). *Next* saves all answers of the image.
+#
+# **Keys**: click once into the *shortcut* field; then digits `1`..`K` answer, `n` or Enter
+# saves the image (image task), `p` goes back one question.
+#
+# Every answer is written to the SQLite store (`store`, append-only, one transaction per
+# vote, `source = 'human'`) as soon as it is final: closing the page or a crash loses at most
+# the image on screen. Re-open the notebook with the **same annotator, seed and n_items** to
+# resume where you left off; the progress count includes earlier sessions.
+#
+# The faces are the **procedural** generator's renders from `data/synthetic` (run
+# `make reproduce`, or `dvc repro synth`, first). Run it in JupyterLab (`make lab`) or as an
+# app: `voila notebooks/annotate.ipynb`.
+
+# %% tags=["parameters"]
+task = "pair"  # "pair" (000 identity) or "image" (single-image scales)
+store = "data/real/annotations/human.sqlite"  # the vote store (created if missing; tracked by data.dvc)
+annotator = "annotator01"  # your annotator id
+synthetic = "data/synthetic"  # written by the `synth` stage
+n_items = 40  # items in this annotation list
+seed = 0  # which items, in which order (keep it to resume)
+image_set = "hcic"  # task "image": "hcic" (SCALES_000) or "transects" (SCALES_004)
+
+# %%
+from pathlib import Path
+
+import pandas as pd
+from IPython.display import display
+
+from facebias.annotate import SCALES_000, SCALES_004, AnnotationStore
+from facebias.annotate.widgets import ImageAnnotator, PairAnnotator
+from facebias.io import repo_root
+
+try:
+    root = repo_root()
+except FileNotFoundError:  # served outside the repository (e.g. by the tests)
+    root = Path.cwd()
+data = root / synthetic
+if task not in ("pair", "image"):
+    raise ValueError(f"task must be 'pair' or 'image', got {task!r}")
+if image_set not in ("hcic", "transects"):
+    raise ValueError(f"image_set must be 'hcic' or 'transects', got {image_set!r}")
+subset = "hcic" if task == "pair" else image_set
+table = data / subset / ("pairs.parquet" if task == "pair" else "images.parquet")
+if not table.exists():
+    raise FileNotFoundError(
+        f"{table} not found: the synthetic faces are not generated yet. "
+        "Run `make reproduce` (or `dvc repro synth`) first, or set `synthetic` to their folder.")
+images = data / subset / "images"
+
+# %% [markdown]
+# ## The annotation list
+# `n_items` items drawn at random (`seed`) and shown in that random order; registered in the
+# store so that every vote refers to a known item. Conventions as in the simulated store
+# (`facebias.annotate.simulate`): item ids are image ids (`pair_{pair_id:05d}` for pairs), item
+# images are paths relative to `synthetic`, single-image questions carry the study as a prefix
+# (`hcic/age`, `transects/age`: the two studies' age scales differ), the pair question is
+# `identity`.
+
+# %%
+db = AnnotationStore(root / store)
+rows = pd.read_parquet(table)
+pick = rows.sample(n=min(int(n_items), len(rows)), random_state=int(seed))
+if task == "pair":
+    items = pd.DataFrame({
+        "item_id": [f"pair_{int(p):05d}" for p in pick["pair_id"]],
+        "path_a": [str(images / f"{i}.png") for i in pick["image_a"]],
+        "path_b": [str(images / f"{i}.png") for i in pick["image_b"]],
+    })
+    db.add_items(pd.DataFrame({"item_id": items["item_id"], "kind": "pair",
+                               "image_a": [f"hcic/images/{i}.png" for i in pick["image_a"]],
+                               "image_b": [f"hcic/images/{i}.png" for i in pick["image_b"]]}))
+    tool = PairAnnotator(db, items, annotator)
+else:
+    items = pd.DataFrame({"item_id": pick["image_id"].astype(str).to_numpy(),
+                          "path": [str(images / f"{i}.png") for i in pick["image_id"]]})
+    db.add_items(pd.DataFrame({"item_id": items["item_id"], "kind": "image",
+                               "image": [f"{subset}/images/{i}.png" for i in items["item_id"]]}))
+    scales = SCALES_000 if image_set == "hcic" else SCALES_004
+    tool = ImageAnnotator(db, items, annotator, scales={f"{subset}/{q}": s for q, s in scales.items()})
+print(f"{task} task, {len(items)} items from {table.relative_to(root) if table.is_relative_to(root) else table}; "
+      f"store {db.path}; {tool.n_done} already done by {annotator}")
+
+# %%
+display(tool.widget)
