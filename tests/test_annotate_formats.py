@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import pickle
 import shutil
 from pathlib import Path
@@ -174,3 +175,23 @@ def test_read_transects_pkl_errors(tmp_path):
     bad.write_bytes(b"not a pickle")
     with pytest.raises(ValueError, match="not a readable pickle"):
         read_transects_pkl(bad)
+
+
+class _Boom:
+    def __reduce__(self):
+        return (os.system, ("echo pwned > /dev/null",))
+
+
+def test_read_transects_pkl_refuses_code(tmp_path):
+    """A pickle naming any global besides numpy's array rebuilders is refused, unexecuted."""
+    bad = tmp_path / "evil.pkl"
+    bad.write_bytes(pickle.dumps({"attributes": ["age"], "responses": [_Boom()],
+                                  "attribute_levels": [["a", "b"]]}))
+    with pytest.raises(ValueError, match="refusing to load .*system"):
+        read_transects_pkl(bad)
+    # numpy arrays, in both pickle protocols, still load
+    for proto in (2, 5):
+        ok = tmp_path / f"ok{proto}.pkl"
+        ok.write_bytes(pickle.dumps({"attributes": ["age"], "responses": [np.array([[0, 1], [2, 3]])],
+                                     "attribute_levels": [list("abcdef")]}, protocol=proto))
+        assert list(read_transects_pkl(ok)["value"]) == [0, 1, 2, 3]

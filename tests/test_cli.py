@@ -333,3 +333,21 @@ def test_console_script(world, tmp_path):
     assert err.returncode == 2 and err.stdout == ""
     assert err.stderr.count("\n") == 1 and "Traceback" not in err.stderr
     assert err.stderr.startswith(f"facebias: error: {bad}: ") and "line 4" in err.stderr
+
+
+# --------------------------------------------------------------------------- annotate
+def annotate(capsys, params, tmp_path):
+    code = main(["annotate", "--params", str(params), "--synthetic", str(tmp_path / "syn"),
+                 "--out", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"facebias: error: {params}: ")
+    return err
+
+
+def test_annotate_reports_bad_params_and_missing_faces_in_one_line(tmp_path, capsys):
+    params = write(tmp_path, "annotate:\n  panel: {n_annotators: 3, wrong_field: 1}\n", "params.yaml")
+    assert "wrong_field" in annotate(capsys, params, tmp_path)
+    params.write_text("annotate:\n  panel: {n_annotators: 3}\n")
+    assert "images.parquet" in annotate(capsys, params, tmp_path)
+    assert not (tmp_path / "out" / "annotations.sqlite").exists()

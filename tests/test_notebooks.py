@@ -81,8 +81,10 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     params["bfw"].update(n_boot=5, fmr=[0.1, 0.01], report_fmr=[0.01])
     params["batest_world"].update(identities_per_group=30)
     params["batest"].update(n_boot=5)
-    params["generate"].update(scale="smoke")
+    params["generate"].update(scale="smoke", n_transects=10)
     params["synthetic"].update(n_check=8)
+    params["transects"].update(n_boot=5, n_train=64, epochs=1, n_observational=100, n_known_truth=20)
+    params["hcic"].update(models=["sface"], n_boot=5)
     # the opt-in real-data stage, on a fixture in the published schema
     (tmp_path / "data" / "bfw").mkdir(parents=True)
     shutil.copy(FIXTURE, tmp_path / "data" / "bfw" / "fixture.csv")
@@ -107,15 +109,26 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     for fig in ("transect_2d", "orthogonalisation", "transects_2x2x2", "prototypes", "sequences"):
         assert (tmp_path / "reports" / "figures" / f"synthetic_{fig}.png").exists()
     assert len(list((tmp_path / "data" / "synthetic" / "hcic" / "images").glob("*.png"))) == 2 * 6 * 17
+    for fig in ("group_errors", "coefficients", "age_gender"):
+        assert (tmp_path / "reports" / "figures" / f"transects_{fig}.png").exists()
+    for fig in ("similarity_sface", "det_t30", "fnmr_by_group"):
+        assert (tmp_path / "reports" / "figures" / f"hcic_{fig}.png").exists()
+    assert (tmp_path / "data" / "annotations" / "annotations.sqlite").exists()
     shown = sh("dvc", "metrics", "show")
     assert "bfw.json" in shown and "bfw_real_fx.json" in shown and "batest.json" in shown
+    assert "transects.json" in shown and "hcic.json" in shown
     assert "up to date" in sh("dvc", "repro")
     params["bfw"]["fmr"] = [0.1]
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     log = sh("dvc", "repro")
     assert "'world' didn't change" in log and "Running stage 'bfw'" in log
     assert "Running stage 'batest'" not in log  # another study's parameter: not rerun
-    assert "Running stage 'synth'" not in log
+    assert "Running stage 'synth'" not in log and "Running stage 'hcic'" not in log
+    params["hcic"]["t_fixed"] = 0.5  # one study's parameter: only that study reruns
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    log = sh("dvc", "repro")
+    assert "Running stage 'hcic'" in log and "Running stage 'transects'" not in log
+    assert "Running stage 'annotations'" not in log
     assert "Running stage 'bfw_real@fx'" in log
 
 
@@ -146,3 +159,44 @@ def test_ba_test_notebook_on_the_known_truth_world(tmp_path):
         assert abs(report[g, "brightness"]["smd_after"]) < abs(report[g, "brightness"]["smd_before"])
     assert details["lfw_pair_mask_iou"]["n_pairs"] > 300
     assert (reports / "figures" / "batest_real_mask_iou.png").stat().st_size > 10_000
+
+
+# --------------------------------------------------------------------------- papers 004 and 000
+@pytest.fixture(scope="module")
+def synthetic_smoke(tmp_path_factory):
+    """Smoke-scale synthetic faces (10 transects, 2 seeds x 6 groups) and the simulated panel's votes."""
+    from facebias.annotate.simulate import simulate_synthetic
+    from facebias.generate import load_generator
+    from facebias.generate.build import SynthConfig, render_products
+
+    root = tmp_path_factory.mktemp("synthetic")
+    render_products(load_generator("procedural", size=128, seed=0),
+                    SynthConfig.from_params({"scale": "smoke", "n_transects": 10}), root / "synthetic")
+    simulate_synthetic(root / "synthetic", root / "annotations")
+    return root
+
+
+def test_transects_notebook_smoke(synthetic_smoke, tmp_path):
+    reports = tmp_path / "reports"
+    run_notebook("transects", tmp_path, synthetic=str(synthetic_smoke / "synthetic"),
+                 votes=str(synthetic_smoke / "annotations" / "transects_votes.parquet"),
+                 reports_dir=str(reports), smoke=True, torch_threads=1)
+    for fig in ("distributions", "group_errors", "paired", "coefficients", "age_gender"):
+        assert (reports / "figures" / f"transects_{fig}.png").stat().st_size > 10_000
+    m = json.loads((reports / "metrics" / "transects.json").read_text())
+    assert "simulated annotators" in m["provenance"] and "procedural" in m["provenance"]
+    c = m["pruning"]["paper"]
+    assert c["n"] == 80 and c["kept"] == c["n"] - c["pruned"] > 0
+
+
+def test_hcic_notebook_smoke(synthetic_smoke, tmp_path):
+    reports = tmp_path / "reports"
+    run_notebook("hcic", tmp_path, synthetic=str(synthetic_smoke / "synthetic"),
+                 image_votes=str(synthetic_smoke / "annotations" / "hcic_image_votes.parquet"),
+                 pair_votes=str(synthetic_smoke / "annotations" / "hcic_pair_votes.parquet"),
+                 cache_dir=str(tmp_path / "emb"), reports_dir=str(reports), smoke=True)
+    for fig in ("similarity_sface", "similarity_toy", "det_t30", "fnmr_by_group", "validation"):
+        assert (reports / "figures" / f"hcic_{fig}.png").stat().st_size > 10_000
+    m = json.loads((reports / "metrics" / "hcic.json").read_text())
+    assert "simulated panel" in m["provenance"] and m["n_pairs"] == 12 * 20 * 2
+    assert m["similarity_by_relation"]["toy"]["ordered"]

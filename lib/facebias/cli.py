@@ -6,6 +6,7 @@ metrics   per-group error rates and fairness summaries of a table of scored pair
           (``facebias.metrics.group_report``).
 world     the synthetic known-truth BFW pair table (DVC stage ``world``).
 synth     the synthetic faces of papers 004 and 000 (DVC stage ``synth``).
+annotate  the simulated annotator panel's votes on them (DVC stage ``annotations``).
 
 Every command reports bad input as ONE line on stderr,
 ``facebias: error: SOURCE: MESSAGE``, and exits with code 2; never a traceback. Rows of
@@ -380,8 +381,39 @@ def _run_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- annotate
+def _add_annotate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "annotate",
+        help="simulate the annotator panel on the synthetic faces (DVC stage `annotations`)",
+        description="Let the simulated annotator panel of the `annotate` section of a params file "
+        "rate the transect images (paper 004), the HCIC images and pairs (paper 000) under SYNTHETIC, "
+        "through the annotation store (source 'simulated'), and export the votes as parquet under OUT.",
+    )
+    p.add_argument("--params", default="params.yaml", help="params file [default: params.yaml]")
+    p.add_argument("--synthetic", default="data/synthetic", help="output of `facebias synth`")
+    p.add_argument("--out", required=True, help="output folder, e.g. data/annotations")
+    p.set_defaults(func=_run_annotate)
+
+
+def _run_annotate(args: argparse.Namespace) -> int:
+    from facebias.annotate.simulate import Panel, simulate_synthetic
+    from facebias.io import load_params
+
+    try:
+        params = dict(load_params(args.params, "annotate"))
+        panel = Panel(**params.pop("panel", {}))
+        paths = simulate_synthetic(args.synthetic, args.out, panel=panel, **params)
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise InputError(args.params, _describe(exc)) from None
+    print(f"wrote simulated votes ({panel.n_annotators} annotators) to "
+          f"{', '.join(str(p) for p in paths.values())}", file=sys.stderr)
+    return 0
+
+
 # --------------------------------------------------------------------------- entry point
-_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_metrics, _add_world, _add_synth]
+_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_metrics, _add_world, _add_synth,
+                                                                    _add_annotate]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -177,6 +177,26 @@ def read_votes_csv(path: str | os.PathLike,
     return out.astype({"annotator": str, "item_id": str, "question": str})
 
 
+#: The only globals an annotations.pickle may name: what numpy needs to rebuild arrays and
+#: scalars (numpy 1.x and 2.x module paths). Anything else is refused, so no code runs.
+_PICKLE_GLOBALS = {
+    (mod, name)
+    for mod in ("numpy.core.multiarray", "numpy._core.multiarray")
+    for name in ("_reconstruct", "scalar")
+} | {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.numeric", "_frombuffer"),
+     ("numpy._core.numeric", "_frombuffer"), ("collections", "OrderedDict"),
+     ("_codecs", "encode")}  # protocol <= 2 stores array bytes as latin-1 text
+
+
+class _DataOnlyUnpickler(pickle.Unpickler):
+    """Unpickles plain containers and numpy arrays; any other global raises."""
+
+    def find_class(self, module: str, name: str):  # noqa: ANN201 - pickle protocol
+        if (module, name) in _PICKLE_GLOBALS:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name} (only data is allowed)")
+
+
 def read_transects_pkl(path: str | os.PathLike) -> pd.DataFrame:
     """Votes from the Transects authors' processed ``annotations.pkl``: a dict with
     ``attributes`` (names), ``responses`` (per attribute an int array (N_images, n) of level
@@ -185,14 +205,15 @@ def read_transects_pkl(path: str | os.PathLike) -> pd.DataFrame:
     item_id = image index zero padded to 4 digits (``'0000'``, the SageMaker file stem);
     annotator = ``'slot<j>'`` for response column j (the file keeps no worker ids, so it is a
     vote slot, not a person); question = attribute with ``-`` -> ``_``. The scales are in
-    ``votes.attrs['scales']``. Only open pickles from a source you trust (pickle runs code).
+    ``votes.attrs['scales']``. The pickle is read by a restricted unpickler that admits only
+    containers and numpy arrays, so a crafted file cannot run code.
     """
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"annotations pickle not found: {p}")
     with open(p, "rb") as fh:
         try:
-            data = pickle.load(fh)
+            data = _DataOnlyUnpickler(fh).load()
         except Exception as e:  # noqa: BLE001 - any unpickling failure is a bad file
             raise ValueError(f"{p}: not a readable pickle ({type(e).__name__}: {e})") from None
     if not isinstance(data, Mapping):

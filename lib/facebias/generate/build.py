@@ -82,7 +82,7 @@ class SynthConfig:
     # 004: K-D transects, c values in decision units per axis (two values = 2x2x2 grid)
     n_transects: int = 100  # (paper: 1,000)
     transect_axes: Mapping[str, Sequence[float]] = field(default_factory=lambda: {
-        "skin_tone": (-1.5, 1.7), "hair_length": (-0.5, 0.0), "gender": (-1.75, 1.75)})
+        "skin_tone": (-1.5, 1.7), "hair_length": (-1.5, 1.0), "gender": (-1.75, 1.75)})
     # 000: prototypes, sequences, pairs
     n_candidates: int = 60  # seeds rendered for max-min selection (paper: 300)
     n_seeds: int = 20  # seeds kept (paper: 100)

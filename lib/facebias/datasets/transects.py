@@ -1,0 +1,179 @@
+"""Paper 004's released annotations (``balakg/transects-eccv2020``; notes A3).
+
+Two layouts, both read by :mod:`facebias.annotate.formats`:
+
+* the processed ``annotations.pkl`` (``attributes``, ``responses`` (N, 5) level indices per
+  attribute, ``attribute_levels``): :func:`load_annotations_pkl`;
+* the raw SageMaker Ground Truth folders ``sagemaker/<attr>/...``: :func:`load_sagemaker`.
+
+Votes become per-image scores in [0, 1] with :func:`facebias.annotate.score` (trimmed mean
+of the 5 votes, min and max dropped, / (K - 1), as the authors' code; or the plain mean),
+one column per question (``skin-color`` -> ``skin_color``), indexed by item id (the 4-digit
+image index, ``'0000'``). :func:`load_transects` then prunes (004 A1.10, via
+:func:`facebias.studies.transects.prune`) and attaches each image's transect and grid cell.
+
+**Grid ordering is an assumption.** Neither the paper nor the repository documents how an
+image index maps to (transect, skin, hair, gender). The default assumes 8 consecutive indices
+per transect, the cell bits in (skin, hair, gender) order with gender the fastest (index
+``8 t + 4 skin + 2 hair + gender``), as the synthetic transects here are written.
+:func:`infer_grid_order` scores all 6 bit orders against the annotations (the bit that
+flips gender must agree with the gender scores, etc.); use it on the real data and pass its
+winner as ``ordering``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from facebias.annotate import SCALES_004, read_sagemaker, read_transects_pkl, score, votes_matrix
+from facebias.annotate.scales import Scale
+from facebias.studies.transects import prune
+
+__all__ = ["GRID_AXES", "DEFAULT_ORDERING", "scores_from_votes", "load_annotations_pkl",
+           "load_sagemaker", "grid_cells", "infer_grid_order", "load_transects"]
+
+#: Transect axis -> the score column that should follow it.
+GRID_AXES = {"skin": "skin_color", "hair": "hair_length", "gender": "gender"}
+#: Default (assumed) bit order within a block of 8, most significant first.
+DEFAULT_ORDERING = ("skin", "hair", "gender")
+
+
+def scores_from_votes(votes: pd.DataFrame, scales: Mapping[str, Scale] | None = None,
+                      agg: str = "trimmed", n: int | None = None) -> pd.DataFrame:
+    """Per-item scores in [0, 1]: one column per question, index ``item_id`` (first-vote
+    order). Each question's votes are pivoted with :func:`facebias.annotate.votes_matrix`
+    and aggregated with :func:`facebias.annotate.score` on its scale's K levels.
+
+    ``scales``: per question (default ``votes.attrs['scales']`` if set, else
+    :data:`~facebias.annotate.SCALES_004`). Every item needs the same number of votes per
+    question (``n``, default the largest count); a missing vote raises ``ValueError``.
+    """
+    if scales is None:
+        scales = votes.attrs.get("scales") or SCALES_004
+    cols: dict[str, pd.Series] = {}
+    for q in pd.unique(votes["question"]):
+        if q not in scales:
+            raise ValueError(f"question {q!r} has no scale; scales are {sorted(scales)}")
+        ids, mat = votes_matrix(votes, q, n)
+        if np.isnan(mat).any():
+            bad = ids[np.isnan(mat).any(axis=1)]
+            raise ValueError(f"question {q!r}: {len(bad)} item(s) with fewer than {mat.shape[1]} "
+                             f"votes, e.g. {bad[0]!r}")
+        cols[q] = pd.Series(score(mat, scales[q].k, agg=agg), index=pd.Index(ids, name="item_id"))
+    out = pd.DataFrame(cols)
+    out.index.name = "item_id"
+    return out
+
+
+def load_annotations_pkl(path: str | os.PathLike, agg: str = "trimmed") -> pd.DataFrame:
+    """Scores of the processed ``annotations.pkl`` (:func:`facebias.annotate.read_transects_pkl`;
+    pickles run code: open only files you trust), sorted by image index."""
+    votes = read_transects_pkl(path)
+    return scores_from_votes(votes, votes.attrs["scales"], agg=agg).sort_index()
+
+
+def load_sagemaker(root: str | os.PathLike, attributes: Sequence[str] | None = None,
+                   agg: str = "trimmed") -> pd.DataFrame:
+    """Scores from raw SageMaker folders ``root/<attr>/`` (one per attribute, e.g.
+    ``skin-color``; default: every sub-folder), read with
+    :func:`facebias.annotate.read_sagemaker`; sorted by item id."""
+    root = Path(root)
+    dirs = [root / a for a in attributes] if attributes else sorted(p for p in root.iterdir() if p.is_dir())
+    if not dirs:
+        raise FileNotFoundError(f"no attribute folders under {root}")
+    frames, scales = [], {}
+    for d in dirs:
+        votes, scale = read_sagemaker(d)
+        frames.append(votes)
+        scales[scale.name] = scale
+    return scores_from_votes(pd.concat(frames, ignore_index=True), scales, agg=agg).sort_index()
+
+
+def grid_cells(index: Sequence[int] | np.ndarray, ordering: Sequence[str] = DEFAULT_ORDERING,
+               per_transect: int = 8, polarity: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """Transect id and 2x2x2 grid cell of each image index (**assumed** layout, see the
+    module doc): ``transect = index // per_transect``; within the block, ``ordering[0]`` is
+    the most significant bit. ``polarity[axis] = -1`` flips that axis (bit 1 = level 0).
+    Returns ``transect, skin_idx, hair_idx, gender_idx`` (0 = light / short / female)."""
+    ordering = tuple(ordering)
+    if sorted(ordering) != sorted(GRID_AXES):
+        raise ValueError(f"ordering must be a permutation of {tuple(GRID_AXES)}, got {ordering}")
+    if per_transect != 2 ** len(ordering):
+        raise ValueError(f"per_transect must be {2 ** len(ordering)} for a 2x2x2 grid, got {per_transect}")
+    i = np.asarray(index, dtype=int)
+    if (i < 0).any():
+        raise ValueError("image indices must be >= 0")
+    cell = i % per_transect
+    out = {"transect": i // per_transect}
+    for pos, axis in enumerate(ordering):
+        bit = (cell >> (len(ordering) - 1 - pos)) & 1
+        if polarity and polarity.get(axis, 1) < 0:
+            bit = 1 - bit
+        out[f"{axis}_idx"] = bit
+    return pd.DataFrame(out)[["transect", "skin_idx", "hair_idx", "gender_idx"]]
+
+
+def infer_grid_order(scores: pd.DataFrame, per_transect: int = 8) -> pd.DataFrame:
+    """Which bit order within a block of ``per_transect`` consecutive indices explains the
+    annotations: for each of the 6 orders, the correlation of each axis's bit with its score
+    column (:data:`GRID_AXES`). Rows sorted best first by the mean |correlation|; the
+    columns ``polarity_<axis>`` give the sign to pass to :func:`grid_cells`. Scores are
+    taken in row order, row ``i`` = image index ``i`` (sort by item id first)."""
+    missing = [c for c in GRID_AXES.values() if c not in scores.columns]
+    if missing:
+        raise ValueError(f"infer_grid_order: score column(s) {missing} missing")
+    n = len(scores)
+    if n < per_transect:
+        raise ValueError(f"need at least one block of {per_transect} images, got {n}")
+    rows = []
+    for order in itertools.permutations(GRID_AXES):
+        cells = grid_cells(np.arange(n), order, per_transect)
+        row: dict[str, object] = {"ordering": order}
+        total = 0.0
+        for axis, col in GRID_AXES.items():
+            bit = cells[f"{axis}_idx"].to_numpy(float)
+            r = float(np.corrcoef(bit, scores[col].to_numpy(float))[0, 1])
+            row[f"corr_{axis}"] = r
+            row[f"polarity_{axis}"] = 1 if r >= 0 else -1
+            total += abs(r)
+        row["score"] = total / len(GRID_AXES)
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def load_transects(scores: pd.DataFrame, ordering: Sequence[str] | str = DEFAULT_ORDERING,
+                   fakeness_rule: str | None = "paper", drop_children: bool = False,
+                   per_transect: int = 8) -> tuple[pd.DataFrame, dict[str, object]]:
+    """Prune released scores (``item_id`` = image index) and attach grid cells.
+
+    ``ordering``: a bit order for :func:`grid_cells` (default: the assumed (skin, hair,
+    gender)), or ``"infer"`` to take :func:`infer_grid_order`'s best order and polarities.
+    Returns ``(kept, info)``: the pruned frame with ``image_index, transect, skin_idx,
+    hair_idx, gender_idx`` and the binned covariates, and ``info`` = the pruning counts plus
+    the ordering used and whether it was inferred.
+    """
+    df = scores.copy()
+    idx = pd.to_numeric(pd.Series(df.index, index=df.index), errors="coerce")
+    if idx.isna().any() or (idx != np.floor(idx)).any():
+        raise ValueError("scores: the index (item_id) must be image indices such as '0000'")
+    df = df.assign(image_index=idx.astype(int).to_numpy()).sort_values("image_index")
+    polarity = None
+    inferred = ordering == "infer"
+    if inferred:
+        table = infer_grid_order(df.reset_index(drop=True), per_transect)
+        best = table.iloc[0]
+        ordering = best["ordering"]
+        polarity = {a: int(best[f"polarity_{a}"]) for a in GRID_AXES}
+    cells = grid_cells(df["image_index"].to_numpy(), ordering, per_transect, polarity)
+    for c in cells.columns:
+        df[c] = cells[c].to_numpy()
+    kept, counts = prune(df, fakeness_rule=fakeness_rule, drop_children=drop_children)
+    info: dict[str, object] = {**counts, "ordering": list(ordering), "ordering_inferred": inferred,
+                               "polarity": polarity or {a: 1 for a in GRID_AXES}}
+    return kept, info

@@ -1,0 +1,357 @@
+"""Paper 000 measurement side (facebias.studies.hcic): similarities, HCIC labels, error
+curves, annotation checks, and a toy FR system with planted group effects (B5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from facebias import latent
+from facebias.generate.build import GROUPS
+from facebias.studies import hcic as H
+
+
+def make_images(n_seeds: int) -> pd.DataFrame:
+    """An images table with the data/synthetic/hcic schema: n_seeds x 6 groups x 17."""
+    rows = []
+    for s in range(n_seeds):
+        for g, (race, gender) in GROUPS.items():
+            pid = f"s{s:04d}_{g}"
+            base = {"seed": s, "group": g, "race": race, "gender": gender, "prototype_id": pid}
+            rows.append({**base, "image_id": pid, "attribute": "prototype", "level": 0, "is_prototype": True})
+            for attr in H.ATTRIBUTES:
+                for level in range(5):
+                    if level != H.CENTRE_LEVEL[attr]:
+                        rows.append({**base, "image_id": f"{pid}_{attr}{level}", "attribute": attr,
+                                     "level": level, "is_prototype": False})
+    return pd.DataFrame(rows)
+
+
+def make_pairs(images: pd.DataFrame, n_negative: int = 3, seed: int = 0) -> pd.DataFrame:
+    protos = images[images["is_prototype"]][["seed", "group", "prototype_id"]]
+    return latent.hcic_pairs(protos, H.slots_from_images(images), n_negative=n_negative, seed=seed)
+
+
+@pytest.fixture(scope="module")
+def images():
+    return make_images(50)
+
+
+@pytest.fixture(scope="module")
+def pairs(images):
+    return make_pairs(images)
+
+
+PLANTED = {"BF": 0.5, "AM": 0.5}
+
+
+@pytest.fixture(scope="module")
+def toy(images, pairs):
+    """Toy system with planted noise on BF and AM; pairs scored, plus cross-group pairs."""
+    vec = H.simulate_embeddings(images, dim=64, group_noise=PLANTED, seed=1)
+    cross = H.cross_group_pairs(images, n_per_prototype=1, seed=2, start_id=len(pairs))
+    allp = pd.concat([pairs, cross], ignore_index=True)
+    allp["relation"] = H.relation(allp)
+    allp["score"] = H.pair_scores(allp, vec)
+    return vec, allp
+
+
+# --------------------------------------------------------------------------- similarities
+def test_cosine_symmetric_bounded_and_matches_sklearn():
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(50, 8)), rng.normal(size=(50, 8))
+    s = H.cosine(a, b)
+    np.testing.assert_allclose(s, H.cosine(b, a))
+    assert ((s >= -1) & (s <= 1)).all()
+    np.testing.assert_allclose(s, np.diag(cosine_similarity(a, b)), atol=1e-12)
+    np.testing.assert_allclose(H.cosine(a, a), 1.0)
+    np.testing.assert_allclose(H.cosine(a, -3 * a), -1.0)
+    a[3] = np.nan
+    a[4] = 0
+    out = H.cosine(a, b)
+    assert np.isnan(out[[3, 4]]).all() and np.isfinite(np.delete(out, [3, 4])).all()
+    assert float(H.cosine([1, 0], [0, 2])) == 0.0
+
+
+def test_pair_scores_counts_failures_to_enrol():
+    pairs = pd.DataFrame({"image_a": ["a", "a", "b"], "image_b": ["b", "c", "c"]})
+    vec = {"a": [1.0, 0.0], "b": [1.0, 1.0], "c": [np.nan, np.nan]}
+    s = H.pair_scores(pairs, vec)
+    np.testing.assert_allclose(s.iloc[0], 1 / np.sqrt(2))
+    assert s.iloc[1:].isna().all()
+    assert s.attrs == {"n_pairs": 3, "n_missing": 2, "n_images_failed": 1}
+    with pytest.raises(ValueError, match="'d' has no vector"):
+        H.pair_scores(pd.DataFrame({"image_a": ["a"], "image_b": ["d"]}), vec)
+
+
+def test_cross_group_pairs_structure(images, pairs):
+    cross = H.cross_group_pairs(images, n_per_prototype=2, seed=0, start_id=10_000)
+    assert set(H.PAIR_COLUMNS) <= set(cross.columns)
+    n_proto = images["is_prototype"].sum()
+    assert len(cross) == n_proto * 2 * 20 and cross["pair_id"].min() == 10_000 and cross["pair_id"].is_unique
+    assert (cross["group_a"] != cross["group_b"]).all() and (cross["seed_a"] != cross["seed_b"]).all()
+    assert (cross["label"] == 0).all() and (H.relation(cross) == "different_group").all()
+    # each partner contributes its 20 slots, 4 of which are its own prototype image
+    per = cross.groupby(["prototype_a", "prototype_b"])
+    assert (per.size() == 20).all() and (per["b_is_prototype"].sum() == 4).all()
+    rel = H.relation(pairs)
+    assert set(rel[pairs["label"] == 1]) == {"same_prototype"} and set(rel[pairs["label"] == 0]) == {"same_group"}
+    # deterministic
+    pd.testing.assert_frame_equal(cross, H.cross_group_pairs(images, 2, seed=0, start_id=10_000))
+
+
+def test_toy_similarity_ordering_and_pose_effect(toy):
+    _, p = toy
+    med = p.groupby("relation")["score"].median()
+    assert med["same_prototype"] > med["same_group"] > med["different_group"]
+    self_pairs = p[p["is_self_pair"]]
+    np.testing.assert_allclose(self_pairs["score"], 1.0, atol=1e-6)
+    pose = p[(p["relation"] == "same_prototype") & (p["attribute"] == "pose")]
+    by_abs = pose.groupby((pose["level"] - 2).abs())["score"].median()
+    assert by_abs.is_monotonic_decreasing and by_abs.iloc[0] > by_abs.iloc[-1] + 0.1
+    summ = H.similarity_summary(p, "score", by=["relation", "attribute", "level", "group"])
+    assert {"median", "q15", "q85", "n", "n_missing"} <= set(summ.columns)
+    assert (summ["q15"] <= summ["median"]).all() and (summ["median"] <= summ["q85"]).all()
+    assert summ["n"].sum() == len(p)
+    # pose (strongest edit) moves similarity more than age at the sequence ends
+    d = H.delta_attr(p, "score")
+    ends = d[d["level"] == 0].set_index("attribute")["delta"]
+    assert ends["pose"] > ends["age"] > 0
+    assert (d.loc[d["attribute"] == "pose"].set_index("level")["delta"].loc[[0, 1]].diff().dropna() < 0).all()
+
+
+def test_toy_is_deterministic_and_order_independent(images):
+    a = H.simulate_embeddings(images, dim=16, group_noise=PLANTED, seed=3)
+    b = H.simulate_embeddings(images.iloc[::-1], dim=16, group_noise=PLANTED, seed=3)
+    pd.testing.assert_frame_equal(a, b.loc[a.index])
+    np.testing.assert_allclose(np.linalg.norm(a.to_numpy(), axis=1), 1.0, atol=1e-6)
+    assert not np.allclose(a.to_numpy(), H.simulate_embeddings(images, dim=16, seed=4).to_numpy())
+
+
+def test_delta_attr_hand_case():
+    p = pd.DataFrame({"prototype_a": ["P", "P", "Q", "Q"], "prototype_b": ["P", "P", "Q", "Q"],
+                      "is_self_pair": [True, False, True, False], "attribute": ["pose"] * 4,
+                      "level": [2, 0, 2, 0], "score": [1.0, 0.6, 0.9, 0.7]})
+    d = H.delta_attr(p).set_index("level")
+    assert d.loc[0, "delta"] == pytest.approx((0.4 + 0.2) / 2) and d.loc[2, "delta"] == 0
+    assert d.loc[0, "se"] == pytest.approx(np.std([0.4, 0.2], ddof=1) / np.sqrt(2))
+
+
+# --------------------------------------------------------------------------- error rates
+def test_error_curves_monotone_endpoints_and_brute_force(toy):
+    _, p = toy
+    p = p[p["relation"] != "different_group"]
+    curves = H.error_curves(p, "score", "label")
+    assert len(curves) == 4 * 6
+    for c in curves.values():
+        assert (np.diff(c.fnmr) >= 0).all() and (np.diff(c.fmr) <= 0).all()
+        assert (c.fmr[0], c.fnmr[0]) == (1.0, 0.0) and (c.fmr[-1], c.fnmr[-1]) == (0.0, 1.0)
+    # brute force on one small cell: every threshold, counting with a loop
+    key = ("light", "WM")
+    sub = p[(p["attribute"] == key[0]) & (p["group"] == key[1])]
+    c = curves[key]
+    for t, fmr, fnmr in list(zip(c.thresholds, c.fmr, c.fnmr, strict=True))[::7]:
+        gen = [s for s, lab in zip(sub["score"], sub["label"], strict=True) if lab == 1]
+        imp = [s for s, lab in zip(sub["score"], sub["label"], strict=True) if lab == 0]
+        assert fnmr == sum(s <= t for s in gen) / len(gen)
+        assert fmr == sum(s > t for s in imp) / len(imp)
+    pts = H.fixed_threshold_points(p, "score", "label", t=0.6)
+    row = pts[(pts["attribute"] == key[0]) & (pts["group"] == key[1])].iloc[0]
+    gen, imp = sub.loc[sub["label"] == 1, "score"], sub.loc[sub["label"] == 0, "score"]
+    assert row["fnmr"] == (gen <= 0.6).mean() and row["fmr"] == (imp > 0.6).mean()
+    assert (row["n_genuine"], row["n_impostor"]) == (len(gen), len(imp))
+
+
+def test_self_pairs_are_never_false_non_matches(toy):
+    _, p = toy
+    selfs = p[p["is_self_pair"]].assign(label=1)
+    table = H.fnmr_by_threshold(selfs, "score", "label", [-1.0, 0.0, 0.6, 0.99, 0.9999])
+    assert (table.to_numpy() == 0).all()
+
+
+def test_fnmr_per_group_falls_as_the_threshold_falls(toy):
+    _, p = toy
+    t = np.linspace(0.95, -0.2, 24)  # falling
+    table = H.fnmr_by_threshold(p, "score", "label", t)
+    assert list(table.index) == sorted(GROUPS)
+    assert (np.diff(table.to_numpy(), axis=1) <= 0).all()  # never rises as t falls
+    assert (table.iloc[:, 0] > table.iloc[:, -1]).all()  # and does fall
+    assert (table.iloc[:, -1] == 0).all()
+
+
+def test_planted_noisy_groups_have_worse_fnmr_and_others_do_not_differ(toy):
+    _, p = toy
+    p = p[p["relation"] != "different_group"]
+    res = H.fnmr_at_fmr_by_group(p, "score", "label", fmr=1e-2, n_boot=100, seed=0).set_index("group")
+    fnmr = res["fnmr_group"]
+    planted, null = fnmr[list(PLANTED)], fnmr.drop(list(PLANTED))
+    assert planted.min() > null.max()
+    assert null.max() - null.min() < planted.min() - null.max()
+    # planted groups' intervals lie above every unplanted group's estimate
+    assert (res.loc[list(PLANTED), "fnmr_group_lo"] > null.max()).all()
+    # the unplanted groups' intervals overlap each other (no difference found)
+    assert res.loc[null.index, "fnmr_group_lo"].max() <= res.loc[null.index, "fnmr_group_hi"].min()
+    assert (res["fnmr_group_lo"] <= fnmr).all() and (fnmr <= res["fnmr_group_hi"]).all()
+
+
+def test_fnmr_at_fmr_skips_groups_without_both_kinds(toy):
+    _, p = toy
+    p = p[(p["relation"] != "different_group") & ~((p["group"] == "WF") & (p["label"] == 0))]
+    res = H.fnmr_at_fmr_by_group(p, "score", "label", fmr=0.05, n_boot=0)
+    assert "WF" not in set(res["group"]) and res.attrs["skipped"] == ["WF"] and len(res) == 5
+    # each group's FNMR is the metrics FNMR at its own threshold_at_fmr
+    from facebias.metrics import fnmr_at_fmr
+
+    sub = p[p["group"] == "BM"]
+    want = fnmr_at_fmr(sub.loc[sub["label"] == 1, "score"], sub.loc[sub["label"] == 0, "score"], 0.05)
+    assert res.set_index("group").loc["BM", "fnmr_group"] == pytest.approx(want)
+
+
+def test_bootstrap_interval_covers_the_true_fnmr():
+    from scipy.stats import norm
+
+    fmr, mu = 0.1, 2.0
+    true = norm.cdf(norm.ppf(1 - fmr) - mu)  # genuine N(2,1), impostor N(0,1)
+    covered = 0
+    for rep in range(10):
+        rng = np.random.default_rng(rep)
+        n_proto, per = 60, 10  # prototype clusters with a shared random effect
+        proto = np.repeat([f"p{i}" for i in range(n_proto)], per)
+        u = np.repeat(rng.normal(0, 0.3, n_proto), per)
+        gen = mu + u + rng.normal(0, np.sqrt(1 - 0.09), proto.size)
+        imp = u + rng.normal(0, np.sqrt(1 - 0.09), proto.size)
+        df = pd.DataFrame({"score": np.concatenate([gen, imp]), "label": [1] * proto.size + [0] * proto.size,
+                           "group": "G", "prototype_a": np.concatenate([proto, proto])})
+        r = H.fnmr_at_fmr_by_group(df, "score", "label", fmr=fmr, n_boot=200, seed=rep).iloc[0]
+        covered += r["fnmr_group_lo"] <= true <= r["fnmr_group_hi"]
+    assert covered >= 8  # nominal 95 %
+
+
+# --------------------------------------------------------------------------- HCIC labels
+def test_labels_non_decreasing_in_t_hcic_and_aligned_by_pair_id(pairs):
+    rng = np.random.default_rng(0)
+    h = rng.integers(0, 21, len(pairs)) / 20  # HCIC lives on a 0.05 grid
+    counts = [H.label_pairs(pairs, h, t).sum() for t in (0.0, 0.2, 0.3, 0.4, 1.0)]
+    assert counts == sorted(counts) and counts[-1] == len(pairs)
+    assert counts[0] == (h == 0).sum()
+    lab = H.label_pairs(pairs, h, 0.3)
+    assert ((lab == 1) == (h <= 0.3)).all()
+    series = pd.Series(h, index=pairs["pair_id"]).iloc[::-1]
+    pd.testing.assert_series_equal(H.label_pairs(pairs, series, 0.3), lab)
+    with pytest.raises(ValueError, match="outside"):
+        H.label_pairs(pairs, np.r_[h[:-1], 1.5], 0.3)
+
+
+def test_pair_item_ids():
+    assert list(H.pair_item_ids(pd.DataFrame({"pair_id": [0, 42]}))) == ["pair_00000", "pair_00042"]
+
+
+def test_uncanny_filter_needs_both_images():
+    pytest.importorskip("facebias.annotate.aggregate")
+    pairs = pd.DataFrame({"image_a": ["a", "a", "b", "c"], "image_b": ["b", "c", "c", "c"]})
+    unc = pd.Series({"a": 0.1, "b": 0.79, "c": 0.8})
+    keep = H.uncanny_pair_keep(pairs, unc)
+    assert list(keep) == [True, False, False, False]
+    with pytest.raises(ValueError, match="no score for image 'b'"):
+        H.uncanny_pair_keep(pairs, unc.drop("b"))
+
+
+def test_annotated_bins_edges():
+    x = [0, 0.79, 0.8, 1.59, 1.6, 2.4, 3.19, 3.2, 4.0]
+    assert list(H.annotated_bins(x)) == [0, 0, 1, 1, 2, 3, 3, 4, 4]
+    with pytest.raises(ValueError, match="within"):
+        H.annotated_bins([4.1])
+    pairs = pd.DataFrame({"image_b": ["x", "y", "z"], "attribute": ["age", "pose", "expression"],
+                          "level": [0, 3, 4]})
+    lv = H.human_levels(pairs, {"age": pd.Series({"x": 3.5}), "expression": pd.Series({"z": 1.0})})
+    assert list(lv) == [4, 3, 1]
+
+
+# --------------------------------------------------------------------------- annotations
+def _pair_votes(pairs: pd.DataFrame, rng: np.random.Generator, shift: dict[str, float]) -> pd.DataFrame:
+    """Votes frame (store.votes columns) for the pairs: 9 raw responses per pair."""
+    base = np.where(pairs["label"].to_numpy() == 1, 0.8, 3.0) + pairs["group"].map(shift).fillna(0).to_numpy()
+    vals = np.clip(np.rint(base[:, None] + rng.normal(0, 1.0, (len(pairs), 9))), 0, 4).astype(int)
+    items = np.repeat(H.pair_item_ids(pairs).to_numpy(), 9)
+    return pd.DataFrame({"vote_id": np.arange(vals.size).astype(str), "annotator": np.tile([f"a{i}" for i in range(9)],
+                         len(pairs)), "item_id": items, "question": "identity", "value": vals.ravel(), "k": 5,
+                         "time": 0.0, "source": "simulated"})
+
+
+def test_group_independence_finds_planted_not_null(pairs):
+    rng = np.random.default_rng(0)
+    m_null = pd.DataFrame(_pair_votes(pairs, rng, {})["value"].to_numpy().reshape(-1, 9), index=pairs.index)
+    m_plant = pd.DataFrame(_pair_votes(pairs, rng, {"BF": 0.6})["value"].to_numpy().reshape(-1, 9),
+                           index=pairs.index)
+    null = H.group_independence_test(m_null, pairs)
+    plant = H.group_independence_test(m_plant, pairs)
+    assert len(null) == 8 and not null["reject"].any()
+    assert plant["reject"].all()
+    # agrees with scipy on one cell, built by hand
+    from scipy.stats import chi2_contingency
+
+    m = (pairs["attribute"] == "pose") & (pairs["label"] == 1)
+    tab = pd.crosstab(np.repeat(pairs.loc[m, "group"].to_numpy(), 9), m_plant[m].to_numpy().ravel())
+    row = plant[(plant["attribute"] == "pose") & (plant["label"] == 1)].iloc[0]
+    assert row["p"] == pytest.approx(chi2_contingency(tab.to_numpy())[1])
+    assert row["p_bonferroni"] == pytest.approx(min(1.0, row["p"] * 8))
+
+
+def test_annotator_consistency_and_vote_matrix(pairs):
+    pytest.importorskip("facebias.annotate.aggregate")
+    sub = pairs.iloc[:40]
+    votes = _pair_votes(sub, np.random.default_rng(1), {})
+    mat = H.pair_vote_matrix(votes.sample(frac=1, random_state=0), sub)
+    assert mat.shape == (40, 9) and mat.index.equals(sub.index)
+    for i in (0, 17):  # same multiset of responses as in the votes
+        mine = sorted(votes.loc[votes["item_id"] == f"pair_{sub['pair_id'].iloc[i]:05d}", "value"])
+        assert sorted(mat.iloc[i].astype(int)) == mine
+    mat.iloc[0] = 2.0
+    mat.iloc[1] = [0, 0, 0, 0, 4, 4, 4, 4, 2]
+    sd, summary = H.annotator_consistency(mat, sub)
+    assert sd.iloc[0] == 0 and sd.iloc[1] == pytest.approx(np.std([0] * 4 + [4] * 4 + [2]) / 4)
+    assert (sd.between(0, 0.5)).all() and set(summary.columns) >= {"attribute", "median", "q15", "q85", "n"}
+    h = H.pair_hcic(mat)
+    assert h[0] == 0.5 and h[1] == pytest.approx((0 + 0 + 2 + 4 + 4) / 5 / 4)
+
+
+def test_response_histogram_tracks_steps(images):
+    rows = []
+    sub = images[(images["attribute"] == "age") | images["is_prototype"]]
+    for _, r in sub.iterrows():
+        step = 2 if r["is_prototype"] else r["level"]
+        rows += [{"item_id": r["image_id"], "question": "age", "value": step}] * 3
+        rows += [{"item_id": r["image_id"], "question": "gender", "value": 4 if r["group"].endswith("M") else 0}]
+    v = pd.DataFrame(rows)
+    tab = H.response_histogram(v, images, "age", by="step")
+    assert list(tab.index) == [0, 1, 2, 3, 4]
+    np.testing.assert_allclose(np.diag(tab.to_numpy()), 1.0)
+    g = H.response_histogram(v, images, "gender", by="group", normalise=False)
+    assert g.loc["WM", 4] > 0 and 4 not in g.loc["WF"][g.loc["WF"] > 0].index
+
+
+# --------------------------------------------------------------------------- real model
+@pytest.mark.timeout(120)
+def test_sface_same_prototype_more_similar_than_different_identity(tmp_path):
+    pytest.importorskip("cv2")
+    from facebias.generate.build import write_pngs
+    from facebias.generate.procedural import ProceduralGenerator
+
+    gen = ProceduralGenerator(128)
+    z = gen.sample(4, seed=3)
+    lat = np.repeat(z, 2, axis=0)  # each identity at yaw 0 and 15
+    imgs = gen.synthesize(lat, yaw=np.tile([0.0, 15.0], 4))
+    names = [f"id{i // 2}_{i % 2}" for i in range(8)]
+    write_pngs(tmp_path, names, imgs)
+    paths = [tmp_path / f"{n}.png" for n in names]
+    vec, ok = H.embed_images(paths, "sface", cache_dir=tmp_path / "cache")
+    assert ok.all() and vec.shape == (8, 128)
+    s = vec @ vec.T
+    same = [s[2 * i, 2 * i + 1] for i in range(4)]
+    diff = [s[i, j] for i in range(8) for j in range(i + 1, 8) if i // 2 != j // 2]
+    assert np.mean(same) > np.mean(diff) + 0.1
+    again, ok2 = H.embed_images(paths, "sface", cache_dir=tmp_path / "cache")  # from the cache
+    np.testing.assert_array_equal(again, vec)
