@@ -192,7 +192,7 @@ for s in SYSTEMS:
     fig.suptitle(f"{s}: similarity by attribute level and group (median, 15-85 %); dashed: t = {FIXED[s]:.3g}")
     fig.tight_layout(rect=(0, 0.01, 1, 0.98))
     plots.stamp(fig, provenance)
-    plots.save(fig, fig_dir / f"{name}_similarity_{s}.png")
+    plots.save(fig, fig_dir / f"{name}_similarity" / f"{s}.png")  # one per system
     plt.close(fig)
 display(pd.DataFrame(ordering).round(3))  # noqa: F821
 
@@ -241,7 +241,7 @@ for t in t_hcic:
     fig.suptitle(f"FNMR vs FMR with HCIC labels (t_hcic = {t:g}); triangles: fixed threshold")
     fig.tight_layout(rect=(0, 0.01, 1, 0.98))
     plots.stamp(fig, provenance)
-    plots.save(fig, fig_dir / f"{name}_det_t{int(round(t * 100)):02d}.png")
+    plots.save(fig, fig_dir / f"{name}_det" / f"t{int(round(t * 100)):02d}.png")  # one per t_hcic
     plt.close(fig)
 
 # %%

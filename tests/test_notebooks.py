@@ -111,7 +111,7 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     assert len(list((tmp_path / "data" / "synthetic" / "hcic" / "images").glob("*.png"))) == 2 * 6 * 17
     for fig in ("group_errors", "coefficients", "age_gender"):
         assert (tmp_path / "reports" / "figures" / f"transects_{fig}.png").exists()
-    for fig in ("similarity_sface", "det_t30", "fnmr_by_group"):
+    for fig in ("similarity/sface", "det/t30", "fnmr_by_group"):
         assert (tmp_path / "reports" / "figures" / f"hcic_{fig}.png").exists()
     assert (tmp_path / "data" / "annotations" / "annotations.sqlite").exists()
     shown = sh("dvc", "metrics", "show")
@@ -195,7 +195,7 @@ def test_hcic_notebook_smoke(synthetic_smoke, tmp_path):
                  image_votes=str(synthetic_smoke / "annotations" / "hcic_image_votes.parquet"),
                  pair_votes=str(synthetic_smoke / "annotations" / "hcic_pair_votes.parquet"),
                  cache_dir=str(tmp_path / "emb"), reports_dir=str(reports), smoke=True)
-    for fig in ("similarity_sface", "similarity_toy", "det_t30", "fnmr_by_group", "validation"):
+    for fig in ("similarity/sface", "similarity/toy", "det/t30", "fnmr_by_group", "validation"):
         assert (reports / "figures" / f"hcic_{fig}.png").stat().st_size > 10_000
     m = json.loads((reports / "metrics" / "hcic.json").read_text())
     assert "simulated panel" in m["provenance"] and m["n_pairs"] == 12 * 20 * 2
