@@ -124,12 +124,14 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     assert "'world' didn't change" in log and "Running stage 'bfw'" in log
     assert "Running stage 'batest'" not in log  # another study's parameter: not rerun
     assert "Running stage 'synth'" not in log and "Running stage 'hcic'" not in log
-    params["hcic"]["t_fixed"] = 0.5  # one study's parameter: only that study reruns
+    assert "Running stage 'bfw_real@fx'" in log
+    params["hcic"]["t_hcic"] = [0.25, 0.3]  # one study's parameter: only that study reruns
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     log = sh("dvc", "repro")
     assert "Running stage 'hcic'" in log and "Running stage 'transects'" not in log
     assert "Running stage 'annotations'" not in log
-    assert "Running stage 'bfw_real@fx'" in log
+    det = sorted(p.name for p in (tmp_path / "reports" / "figures" / "hcic_det").iterdir())
+    assert det == ["t25.png", "t30.png"]  # a directory output: no stale or missing figures
 
 
 def test_ba_test_notebook_on_the_known_truth_world(tmp_path):
