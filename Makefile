@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_faces.py
 	$(BIN)/python benchmarks/bench_generate.py
 	$(BIN)/python benchmarks/bench_stylegan2.py
+	$(BIN)/python benchmarks/bench_rapid.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks

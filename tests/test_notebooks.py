@@ -202,3 +202,13 @@ def test_hcic_notebook_smoke(synthetic_smoke, tmp_path):
     m = json.loads((reports / "metrics" / "hcic.json").read_text())
     assert "simulated panel" in m["provenance"] and m["n_pairs"] == 12 * 20 * 2
     assert m["similarity_by_relation"]["toy"]["ordered"]
+
+
+# --------------------------------------------------------------------------- paper 001
+def test_rapid_notebook_smoke(tmp_path):
+    reports = tmp_path / "reports"
+    run_notebook("rapid_test", tmp_path, reports_dir=str(reports), smoke=True)
+    for fig in ("curves", "eer_groups", "voting", "semi_supervised", "p_sweep"):
+        assert (reports / "figures" / f"rapid_{fig}.png").stat().st_size > 10_000
+    m = json.loads((reports / "metrics" / "rapid.json").read_text())
+    assert "simulated world" in json.dumps(m)
