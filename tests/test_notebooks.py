@@ -85,6 +85,8 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     params["synthetic"].update(n_check=8)
     params["transects"].update(n_boot=5, n_train=64, epochs=1, n_observational=100, n_known_truth=20)
     params["hcic"].update(models=["sface"], n_boot=5)
+    params["rapid"].update(p_sweep=[0.5, 0.8], sweep_queries_per_group=8, semi_fractions=[0.0, 0.5, 1.0])
+    params["rapid_world"].update(queries_per_group=8)
     # the opt-in real-data stage, on a fixture in the published schema
     (tmp_path / "data" / "bfw").mkdir(parents=True)
     shutil.copy(FIXTURE, tmp_path / "data" / "bfw" / "fixture.csv")
@@ -114,9 +116,13 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     for fig in ("similarity/sface", "det/t30", "fnmr_by_group"):
         assert (tmp_path / "reports" / "figures" / f"hcic_{fig}.png").exists()
     assert (tmp_path / "data" / "annotations" / "annotations.sqlite").exists()
+    assert (tmp_path / "reports" / "figures" / "rapid_curves.png").exists()
+    index = (tmp_path / "reports" / "index.html").read_text()  # the last stage
+    assert all(f'id="p{k}"' in index for k in ("002", "003", "004", "000", "001"))
+    assert "Not run yet" not in index and "not run<" not in index
     shown = sh("dvc", "metrics", "show")
     assert "bfw.json" in shown and "bfw_real_fx.json" in shown and "batest.json" in shown
-    assert "transects.json" in shown and "hcic.json" in shown
+    assert "transects.json" in shown and "hcic.json" in shown and "rapid.json" in shown
     assert "up to date" in sh("dvc", "repro")
     params["bfw"]["fmr"] = [0.1]
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

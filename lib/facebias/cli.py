@@ -7,6 +7,7 @@ metrics   per-group error rates and fairness summaries of a table of scored pair
 world     the synthetic known-truth BFW pair table (DVC stage ``world``).
 synth     the synthetic faces of papers 004 and 000 (DVC stage ``synth``).
 annotate  the simulated annotator panel's votes on them (DVC stage ``annotations``).
+report    reports/index.html, every paper's claims beside our measurements (stage ``report``).
 
 Every command reports bad input as ONE line on stderr,
 ``facebias: error: SOURCE: MESSAGE``, and exits with code 2; never a traceback. Rows of
@@ -411,9 +412,33 @@ def _run_annotate(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- report
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="write reports/index.html: each paper's claims beside our measurements (DVC stage `report`)",
+        description="Read reports/metrics/*.json, reports/figures and reports/notebooks and write one "
+        "offline HTML page (no scripts) with every paper's claims, our measured numbers, the backend "
+        "that produced them, the figures and links to the executed notebooks.",
+    )
+    p.add_argument("--reports", default="reports", help="reports folder [default: reports]")
+    p.set_defaults(func=_run_report)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from facebias.report import write_report
+
+    try:
+        path = write_report(args.reports)
+    except (OSError, ValueError) as exc:
+        raise InputError(args.reports, _describe(exc)) from None
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 # --------------------------------------------------------------------------- entry point
 _COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_metrics, _add_world, _add_synth,
-                                                                    _add_annotate]
+                                                                    _add_annotate, _add_report]
 
 
 def build_parser() -> argparse.ArgumentParser:
