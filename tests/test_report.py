@@ -19,6 +19,8 @@ def _reports(tmp_path, with_rapid=True):
     metrics = {
         "bfw.json": {"source": "synthetic", "systems": {"sim_a": {"max_abs_fmr_dev_pct": {
             "global": {"0.001": 79.4}, "group": {"0.001": 7.65}}}}},
+        "bfw_details.json": {"provenance": "backend: synthetic world (facebias.world, seed 2026)"},
+        "batest_details.json": {"provenance": "backend: synthetic BA-test world (facebias.world, seed 3003)"},
         "batest.json": {"source": "synthetic", "gap_rel_error_mean": {
             "original": 0.78, "balanced": 0.43, "balanced_nfh": 0.065}},
         "synthetic.json": {"source": "synthetic (procedural generator)", "orthogonality_max_error": 1e-15,
@@ -55,6 +57,8 @@ def test_every_paper_with_its_measured_numbers_and_backend(tmp_path):
     assert "sface 0.97 &gt; 0.47 &gt; 0.36" in page
     assert "label agreement 0.996" in page and "(naive labels 0.350–0.470)" in page
     assert "Backend: simulated world" in page and "simulated annotators (40)" in page
+    assert "Backend: backend: synthetic world (facebias.world, seed 2026)" not in page
+    assert "Backend: synthetic world (facebias.world, seed 2026)" in page
     assert 'href="notebooks/hcic.ipynb"' in page
     assert 'src="figures/hcic_det/t30.png"' in page  # directory outputs are expanded
 

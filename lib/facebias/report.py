@@ -121,12 +121,12 @@ PAPERS: tuple[Paper, ...] = (
           ["bfw_det.png", "bfw_fpr_deviation.png", "bfw_tar_at_far.png"],
           [Claim("One global threshold leaves subgroups' FPR far from the intended FAR; "
                  "subgroup-specific thresholds bring them to it.", "bfw.json", _bfw_dev)],
-          "bfw.json"),
+          "bfw_details.json"),
     Paper("003", "Wu & Bowyer, BA-test: balanced evaluation of the gender gap", "ba_test",
           ["batest_factors.png", "batest_gender_gap.png", "batest_tpr.png"],
           [Claim("Balancing image factors (and excluding facial hair) shrinks the gender gap.",
                  "batest.json", _batest_gap)],
-          "batest.json"),
+          "batest_details.json"),
     Paper("004", "Balakrishnan et al., Towards causal benchmarking of bias in face analysis (transects)",
           "transects",
           ["synthetic_orthogonalisation.png", "synthetic_transects_2x2x2.png",
@@ -187,7 +187,8 @@ def _paper_html(paper: Paper, reports: Path) -> str:
         out.append(f'<p class="missing">Not run yet: reports/metrics/{esc(paper.provenance_file)} is missing '
                    "(run <code>make reproduce</code>).</p>")
     else:
-        backend = prov.get("provenance") or prov.get("source") or "not recorded"
+        backend = str(prov.get("provenance") or prov.get("source") or "not recorded")
+        backend = backend.removeprefix("backend: ")
         out.append(f'<p class="prov">Backend: {esc(str(backend))}</p>')
     rows = []
     for claim in paper.claims:
