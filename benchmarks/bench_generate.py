@@ -9,9 +9,9 @@ SFace embedder (detect + align + embed). Goal: >= 20 identities/s at 128 px on 2
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
+from timing import best_time
 
 from facebias.faces import load_detector, load_embedder
 from facebias.generate import LIGHTS
@@ -21,12 +21,7 @@ from facebias.generate.procedural import ProceduralGenerator
 def best_rate(fn, n: int, repeats: int = 3) -> float:
     """Items per second of the fastest of ``repeats`` timed calls of ``fn()`` (n items)."""
     fn()  # warm-up
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return n / best
+    return n / best_time(fn, repeat=repeats)
 
 
 def main(n: int = 64) -> None:

@@ -11,11 +11,11 @@ input size (44 MB), with and without the returned curve itself.
 from __future__ import annotations
 
 import argparse
-import time
 import tracemalloc
 
 import numpy as np
 from sklearn.metrics import roc_curve
+from timing import best_time
 
 from facebias.metrics import det_curve, fnmr_at_fmr
 
@@ -31,15 +31,6 @@ def ours(gen, imp):
 def peer(gen, imp):
     y = np.r_[np.ones(gen.size, np.int8), np.zeros(imp.size, np.int8)]
     return roc_curve(y, np.r_[gen, imp], drop_intermediate=False)
-
-
-def best_time(fn, *args, repeat):
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def peak_bytes(fn, *args):

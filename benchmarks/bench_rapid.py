@@ -27,6 +27,7 @@ import os
 import time
 
 import numpy as np
+from timing import best_time
 
 from facebias.studies import rapid as R
 from facebias.world import RapidWorldConfig, make_rapid_world
@@ -68,15 +69,6 @@ def eig_alone(mats: list[np.ndarray]) -> None:
         np.linalg.eigh(m)
 
 
-def best(fn, *args, repeat: int) -> float:
-    t = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(*args)
-        t = min(t, time.perf_counter() - t0)
-    return t
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--queries", type=int, default=40, help="queries per size in the per-query table")
@@ -96,11 +88,11 @@ def main() -> None:
         nq = w.faces["query"].nunique()
         cfg = fixed_modes(w)
         gmm = R.RapidConfig()
-        t_est = best(R.estimate, w.scores, cfg, repeat=a.repeat)
-        t_gmm = best(R.estimate, w.scores, gmm, repeat=a.repeat)
-        t_eig = best(eig_alone, query_matrices(w, cfg), repeat=a.repeat)
-        t_naive = best(R.naive_labels, w.scores, repeat=a.repeat)
-        t_cc = best(R.connected_components_labels, w.scores, cfg, repeat=a.repeat)
+        t_est = best_time(R.estimate, w.scores, cfg, repeat=a.repeat)
+        t_gmm = best_time(R.estimate, w.scores, gmm, repeat=a.repeat)
+        t_eig = best_time(eig_alone, query_matrices(w, cfg), repeat=a.repeat)
+        t_naive = best_time(R.naive_labels, w.scores, repeat=a.repeat)
+        t_cc = best_time(R.connected_components_labels, w.scores, cfg, repeat=a.repeat)
         ms = [1e3 * t / nq for t in (t_est, t_gmm, t_eig, t_naive, t_cc)]
         print(f"{n:11d}{ms[0]:10.2f}{ms[1]:9.2f}{ms[2]:11.2f}{ms[3]:9.2f}{ms[4]:11.2f}"
               f"{t_est / t_eig:10.2f}{t_est / t_cc:8.2f}")

@@ -50,7 +50,7 @@ from pathlib import Path
 import pandas as pd
 from IPython.display import display
 
-from facebias.annotate import SCALES_000, SCALES_004, AnnotationStore
+from facebias.annotate import SCALES_000, SCALES_004, AnnotationStore, pair_item_ids
 from facebias.annotate.widgets import ImageAnnotator, PairAnnotator
 from facebias.io import repo_root
 
@@ -86,7 +86,7 @@ rows = pd.read_parquet(table)
 pick = rows.sample(n=min(int(n_items), len(rows)), random_state=int(seed))
 if task == "pair":
     items = pd.DataFrame({
-        "item_id": [f"pair_{int(p):05d}" for p in pick["pair_id"]],
+        "item_id": pair_item_ids(pick["pair_id"]),
         "path_a": [str(images / f"{i}.png") for i in pick["image_a"]],
         "path_b": [str(images / f"{i}.png") for i in pick["image_b"]],
     })

@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 
 from facebias import plots
-from facebias.annotate import score, votes_matrix
+from facebias.annotate import SCALES_000, scores_from_votes
 from facebias.io import load_params, repo_root, write_json_atomic
 from facebias.metrics import failure_to_enrol
 from facebias.studies import hcic as H
@@ -133,11 +133,9 @@ pv = pd.read_parquet(root / pair_votes)
 iv = pd.read_parquet(root / image_votes)
 matrix = H.pair_vote_matrix(pv, pairs)
 pairs["hcic"] = H.pair_hcic(matrix)
-means = {}
-for q in ("age", "expression", "gender", "skin_color", "uncanny"):
-    ids, mat = votes_matrix(iv, q)
-    means[q] = pd.Series(score(mat, 5, agg="mean") * 4, index=pd.Index(ids.astype(str)))
-uncanny = means["uncanny"] / 4
+image_scores = scores_from_votes(iv, SCALES_000, agg="mean")  # plain mean / 4, in [0, 1]
+means = {q: image_scores[q] * 4 for q in image_scores}  # raw 0-4 means (the annotated bins)
+uncanny = image_scores["uncanny"]
 pairs["keep"] = H.uncanny_pair_keep(pairs, uncanny)
 for t in t_hcic:
     pairs[f"label_{t:g}"] = H.label_pairs(pairs, pairs["hcic"].to_numpy(), t)

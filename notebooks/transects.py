@@ -59,9 +59,8 @@ import pandas as pd
 from PIL import Image
 
 from facebias import plots
-from facebias.annotate import SCALES_004, Panel, simulate_image_votes
+from facebias.annotate import SCALES_004, Panel, scores_from_votes, simulate_image_votes
 from facebias.annotate.simulate import ATTR_MAP_004, realism_truth
-from facebias.datasets.transects import scores_from_votes
 from facebias.faces.attributes import age_gender_table
 from facebias.generate import load_generator
 from facebias.generate.build import Hyperplanes, SynthConfig, plan_transects

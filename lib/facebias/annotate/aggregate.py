@@ -18,10 +18,14 @@ one column per vote slot), NaN where a vote is missing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
-__all__ = ["trimmed_mean", "hcic", "score", "item_sd", "krippendorff_alpha", "icc",
+from facebias.annotate.scales import SCALES_004, Scale
+
+__all__ = ["scores_from_votes", "trimmed_mean", "hcic", "score", "item_sd", "krippendorff_alpha", "icc",
            "uncanny_keep", "votes_matrix", "HCIC_THRESHOLD", "UNCANNY_THRESHOLD"]
 
 HCIC_THRESHOLD = 0.3     # pair is "same identity" iff HCIC <= 0.3 (paper 000 main setting)
@@ -216,3 +220,30 @@ def votes_matrix(votes: pd.DataFrame, question: str,
     mat = np.full((len(item_ids), n), np.nan)
     mat[codes, slot] = sub["value"].to_numpy(dtype=float)
     return np.asarray(item_ids, dtype=object), mat
+
+
+def scores_from_votes(votes: pd.DataFrame, scales: Mapping[str, Scale] | None = None,
+                      agg: str = "trimmed", n: int | None = None) -> pd.DataFrame:
+    """Per-item scores in [0, 1]: one column per question, index ``item_id`` (first-vote
+    order). Each question's votes are pivoted with :func:`votes_matrix`
+    and aggregated with :func:`score` on its scale's K levels.
+
+    ``scales``: per question (default ``votes.attrs['scales']`` if set, else
+    :data:`~facebias.annotate.SCALES_004`). Every item needs the same number of votes per
+    question (``n``, default the largest count); a missing vote raises ``ValueError``.
+    """
+    if scales is None:
+        scales = votes.attrs.get("scales") or SCALES_004
+    cols: dict[str, pd.Series] = {}
+    for q in pd.unique(votes["question"]):
+        if q not in scales:
+            raise ValueError(f"question {q!r} has no scale; scales are {sorted(scales)}")
+        ids, mat = votes_matrix(votes, q, n)
+        if np.isnan(mat).any():
+            bad = ids[np.isnan(mat).any(axis=1)]
+            raise ValueError(f"question {q!r}: {len(bad)} item(s) with fewer than {mat.shape[1]} "
+                             f"votes, e.g. {bad[0]!r}")
+        cols[q] = pd.Series(score(mat, scales[q].k, agg=agg), index=pd.Index(ids, name="item_id"))
+    out = pd.DataFrame(cols)
+    out.index.name = "item_id"
+    return out

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Scale", "SCALES_004", "SCALES_000", "PAIR_SCALE"]
+__all__ = ["Scale", "SCALES_004", "SCALES_000", "PAIR_SCALE", "pair_item_ids"]
 
 
 @dataclass(frozen=True)
@@ -96,3 +96,9 @@ PAIR_SCALE = Scale(
     "identity",
     ("Likely same", "Possibly same", "Not sure", "Possibly different", "Likely different"),
 )
+
+
+def pair_item_ids(pair_ids) -> list[str]:
+    """Annotation item id of each pair of ``data/synthetic/hcic/pairs.parquet``:
+    ``pair_{pair_id:05d}`` (the simulated panel, the annotation UI and the HCIC study all use it)."""
+    return [f"pair_{int(i):05d}" for i in pair_ids]

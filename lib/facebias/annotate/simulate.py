@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from facebias.annotate.scales import PAIR_SCALE, SCALES_000, SCALES_004, Scale
+from facebias.annotate.scales import PAIR_SCALE, SCALES_000, SCALES_004, Scale, pair_item_ids
 from facebias.annotate.store import AnnotationStore
 from facebias.io import atomic_path
 
@@ -323,7 +323,7 @@ def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
         h_truth = h_truth.assign(group=h_truth["race"].astype(str))
     race = himg.set_index("image_id")["race"] if "race" in himg else None
     p_truth = pd.DataFrame({
-        "item_id": [f"pair_{int(i):05d}" for i in pairs["pair_id"]],
+        "item_id": pair_item_ids(pairs["pair_id"]),
         "dissimilarity": pair_dissimilarity(himg, hz, pairs),
     })
     if race is not None:

@@ -31,8 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from facebias.annotate import SCALES_004, read_sagemaker, read_transects_pkl, score, votes_matrix
-from facebias.annotate.scales import Scale
+from facebias.annotate import read_sagemaker, read_transects_pkl, scores_from_votes
 from facebias.studies.transects import prune
 
 __all__ = ["GRID_AXES", "DEFAULT_ORDERING", "scores_from_votes", "load_annotations_pkl",
@@ -42,33 +41,6 @@ __all__ = ["GRID_AXES", "DEFAULT_ORDERING", "scores_from_votes", "load_annotatio
 GRID_AXES = {"skin": "skin_color", "hair": "hair_length", "gender": "gender"}
 #: Default (assumed) bit order within a block of 8, most significant first.
 DEFAULT_ORDERING = ("skin", "hair", "gender")
-
-
-def scores_from_votes(votes: pd.DataFrame, scales: Mapping[str, Scale] | None = None,
-                      agg: str = "trimmed", n: int | None = None) -> pd.DataFrame:
-    """Per-item scores in [0, 1]: one column per question, index ``item_id`` (first-vote
-    order). Each question's votes are pivoted with :func:`facebias.annotate.votes_matrix`
-    and aggregated with :func:`facebias.annotate.score` on its scale's K levels.
-
-    ``scales``: per question (default ``votes.attrs['scales']`` if set, else
-    :data:`~facebias.annotate.SCALES_004`). Every item needs the same number of votes per
-    question (``n``, default the largest count); a missing vote raises ``ValueError``.
-    """
-    if scales is None:
-        scales = votes.attrs.get("scales") or SCALES_004
-    cols: dict[str, pd.Series] = {}
-    for q in pd.unique(votes["question"]):
-        if q not in scales:
-            raise ValueError(f"question {q!r} has no scale; scales are {sorted(scales)}")
-        ids, mat = votes_matrix(votes, q, n)
-        if np.isnan(mat).any():
-            bad = ids[np.isnan(mat).any(axis=1)]
-            raise ValueError(f"question {q!r}: {len(bad)} item(s) with fewer than {mat.shape[1]} "
-                             f"votes, e.g. {bad[0]!r}")
-        cols[q] = pd.Series(score(mat, scales[q].k, agg=agg), index=pd.Index(ids, name="item_id"))
-    out = pd.DataFrame(cols)
-    out.index.name = "item_id"
-    return out
 
 
 def load_annotations_pkl(path: str | os.PathLike, agg: str = "trimmed") -> pd.DataFrame:

@@ -273,10 +273,11 @@ def similarity_summary(df: pd.DataFrame, score_col: str = "score",
 
 # --------------------------------------------------------------------------- HCIC labels
 def pair_item_ids(pairs: pd.DataFrame) -> pd.Series:
-    """Annotation item id of each pair: ``pair_{pair_id:05d}`` (as written by
-    ``facebias.annotate.simulate.simulate_synthetic``)."""
+    """Annotation item id of each pair (:func:`facebias.annotate.pair_item_ids`)."""
+    from facebias.annotate import pair_item_ids as ids
+
     require_columns(pairs, ["pair_id"], "pairs")
-    return pairs["pair_id"].map(lambda i: f"pair_{int(i):05d}").rename("item_id")
+    return pd.Series(ids(pairs["pair_id"]), index=pairs.index, name="item_id")
 
 
 def pair_vote_matrix(pair_votes: pd.DataFrame, pairs: pd.DataFrame, n: int = 9,
