@@ -9,7 +9,7 @@ export DVC_NO_ANALYTICS := 1
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: reproduce test lint bench lab venv clean system-data
+.PHONY: reproduce test lint bench lab venv clean system-data plots
 
 venv: $(STAMP)
 
@@ -32,6 +32,10 @@ reproduce: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/pytest -q
+
+# offline page of every DVC plot (dvc plots show --json; images inline, data plots as SVG, no scripts)
+plots: $(STAMP)
+	$(BIN)/facebias plots -o reports/plots.html
 
 lint: $(STAMP)
 	$(BIN)/ruff check lib tests notebooks benchmarks

@@ -36,6 +36,7 @@ name = "batest"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/me
 overrides = {}  # replaces keys of the `batest` section (smoke tests use small n_boot)
 world_overrides = {}  # replaces keys of the `batest_world` section
 real_images = True  # run the factor pipeline on real photos shipped in scikit-image
+compute = None  # where the LFW factor measurement runs: None = params.yaml `compute` (Dask); "serial"
 
 # %%
 import matplotlib.pyplot as plt
@@ -43,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from facebias import plots
+from facebias.compute import load_compute
 from facebias.io import load_params, repo_root, write_json_atomic
 from facebias.studies import batest as study
 from facebias.world import BFW_GROUPS, BAWorldConfig, batest_pairs, make_batest_world
@@ -261,7 +263,8 @@ if real_images:
                                 interpolation=cv2.INTER_CUBIC)] * 3, axis=-1)
            for g in data.lfw_subset()]
     kind = np.array(["face"] * 100 + ["non-face"] * 100)
-    lfw_factors = factor_table(lfw, ids=[f"lfw{i:03d}" for i in range(len(lfw))], progress=False)
+    lfw_factors = factor_table(lfw, ids=[f"lfw{i:03d}" for i in range(len(lfw))], progress=False,
+                               compute=load_compute(root / params_file, compute))
     lfw_fte = metrics.failure_to_enrol(lfw_factors["yaw"].notna(), groups=kind,
                                        reasons=lfw_factors["reason"])
     display(lfw_fte)  # noqa: F821

@@ -120,6 +120,21 @@ plt.show()
 pd.DataFrame({"EER": pd.DataFrame(eers).stack(), "d'": pd.DataFrame(dprimes).stack()}).unstack(1).round(4)
 
 # %% [markdown]
+# The same curves as a DVC data plot (`dvc plots show`, `make plots`): each thinned to at most
+# 200 points spaced on a log grid (`plots.thin_curve`), one tidy row per point.
+
+# %%
+from facebias.io import atomic_path
+
+det_table = pd.concat(
+    [pd.DataFrame({"system": s, "subgroup": g, "fmr": c.fmr, "fnmr": c.fnmr})
+     for s in systems_used for g in groups for c in [plots.thin_curve(curves[s][g], n=198)]],
+    ignore_index=True)
+with atomic_path(root / reports_dir / "plots" / f"{name}_det.csv") as tmp:
+    det_table.to_csv(tmp, index=False, float_format="%.6g")
+det_table.groupby(["system", "subgroup"]).size().unstack(0)
+
+# %% [markdown]
 # ## Global vs subgroup thresholds, held-out folds
 # Percent difference between each subgroup's held-out FPR and the intended FPR (Fig. 6):
 # top, one global threshold; bottom, a threshold per subgroup.

@@ -46,6 +46,7 @@ synthetic = "data/synthetic"
 image_votes = "data/annotations/hcic_image_votes.parquet"
 pair_votes = "data/annotations/hcic_pair_votes.parquet"
 cache_dir = "artifacts/embeddings"  # embedding cache (by pixel content and model); "" for none
+compute = None  # where uncached embeddings run: None = params.yaml `compute` (Dask); "serial" = in-process
 smoke = False  # tests: `smoke_seeds` seeds, the first model only, t_main only, 20 bootstrap replicates
 smoke_seeds = 3
 reports_dir = "reports"
@@ -60,6 +61,7 @@ import pandas as pd
 
 from facebias import plots
 from facebias.annotate import SCALES_000, scores_from_votes
+from facebias.compute import load_compute
 from facebias.io import load_params, repo_root, write_json_atomic
 from facebias.metrics import failure_to_enrol
 from facebias.studies import hcic as H
@@ -107,10 +109,11 @@ print(f"{len(pairs)} annotated pairs ({int(pairs['label'].sum())} intended same)
 
 # %%
 paths = [data / "images" / f"{i}.png" for i in images["image_id"]]
+compute_cfg = load_compute(root / params_file, compute)
 vectors, fte, timing = {}, {}, {}
 for m in models:
     t = time.time()
-    v, ok = H.embed_images(paths, m, cache_dir=root / cache_dir if cache_dir else None)
+    v, ok = H.embed_images(paths, m, cache_dir=root / cache_dir if cache_dir else None, compute=compute_cfg)
     timing[m] = time.time() - t
     vectors[m] = pd.DataFrame(v, index=images["image_id"].astype(str))
     fte[m] = failure_to_enrol(ok, images["group"].to_numpy())

@@ -72,7 +72,7 @@ def test_bfw_notebook_rejects_a_missing_score_column(tiny_world, tmp_path):
 @pytest.mark.skipif(shutil.which("git") is None, reason="dvc needs git")
 def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     """`dvc repro` on a copy of the pipeline with a tiny world; a rerun does nothing."""
-    for item in ("dvc.yaml", "notebooks", "lib", ".dvc/config"):
+    for item in ("dvc.yaml", "notebooks", "lib", ".dvc/config", ".dvc/plots"):
         src, dst = ROOT / item, tmp_path / item
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
@@ -123,6 +123,10 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     shown = sh("dvc", "metrics", "show")
     assert "bfw.json" in shown and "bfw_real_fx.json" in shown and "batest.json" in shown
     assert "transects.json" in shown and "hcic.json" in shown and "rapid.json" in shown
+    sh("facebias", "plots", "-o", "reports/plots.html")  # dvc plots, rendered offline
+    page = (tmp_path / "reports" / "plots.html").read_text()
+    assert page.count("<svg") >= 1 and page.count("data:image/png;base64,") >= 30
+    assert "<script" not in page and "missing:" not in page
     assert "up to date" in sh("dvc", "repro")
     params["bfw"]["fmr"] = [0.1]
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -132,9 +136,14 @@ def test_dvc_pipeline_runs_and_is_incremental(tmp_path):
     assert "Running stage 'synth'" not in log and "Running stage 'hcic'" not in log
     assert "Running stage 'bfw_real@fx'" in log
     params["hcic"]["t_hcic"] = [0.25, 0.3]  # one study's parameter: only that study reruns
+    # and the Dask LocalCluster (default) -> in-process: the stages that read `compute` rerun,
+    # and their outputs are byte-identical, so nothing downstream of data/synthetic reruns
+    assert params["compute"]["scheduler"] == "local"
+    params["compute"]["scheduler"] = "serial"
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     log = sh("dvc", "repro")
-    assert "Running stage 'hcic'" in log and "Running stage 'transects'" not in log
+    assert "Running stage 'hcic'" in log and "Running stage 'synth'" in log
+    assert "Running stage 'transects'" not in log and "Running stage 'synthetic_faces'" not in log
     assert "Running stage 'annotations'" not in log
     det = sorted(p.name for p in (tmp_path / "reports" / "figures" / "hcic_det").iterdir())
     assert det == ["t25.png", "t30.png"]  # a directory output: no stale or missing figures

@@ -8,6 +8,7 @@ world     the synthetic known-truth BFW pair table (DVC stage ``world``).
 synth     the synthetic faces of papers 004 and 000 (DVC stage ``synth``).
 annotate  the simulated annotator panel's votes on them (DVC stage ``annotations``).
 report    reports/index.html, every paper's claims beside our measurements (stage ``report``).
+plots     an offline page of DVC's plots, no scripts (``facebias.dvcplots``; ``make plots``).
 
 Every command reports bad input as ONE line on stderr,
 ``facebias: error: SOURCE: MESSAGE``, and exits with code 2; never a traceback. Rows of
@@ -368,12 +369,14 @@ def _add_synth(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_synth(args: argparse.Namespace) -> int:
+    from facebias.compute import ComputeConfig
     from facebias.generate.build import write_products
     from facebias.io import load_params
 
     try:
         params = load_params(args.params, "generate")
-        summary = write_products(params, Path(args.out))
+        compute = ComputeConfig.from_params(load_params(args.params).get("compute"))
+        summary = write_products(params, Path(args.out), compute=compute)
     except (OSError, KeyError, ValueError) as exc:
         raise InputError(args.params, _describe(exc)) from None
     print(f"wrote {summary['transects']['n_images']:,} transect images and "
@@ -436,9 +439,42 @@ def _run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- plots
+def _add_plots(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "plots",
+        help="write an offline page of DVC's plots (dvc plots show --json; no scripts)",
+        description="Run `dvc plots show --json` and write one self-contained HTML page: image "
+        "plots embedded as data: URIs, data plots rendered to inline SVG by vl-convert. No scripts "
+        "and no external URLs, so it opens offline (DVC's own page loads vega from a CDN).",
+    )
+    p.add_argument("-o", "--out", default="reports/plots.html",
+                   help="HTML file to write [default: reports/plots.html]")
+    p.add_argument("--repo", default=None,
+                   help="DVC repository [default: the folder holding dvc.yaml, searched upwards]")
+    p.set_defaults(func=_run_plots)
+
+
+def _run_plots(args: argparse.Namespace) -> int:
+    from facebias.dvcplots import PlotsError, write_plots_page
+
+    try:
+        page = write_plots_page(args.out, args.repo)
+    except PlotsError as exc:
+        raise InputError(args.repo or "plots", str(exc)) from None
+    except OSError as exc:  # e.g. the output folder is not writable
+        raise InputError(args.out, _describe(exc)) from None
+    for line in page.missing:
+        print(f"{PROG}: warning: {line}", file=sys.stderr)
+    print(f"wrote {args.out} (images: {page.n_images}, data plots: {page.n_data}, "
+          f"missing or failed: {len(page.missing)})", file=sys.stderr)
+    return 0
+
+
 # --------------------------------------------------------------------------- entry point
 _COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_metrics, _add_world, _add_synth,
                                                                     _add_annotate, _add_report]
+_COMMANDS.append(_add_plots)
 
 
 def build_parser() -> argparse.ArgumentParser:

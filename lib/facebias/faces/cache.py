@@ -15,11 +15,12 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from facebias.faces.embed import BaseEmbedder, EmbedResult
+from facebias.compute import iter_chunks
+from facebias.faces.embed import BaseEmbedder, EmbedResult, embed_chunk, worker_spec
 from facebias.io import atomic_path
 
 __all__ = ["EmbeddingCache", "image_key"]
@@ -69,9 +70,11 @@ class EmbeddingCache:
             tmp.write_bytes(head.encode() + b"\n" + np.asarray(vec, "<f4").tobytes())
 
     def embed(self, embedder: BaseEmbedder, images: Sequence[np.ndarray],
-              progress: bool = False) -> EmbedResult:
+              progress: bool = False, compute: Any = None) -> EmbedResult:
         """Like ``embedder.embed(images)``; cached rows are read, the rest computed (in
-        batches) and stored. Row order and failures to enrol are kept."""
+        batches of ``embedder.batch_size``) and stored as each batch finishes. Row order
+        and failures to enrol are kept. ``compute`` (:mod:`facebias.compute`; ``None`` =
+        this process) sends the batches to Dask workers; the vectors are the same."""
         folder = self._folder(embedder)
         n, dim = len(images), embedder.dim
         vectors = np.full((n, dim), np.nan, np.float32)
@@ -87,15 +90,12 @@ class EmbeddingCache:
                 vectors[i], enrolled[i], reasons[i] = got
         self.hits += n - len(todo)
         self.misses += len(todo)
-        step = embedder.batch_size
-        with tqdm(total=len(todo), desc=f"embed {embedder.name}", unit="img",
-                  disable=not progress) as bar:
-            for start in range(0, len(todo), step):
-                idx = todo[start : start + step]
-                res = embedder.embed([images[i] for i in idx])
-                for j, i in enumerate(idx):
-                    vectors[i], enrolled[i], reasons[i] = res.vectors[j], res.enrolled[j], res.reasons[j]
-                    self._write(self._path(folder, keys[i]), res.vectors[j], bool(res.enrolled[j]),
-                                res.reasons[j])
-                bar.update(len(idx))
+        todo_images = [images[i] for i in todo]
+        for _, sl, res in iter_chunks(embed_chunk, todo_images, compute, chunk_size=embedder.batch_size,
+                                      shared=(worker_spec(embedder),), desc=f"embed {embedder.name}",
+                                      progress=progress):
+            for j, i in enumerate(todo[sl]):
+                vectors[i], enrolled[i], reasons[i] = res.vectors[j], res.enrolled[j], res.reasons[j]
+                self._write(self._path(folder, keys[i]), res.vectors[j], bool(res.enrolled[j]),
+                            res.reasons[j])
         return EmbedResult(vectors, enrolled, reasons)

@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -246,6 +246,58 @@ class TorchEmbedder(BaseEmbedder):
         with torch.no_grad():
             y = self._module(x)
         return y.detach().float().cpu().numpy().reshape(len(crops), -1)
+
+
+_SHARED: dict[tuple[str, str], BaseEmbedder] = {}
+
+
+def shared_embedder(name: str, detector: str = "yunet") -> BaseEmbedder:
+    """A built-in embedder loaded once per process (what a Dask worker uses)."""
+    key = (name, detector)
+    if key not in _SHARED:
+        _SHARED[key] = load_embedder(name, detector)
+    return _SHARED[key]
+
+
+def _worker_embedder(spec: BaseEmbedder | tuple[str, str]) -> BaseEmbedder:
+    return shared_embedder(*spec) if isinstance(spec, tuple) else spec
+
+
+def worker_spec(embedder: BaseEmbedder) -> BaseEmbedder | tuple[str, str]:
+    """What to send to Dask workers: ``(name, detector)`` for a built-in model (its C++
+    objects do not pickle; each worker loads its own), else the embedder itself."""
+    return (embedder.name, embedder.detector) if embedder.name in EMBEDDERS else embedder
+
+
+def embed_chunk(items: Sequence, spec: BaseEmbedder | tuple[str, str]) -> EmbedResult:
+    """Embed one chunk of images or of paths (a Dask task or a serial step)."""
+    emb = _worker_embedder(spec)
+    if len(items) and isinstance(items[0], str | Path):
+        return emb.embed_paths(items)
+    return emb.embed(items)
+
+
+def concat_results(parts: Sequence[EmbedResult], dim: int) -> EmbedResult:
+    """Results of consecutive chunks joined in order."""
+    if not parts:
+        return EmbedResult(np.zeros((0, dim), np.float32), np.zeros(0, bool), [])
+    return EmbedResult(np.concatenate([p.vectors for p in parts]),
+                       np.concatenate([p.enrolled for p in parts]),
+                       [r for p in parts for r in p.reasons])
+
+
+def embed_many(embedder: BaseEmbedder, items: Sequence, compute: Any = None,
+               progress: bool = False) -> EmbedResult:
+    """``embedder.embed(images)`` (or ``embed_paths`` for paths) in chunks of
+    ``embedder.batch_size``, in this process (``compute=None``) or on Dask
+    (:mod:`facebias.compute`); rows in input order, identical either way. With paths,
+    the workers read the files, so only paths travel."""
+    from facebias.compute import map_chunks
+
+    items = [str(x) if isinstance(x, Path) else x for x in items]
+    parts = map_chunks(embed_chunk, items, compute, chunk_size=embedder.batch_size,
+                       shared=(worker_spec(embedder),), desc=f"embed {embedder.name}", progress=progress)
+    return concat_results(parts, embedder.dim)
 
 
 def load_embedder(name: str, detector: str = "yunet") -> BaseEmbedder:

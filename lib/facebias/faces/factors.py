@@ -27,6 +27,7 @@ import os
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -397,41 +398,53 @@ def measure_factors(image: np.ndarray) -> dict:
     return out
 
 
+def _factor_row(ident: Any, item: np.ndarray | str | Path) -> dict:
+    """One :func:`factor_table` row; a read error or an exception becomes its reason."""
+    try:
+        if isinstance(item, str | Path):
+            try:
+                item = read_image(item)
+            except ImageReadError as exc:
+                raise ValueError(f"cannot read image: {exc}") from exc
+        vals, reasons = _measure(item)
+    except Exception as exc:  # one bad image must not drop the row
+        vals, reasons = dict.fromkeys(FACTOR_KEYS + _EXTRA_KEYS), [f"error: {exc}"]
+    for r in reasons:
+        log.info("factor_table[%s]: %s", ident, r)
+    return {"id": ident, **vals, "reason": "; ".join(reasons) or None}
+
+
+def factor_rows(chunk: Sequence[tuple[Any, np.ndarray | str | Path]]) -> list[dict]:
+    """Rows for one chunk of ``(id, image or path)`` (a Dask task or a serial step)."""
+    return [_factor_row(ident, item) for ident, item in chunk]
+
+
 def factor_table(
     images: Iterable[np.ndarray | str | Path],
     ids: Sequence | None = None,
     progress: bool = True,
+    compute: Any = None,
 ):
     """One row per image (never dropped) of :func:`measure_factors` plus a ``reason`` column.
 
     ``images`` are RGB uint8 arrays or image paths; ``ids`` (default ``0..n-1``) becomes
     the ``id`` column. ``reason`` is ``None`` when everything was measured, else the
     ``"; "``-joined reasons (including read errors and exceptions). Unmeasured factors are
-    NaN in the float columns.
+    NaN in the float columns. ``compute`` (:mod:`facebias.compute`; ``None`` = this
+    process) measures chunks on Dask workers (with paths, the workers read the files);
+    the table is identical either way.
     """
     import pandas as pd
-    from tqdm.auto import tqdm
 
-    images = list(images)
+    from facebias.compute import map_chunks
+
+    images = [str(x) if isinstance(x, Path) else x for x in images]
     ids = list(range(len(images))) if ids is None else list(ids)
     if len(ids) != len(images):
         raise ValueError(f"{len(ids)} ids for {len(images)} images")
-    rows = []
-    for ident, item in tqdm(
-        list(zip(ids, images, strict=True)), disable=not progress, desc="factors"
-    ):
-        try:
-            if isinstance(item, str | Path):
-                try:
-                    item = read_image(item)
-                except ImageReadError as exc:
-                    raise ValueError(f"cannot read image: {exc}") from exc
-            vals, reasons = _measure(item)
-        except Exception as exc:  # one bad image must not drop the row
-            vals, reasons = dict.fromkeys(FACTOR_KEYS + _EXTRA_KEYS), [f"error: {exc}"]
-        for r in reasons:
-            log.info("factor_table[%s]: %s", ident, r)
-        rows.append({"id": ident, **vals, "reason": "; ".join(reasons) or None})
+    chunks = map_chunks(factor_rows, list(zip(ids, images, strict=True)), compute, desc="factors",
+                        progress=progress)
+    rows = [row for chunk in chunks for row in chunk]
     cols = ["id", *FACTOR_KEYS, *_EXTRA_KEYS]
     table = pd.DataFrame(rows, columns=cols)
     for col in (*FACTOR_KEYS, *_EXTRA_KEYS):

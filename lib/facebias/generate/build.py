@@ -309,19 +309,24 @@ def plan_hcic(gen: Any, hp: Hyperplanes, seeds: np.ndarray, cfg: SynthConfig,
 
 
 # --------------------------------------------------------------------------- I/O edge
-def render(gen: Generator, latents: np.ndarray, table: pd.DataFrame, batch_size: int = 64,
-           desc: str = "render") -> list[np.ndarray]:
-    """Render ``latents`` with each row's ``yaw`` and ``light`` (batched, with progress)."""
-    from tqdm.auto import tqdm
+def _render_chunk(rows: Sequence[tuple[np.ndarray, float, Any]], gen: Generator) -> list[np.ndarray]:
+    """Render one chunk of ``(latent, yaw, light)`` rows (a Dask task or a serial step)."""
+    z = np.stack([r[0] for r in rows])
+    yaw = np.array([r[1] for r in rows], float)
+    return list(gen.synthesize(z, yaw=yaw, light=as_lights([r[2] for r in rows], len(rows))))
 
-    out: list[np.ndarray] = []
-    for start in tqdm(range(0, len(table), batch_size), desc=desc, unit="batch"):
-        sl = slice(start, start + batch_size)
-        part = table.iloc[sl]
-        imgs = gen.synthesize(latents[sl], yaw=part["yaw"].to_numpy(float),
-                              light=as_lights(list(part["light"]), len(part)))
-        out.extend(imgs)
-    return out
+
+def render(gen: Generator, latents: np.ndarray, table: pd.DataFrame, batch_size: int = 64,
+           desc: str = "render", compute: Any = None) -> list[np.ndarray]:
+    """Render ``latents`` with each row's ``yaw`` and ``light``, in batches of
+    ``batch_size`` (with progress). ``compute`` (:mod:`facebias.compute`: a config, a
+    scheduler string or an open Dask client; ``None`` = in this process) spreads the
+    batches over Dask workers; the batches and so the pixels are the same either way."""
+    from facebias.compute import map_chunks
+
+    rows = list(zip(latents, table["yaw"].to_numpy(float), list(table["light"]), strict=True))
+    chunks = map_chunks(_render_chunk, rows, compute, chunk_size=batch_size, shared=(gen,), desc=desc)
+    return [img for chunk in chunks for img in chunk]
 
 
 def write_pngs(folder: Path, names: Sequence[str], images: Sequence[np.ndarray]) -> None:
@@ -348,12 +353,25 @@ def _save_npy(arr: np.ndarray, path: Path) -> None:
         np.save(fh, arr)
 
 
-def render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any = None) -> dict[str, Any]:
+def render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any = None, compute: Any = None) -> dict[str, Any]:
     """Plan, render and write both products under ``out`` (``transects/`` and ``hcic/``);
     returns a summary (counts and the selected seeds). ``mesh_fn(image) -> vector | None``
     gives the normalised face geometry for seed selection (default
-    :func:`facebias.faces.mesh.mesh_vector`).
+    :func:`facebias.faces.mesh.mesh_vector`). ``compute`` spreads the rendering over Dask
+    (:mod:`facebias.compute`; one cluster for the whole call); the bytes do not change.
     """
+    from facebias.compute import dask_client
+
+    with dask_client(compute) as client:
+        return _render_products(gen, cfg, Path(out), mesh_fn, client)
+
+
+def _mesh_chunk(images: Sequence[np.ndarray], mesh_fn: Any) -> list[np.ndarray | None]:
+    return [mesh_fn(img) for img in images]
+
+
+def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client: Any) -> dict[str, Any]:
+    from facebias.compute import map_chunks
     from facebias.faces.mesh import mesh_vector
 
     mesh_fn = mesh_fn or mesh_vector
@@ -366,7 +384,7 @@ def render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any = None) 
     tz, tt = plan_transects(gen, hp, cfg)
     truth = gen.truth(tz).add_prefix("true_")
     tt = pd.concat([tt, truth.reset_index(drop=True)], axis=1)
-    write_pngs(out / "transects" / "images", tt["image_id"], render(gen, tz, tt, cfg.batch_size, "transects"))
+    write_pngs(out / "transects" / "images", tt["image_id"], render(gen, tz, tt, cfg.batch_size, "transects", client))
     _save_table(tt, out / "transects" / "images.parquet")
     _save_npy(tz, out / "transects" / "latents.npy")
 
@@ -374,8 +392,9 @@ def render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any = None) 
     cand = gen.sample(cfg.n_candidates, seed=cfg.seed + 4)
     protos = [_prototypes(z, hp, cfg) for z in cand]
     flat = np.asarray([p[g] for p in protos for g in GROUPS])
-    frontal = render(gen, flat, _frontal(len(flat)), cfg.batch_size, "candidate prototypes")
-    meshes = [mesh_fn(img) for img in frontal]
+    frontal = render(gen, flat, _frontal(len(flat)), cfg.batch_size, "candidate prototypes", client)
+    meshes = [m for chunk in map_chunks(_mesh_chunk, frontal, client, chunk_size=cfg.batch_size,
+                                        shared=(mesh_fn,), desc="face mesh") for m in chunk]
     dim = max((m.size for m in meshes if m is not None), default=1)
     mesh_arr = np.full((len(meshes), dim), np.nan)
     for i, m in enumerate(meshes):
@@ -386,7 +405,7 @@ def render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any = None) 
     hz, himg, slots = plan_hcic(gen, hp, cand[chosen], cfg, seed_ids=chosen)
     truth = gen.truth(hz).add_prefix("true_")
     himg = pd.concat([himg, truth.reset_index(drop=True)], axis=1)
-    write_pngs(out / "hcic" / "images", himg["image_id"], render(gen, hz, himg, cfg.batch_size, "HCIC set"))
+    write_pngs(out / "hcic" / "images", himg["image_id"], render(gen, hz, himg, cfg.batch_size, "HCIC set", client))
     protos_tab = himg[himg["is_prototype"]][["seed", "group", "prototype_id"]]
     pairs = latent.hcic_pairs(protos_tab, slots, n_negative=cfg.n_negative, seed=cfg.seed)
     _save_table(himg, out / "hcic" / "images.parquet")
@@ -409,7 +428,7 @@ def render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any = None) 
     return summary
 
 
-def write_products(params: Mapping[str, Any], out: Path) -> dict[str, Any]:
+def write_products(params: Mapping[str, Any], out: Path, compute: Any = None) -> dict[str, Any]:
     """CLI entry: build the generator named in ``params`` and :func:`render_products`."""
     from facebias.generate import load_generator
 
@@ -419,5 +438,5 @@ def write_products(params: Mapping[str, Any], out: Path) -> dict[str, Any]:
     if not hasattr(gen, "truth"):
         raise ValueError(f"backend {cfg.backend!r} has no ground-truth attributes; fit hyperplanes "
                          "from annotations first (see facebias.latent.fit_hyperplanes)")
-    return render_products(gen, cfg, Path(out))
+    return render_products(gen, cfg, Path(out), compute=compute)
 

@@ -590,21 +590,22 @@ def simulate_embeddings(images: pd.DataFrame, dim: int = 64, group_noise: Mappin
 
 # --------------------------------------------------------------------------- real FR models
 def embed_images(paths: Sequence[str | Path], backend: str = "sface", cache_dir: str | Path | None = None,
-                 progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                 progress: bool = False, compute: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Embed image files with a built-in model (``facebias.faces.embed.load_embedder``:
     ``"sface"`` or ``"dlib"``; YuNet detection, model-specific alignment).
 
     Returns ``(vectors (n, d) float32 unit rows, NaN rows for failures to enrol;
     enrolled (n,) bool)``. With ``cache_dir`` the embeddings are memoised on disk
     (``facebias.faces.cache.EmbeddingCache``, keyed by pixels and model); an unreadable
-    file is a failure to enrol either way.
+    file is a failure to enrol either way. ``compute`` (:mod:`facebias.compute`; ``None``
+    = this process) runs the embedding on Dask workers, with identical results.
     """
-    from facebias.faces.embed import load_embedder
+    from facebias.faces.embed import embed_many, load_embedder
 
     embedder = load_embedder(backend)
     paths = [Path(p) for p in paths]
     if cache_dir is None:
-        res = embedder.embed_paths(paths)
+        res = embed_many(embedder, paths, compute, progress=progress)
         return res.vectors, res.enrolled
     from facebias.faces.cache import EmbeddingCache
     from facebias.faces.images import ImageReadError, read_image
@@ -616,7 +617,7 @@ def embed_images(paths: Sequence[str | Path], backend: str = "sface", cache_dir:
             ok.append(True)
         except ImageReadError:
             ok.append(False)
-    res = EmbeddingCache(cache_dir).embed(embedder, imgs, progress=progress)
+    res = EmbeddingCache(cache_dir).embed(embedder, imgs, progress=progress, compute=compute)
     vectors = np.full((len(paths), embedder.dim), np.nan, np.float32)
     enrolled = np.zeros(len(paths), bool)
     idx = np.flatnonzero(ok)

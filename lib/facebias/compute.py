@@ -1,0 +1,181 @@
+"""Batch work on Dask: a pure per-chunk function over fixed chunks, merged in input order.
+
+The batch stages (rendering faces, embedding images, measuring image factors) call
+:func:`map_chunks` / :func:`iter_chunks`. With ``scheduler="serial"`` the chunks run in
+this process; with ``"local"`` (the default) on a ``dask.distributed.LocalCluster`` of
+``n_workers`` processes; with an address (``tcp://host:8786``) or a scheduler file
+(``*.json``) on an existing Dask cluster.
+
+Determinism: chunk boundaries depend only on the number of items and the chunk size, never
+on the number of workers or the order tasks finish, and results are merged by chunk
+index. A deterministic chunk function therefore gives the same bytes serially and on any
+cluster (tested for rendering, embedding and factor measurement). Workers on a real
+cluster need facebias installed and the same paths (a shared file system) as the client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ComputeConfig", "as_compute", "chunk_slices", "dask_client", "iter_chunks", "load_compute", "map_chunks"]
+
+_ADDRESS_PREFIXES = ("tcp://", "tls://", "ucx://", "inproc://", "ws://", "wss://")
+
+
+@dataclass(frozen=True)
+class ComputeConfig:
+    """Where batch work runs (``params.yaml`` section ``compute``).
+
+    ``scheduler``: ``"local"`` (a LocalCluster of ``n_workers`` processes with
+    ``threads_per_worker`` threads each), ``"serial"`` (in this process, no Dask), a
+    scheduler address such as ``"tcp://10.0.0.5:8786"``, or a scheduler file ``*.json``
+    (``dask scheduler --scheduler-file``). ``chunk_size`` is the number of items per task
+    for callers without a natural batch size of their own.
+    """
+
+    scheduler: str = "local"
+    n_workers: int = 2
+    threads_per_worker: int = 1
+    chunk_size: int = 64
+
+    def __post_init__(self) -> None:
+        s = self.scheduler
+        if not isinstance(s, str) or not (
+            s in ("local", "serial") or s.startswith(_ADDRESS_PREFIXES) or s.endswith(".json")
+        ):
+            raise ValueError(
+                f"compute.scheduler must be 'local', 'serial', a scheduler address "
+                f"(tcp://host:8786) or a scheduler file (*.json), got {s!r}"
+            )
+        for name in ("n_workers", "threads_per_worker", "chunk_size"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"compute.{name} must be a positive integer, got {v!r}")
+
+    @property
+    def serial(self) -> bool:
+        return self.scheduler == "serial"
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any] | None) -> ComputeConfig:
+        """From the ``compute`` section of ``params.yaml`` (``None`` gives the defaults)."""
+        from facebias.io import config_from_params
+
+        return config_from_params(cls, dict(params or {}), "compute")
+
+
+def _is_client(obj: Any) -> bool:
+    return type(obj).__name__ == "Client" and hasattr(obj, "submit") and hasattr(obj, "scatter")
+
+
+def as_compute(compute: ComputeConfig | Mapping[str, Any] | str | None) -> ComputeConfig:
+    """A :class:`ComputeConfig` from a config, a params mapping, a scheduler string, or
+    ``None`` (serial: library calls stay in-process unless asked otherwise)."""
+    if compute is None:
+        return ComputeConfig(scheduler="serial")
+    if isinstance(compute, ComputeConfig):
+        return compute
+    if isinstance(compute, str):
+        return ComputeConfig(scheduler=compute)
+    return ComputeConfig.from_params(compute)
+
+
+def load_compute(params_file: str | Path = "params.yaml", override: Any = None) -> ComputeConfig:
+    """The ``compute`` section of ``params_file`` (defaults when absent), or ``override``
+    (a config, a mapping or a scheduler string) when given: what a notebook parameter
+    ``compute = None`` resolves to."""
+    if override is not None:
+        return as_compute(override)
+    from facebias.io import load_params
+
+    return ComputeConfig.from_params(load_params(params_file).get("compute"))
+
+
+def chunk_slices(n: int, size: int) -> list[slice]:
+    """``[0:size], [size:2 size], ...`` covering ``range(n)``; independent of any cluster."""
+    if size < 1:
+        raise ValueError(f"chunk size must be >= 1, got {size}")
+    return [slice(s, min(s + size, n)) for s in range(0, n, size)]
+
+
+@contextlib.contextmanager
+def dask_client(compute: ComputeConfig | Mapping | str | None) -> Iterator[Any]:
+    """A ``distributed.Client`` for ``compute`` (a LocalCluster is closed on exit; a remote
+    cluster is only disconnected from; a Client passed in is yielded as is, and for
+    ``"serial"`` this yields ``None``). Open one around several :func:`map_chunks` calls to
+    start the cluster once."""
+    if _is_client(compute):
+        yield compute
+        return
+    config = as_compute(compute)
+    if config.serial:
+        yield None
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - distributed is a pinned requirement
+        raise ImportError("Dask is needed for compute.scheduler != 'serial': "
+                          "pip install 'distributed' (see requirements.txt)") from exc
+    if config.scheduler == "local":
+        cluster = LocalCluster(n_workers=config.n_workers, threads_per_worker=config.threads_per_worker,
+                               processes=True, dashboard_address=":0", silence_logs=logging.ERROR)
+        with cluster, Client(cluster) as client:
+            yield client
+    elif config.scheduler.endswith(".json"):
+        with Client(scheduler_file=config.scheduler) as client:
+            yield client
+    else:
+        with Client(config.scheduler, timeout="30s") as client:
+            yield client
+
+
+def iter_chunks(fn: Callable[..., Any], items: Sequence[Any], compute: Any,
+                *, chunk_size: int | None = None, shared: tuple = (), desc: str = "chunks",
+                progress: bool = True) -> Iterator[tuple[int, slice, Any]]:
+    """Yield ``(chunk index, slice, fn(items[slice], *shared))`` for every chunk.
+
+    Serially the chunks come in order; on a cluster as they finish (so a caller can store
+    each one at once and lose nothing on a crash). ``shared`` objects are sent to every
+    worker once. ``fn`` must be importable by the workers (a module-level function or a
+    ``functools.partial`` of one). ``compute`` is a :class:`ComputeConfig`, a ``compute``
+    params mapping, a scheduler string, an open ``distributed.Client``, or ``None``
+    (serial). No chunks: no cluster is started.
+    """
+    from tqdm.auto import tqdm
+
+    config = ComputeConfig() if _is_client(compute) else as_compute(compute)
+    slices = chunk_slices(len(items), chunk_size or config.chunk_size)
+    if not slices:
+        return
+    with tqdm(total=len(items), desc=desc, unit="item", disable=not progress) as bar:
+        if config.serial:
+            for i, sl in enumerate(slices):
+                yield i, sl, fn(items[sl], *shared)
+                bar.update(sl.stop - sl.start)
+            return
+        from distributed import as_completed
+
+        with dask_client(compute) as client:
+            shared_f = [client.scatter(obj, broadcast=True, hash=False) for obj in shared]
+            futures = {client.submit(fn, items[sl], *shared_f, pure=False): (i, sl)
+                       for i, sl in enumerate(slices)}
+            for fut in as_completed(futures):
+                i, sl = futures[fut]
+                yield i, sl, fut.result()
+                bar.update(sl.stop - sl.start)
+                fut.release()
+
+
+def map_chunks(fn: Callable[..., Any], items: Sequence[Any], compute: Any,
+               **kwargs: Any) -> list[Any]:
+    """``[fn(chunk, *shared) for chunk in chunks]`` in chunk order, serially or on Dask
+    (keyword arguments as :func:`iter_chunks`)."""
+    out: dict[int, Any] = {}
+    for i, _, result in iter_chunks(fn, items, compute, **kwargs):
+        out[i] = result
+    return [out[i] for i in range(len(out))]
