@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_generate.py
 	$(BIN)/python benchmarks/bench_stylegan2.py
 	$(BIN)/python benchmarks/bench_rapid.py
+	$(BIN)/python benchmarks/bench_compute.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks
