@@ -397,8 +397,7 @@ metrics_out = {
     "semi_supervised": {"p": semi_p, "fmr": fmrs[0],
                         "delta_mean": {f"{f:g}": float(semi.loc[f].mean()) for f in semi.index}},
     "p_sweep": by_p.reset_index().to_dict(orient="records"),
-    "seconds": round(time.time() - t0, 1),
-}
+}  # no run times in the metrics: the same params give the same bytes
 write_json_atomic(root / reports_dir / "metrics" / f"{name}.json", metrics_out)
 print(f"done in {time.time() - t0:.0f} s")
 pd.Series({k: v for k, v in metrics_out.items() if isinstance(v, float | int)}).round(4)

@@ -116,7 +116,7 @@ def test_render_on_cluster_is_byte_identical(gen, client):
 def test_synthetic_products_on_cluster_are_byte_identical(gen, client, tmp_path):
     from facebias.generate.build import SynthConfig, render_products
 
-    cfg = SynthConfig(n_fit=1500, n_transects=2, n_candidates=5, n_seeds=3, n_negative=2, size=128,
+    cfg = SynthConfig(n_fit=1500, n_transects=2, n_candidates=4, n_seeds=2, n_negative=1, size=128,
                       batch_size=16)
     render_products(gen, cfg, tmp_path / "serial")
     render_products(gen, cfg, tmp_path / "dask", compute=client)
