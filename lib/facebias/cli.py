@@ -361,7 +361,8 @@ def _add_synth(sub: argparse._SubParsersAction) -> None:
         help="render the synthetic faces of papers 004 and 000 (DVC stage `synth`)",
         description="Fit the attribute hyperplanes, plan the transects (004) and the prototypes, "
         "sequences and pairs (000) from the `generate` section of a params file, render them "
-        "and write images, latents and tables under OUT (each file atomically).",
+        "and write images, latents and tables under OUT (each file atomically). The `compute` "
+        "section says where rendering runs (a Dask LocalCluster by default; same bytes either way).",
     )
     p.add_argument("--params", default="params.yaml", help="params file [default: params.yaml]")
     p.add_argument("--out", required=True, help="output folder, e.g. data/synthetic")
