@@ -12,7 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from facebias.compute import ComputeConfig, as_compute, chunk_slices, iter_chunks, map_chunks
+from facebias.compute import (
+    ComputeConfig,
+    as_compute,
+    chunk_slices,
+    iter_chunks,
+    map_chunks,
+    map_items,
+)
 
 distributed = pytest.importorskip("distributed")
 
@@ -59,6 +66,13 @@ def test_cluster_map_equals_serial_whatever_the_finish_order(client):
     assert [c.tolist() for c in dask] == [c.tolist() for c in serial]
     seen = [i for i, _, _ in iter_chunks(_scaled, items, client, chunk_size=7, shared=(2,), progress=False)]
     assert sorted(seen) == list(range(len(chunk_slices(101, 7))))
+
+
+def test_map_items_is_a_flat_per_item_map_serially_and_on_the_cluster(client):
+    items = [np.arange(k) for k in range(11)]
+    expected = [int(np.sum(x)) for x in items]
+    assert [int(v) for v in map_items(np.sum, items, None, chunk_size=3, progress=False)] == expected
+    assert [int(v) for v in map_items(np.sum, items, client, chunk_size=3, progress=False)] == expected
 
 
 def test_local_scheduler_string_starts_and_closes_its_own_cluster():

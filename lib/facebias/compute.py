@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ComputeConfig", "as_compute", "chunk_slices", "dask_client", "iter_chunks", "load_compute", "map_chunks"]
+__all__ = ["ComputeConfig", "as_compute", "chunk_slices", "dask_client", "iter_chunks", "load_compute", "map_chunks", "map_items"]
 
 _ADDRESS_PREFIXES = ("tcp://", "tls://", "ucx://", "inproc://", "ws://", "wss://")
 
@@ -179,3 +179,14 @@ def map_chunks(fn: Callable[..., Any], items: Sequence[Any], compute: Any,
     for i, _, result in iter_chunks(fn, items, compute, **kwargs):
         out[i] = result
     return [out[i] for i in range(len(out))]
+
+
+def _apply_each(chunk: Sequence[Any], fn: Callable[[Any], Any]) -> list[Any]:
+    return [fn(item) for item in chunk]
+
+
+def map_items(fn: Callable[[Any], Any], items: Sequence[Any], compute: Any, **kwargs: Any) -> list[Any]:
+    """``[fn(item) for item in items]``, in chunks, serially or on Dask (keyword arguments
+    as :func:`iter_chunks`; ``fn`` is sent to every worker once)."""
+    chunks = map_chunks(_apply_each, items, compute, shared=(fn,), **kwargs)
+    return [out for chunk in chunks for out in chunk]

@@ -398,8 +398,10 @@ def measure_factors(image: np.ndarray) -> dict:
     return out
 
 
-def _factor_row(ident: Any, item: np.ndarray | str | Path) -> dict:
-    """One :func:`factor_table` row; a read error or an exception becomes its reason."""
+def _factor_row(id_item: tuple[Any, np.ndarray | str | Path]) -> dict:
+    """One :func:`factor_table` row for ``(id, image or path)``; a read error or an
+    exception becomes its reason."""
+    ident, item = id_item
     try:
         if isinstance(item, str | Path):
             try:
@@ -412,11 +414,6 @@ def _factor_row(ident: Any, item: np.ndarray | str | Path) -> dict:
     for r in reasons:
         log.info("factor_table[%s]: %s", ident, r)
     return {"id": ident, **vals, "reason": "; ".join(reasons) or None}
-
-
-def factor_rows(chunk: Sequence[tuple[Any, np.ndarray | str | Path]]) -> list[dict]:
-    """Rows for one chunk of ``(id, image or path)`` (a Dask task or a serial step)."""
-    return [_factor_row(ident, item) for ident, item in chunk]
 
 
 def factor_table(
@@ -436,15 +433,14 @@ def factor_table(
     """
     import pandas as pd
 
-    from facebias.compute import map_chunks
+    from facebias.compute import map_items
 
     images = [str(x) if isinstance(x, Path) else x for x in images]
     ids = list(range(len(images))) if ids is None else list(ids)
     if len(ids) != len(images):
         raise ValueError(f"{len(ids)} ids for {len(images)} images")
-    chunks = map_chunks(factor_rows, list(zip(ids, images, strict=True)), compute, desc="factors",
-                        progress=progress)
-    rows = [row for chunk in chunks for row in chunk]
+    rows = map_items(_factor_row, list(zip(ids, images, strict=True)), compute, desc="factors",
+                     progress=progress)
     cols = ["id", *FACTOR_KEYS, *_EXTRA_KEYS]
     table = pd.DataFrame(rows, columns=cols)
     for col in (*FACTOR_KEYS, *_EXTRA_KEYS):

@@ -366,12 +366,8 @@ def render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any = None, 
         return _render_products(gen, cfg, Path(out), mesh_fn, client)
 
 
-def _mesh_chunk(images: Sequence[np.ndarray], mesh_fn: Any) -> list[np.ndarray | None]:
-    return [mesh_fn(img) for img in images]
-
-
 def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client: Any) -> dict[str, Any]:
-    from facebias.compute import map_chunks
+    from facebias.compute import map_items
     from facebias.faces.mesh import mesh_vector
 
     mesh_fn = mesh_fn or mesh_vector
@@ -393,8 +389,7 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
     protos = [_prototypes(z, hp, cfg) for z in cand]
     flat = np.asarray([p[g] for p in protos for g in GROUPS])
     frontal = render(gen, flat, _frontal(len(flat)), cfg.batch_size, "candidate prototypes", client)
-    meshes = [m for chunk in map_chunks(_mesh_chunk, frontal, client, chunk_size=cfg.batch_size,
-                                        shared=(mesh_fn,), desc="face mesh") for m in chunk]
+    meshes = map_items(mesh_fn, frontal, client, chunk_size=cfg.batch_size, desc="face mesh")
     dim = max((m.size for m in meshes if m is not None), default=1)
     mesh_arr = np.full((len(meshes), dim), np.nan)
     for i, m in enumerate(meshes):
