@@ -5,14 +5,16 @@ paper's structure, and rendering the products is deterministic to the byte."""
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pandas as pd
 import pytest
 
 from facebias import latent
-from facebias.generate import load_generator
+from facebias.generate import as_lights, as_yaws, load_generator
 from facebias.generate.build import (
     ATTRIBUTE_KINDS,
     GROUPS,
@@ -23,6 +25,7 @@ from facebias.generate.build import (
     plan_transects,
     render_products,
 )
+from facebias.generate.procedural import ProceduralGenerator
 
 SMALL = SynthConfig(n_fit=1500, n_transects=3, n_candidates=7, n_seeds=3, n_negative=2, size=128)
 
@@ -130,9 +133,24 @@ def _digest(folder: Path) -> str:
     return h.hexdigest()
 
 
+class CountingGenerator(ProceduralGenerator):
+    """The procedural generator, recording every (latent, yaw, light) it renders."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rendered: list[tuple[bytes, float, str]] = []
+
+    def synthesize(self, latents, yaw=None, light=None):
+        z = np.atleast_2d(np.asarray(latents, np.float64))
+        self.rendered += [(zi.tobytes(), float(y), repr(li))
+                          for zi, y, li in zip(z, as_yaws(yaw, len(z)), as_lights(light, len(z)), strict=True)]
+        return super().synthesize(latents, yaw=yaw, light=light)
+
+
 @pytest.mark.timeout(600)
 def test_render_products_is_complete_and_byte_identical(gen, tmp_path):
-    a = render_products(gen, SMALL, tmp_path / "a")
+    counting = CountingGenerator(size=128, seed=0)
+    a = render_products(counting, SMALL, tmp_path / "a")
     assert a["hcic"]["n_prototypes"] == 18 and len(a["hcic"]["selected_seeds"]) == 3
     pairs = pd.read_parquet(tmp_path / "a" / "hcic" / "pairs.parquet")
     assert (pairs["label"] == 1).sum() == 18 * 20 and (pairs["label"] == 0).sum() == 18 * 2 * 20
@@ -143,3 +161,17 @@ def test_render_products_is_complete_and_byte_identical(gen, tmp_path):
     render_products(gen, SMALL, tmp_path / "b")
     assert _digest(tmp_path / "a") == _digest(tmp_path / "b")
     assert latent.orthogonalize(np.load(tmp_path / "a" / "hyperplanes.npz")["normals"]).shape[0] == 10
+    # the selected prototypes are rendered once (for seed selection) and that render is the
+    # one written: it equals a fresh frontal, front-lit render of the prototype's latent
+    img = pd.read_parquet(tmp_path / "a" / "hcic" / "images.parquet")
+    hz = np.load(tmp_path / "a" / "hcic" / "latents.npy")
+    proto = np.flatnonzero(img["is_prototype"].to_numpy())
+    counts = Counter(counting.rendered)
+    front = repr(as_lights("front", 1)[0])
+    assert [counts[(hz[i].tobytes(), 0.0, front)] for i in proto] == [1] * len(proto)
+    assert sum(counts.values()) == len(counting.rendered)
+    n_transect = len(pd.read_parquet(tmp_path / "a" / "transects" / "images.parquet"))
+    assert len(counting.rendered) == n_transect + SMALL.n_candidates * 6 + len(img) - len(proto)
+    for i in proto[:4]:
+        png = cv2.imread(str(tmp_path / "a" / "hcic" / "images" / f"{img['image_id'].iat[i]}.png"))[..., ::-1]
+        np.testing.assert_array_equal(png, gen.synthesize(hz[i], yaw=0.0, light="front")[0])

@@ -144,14 +144,40 @@ def test_errors_and_best_threshold_hand_case():
 
 
 # --------------------------------------------------------------------------- regression
-def test_fast_refit_matches_sklearn_on_weighted_data(experiment):
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fit_error_model_matches_sklearn(experiment, weighted):
+    """The one logistic fitter against an independent implementation (sklearn lbfgs)."""
     df, X, _ = experiment
-    rng = np.random.default_rng(3)
-    w = rng.poisson(1.0, len(df)).astype(float)
-    ref = LogisticRegression(C=1.0, tol=1e-10, max_iter=5000).fit(X, df["e"].astype(int), sample_weight=w)
-    theta = T._fit_lbfgs(X.to_numpy(float), df["e"].to_numpy(int), w, 1.0, np.zeros(18), tol=1e-10)
-    np.testing.assert_allclose(theta[:-1], ref.coef_[0], atol=2e-4)
-    np.testing.assert_allclose(theta[-1], ref.intercept_[0], atol=2e-4)
+    w = np.random.default_rng(3).poisson(1.0, len(df)).astype(float) if weighted else None
+    ref = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000).fit(X, df["e"].astype(int), sample_weight=w)
+    coef, intercept = T.fit_error_model(X, df["e"], sample_weight=w)
+    np.testing.assert_allclose(coef, ref.coef_[0], atol=2e-5)
+    assert abs(intercept - ref.intercept_[0]) < 2e-5
+    # warm-started refits (the bootstrap's path) land on the same optimum
+    theta = T._fit_lbfgs(X.to_numpy(float), df["e"].to_numpy(float), np.ones(len(df)) if w is None else w,
+                         1.0, np.r_[ref.coef_[0], ref.intercept_[0]] + 0.3, tol=1e-9)
+    np.testing.assert_allclose(theta, np.r_[coef, intercept], atol=2e-5)
+
+
+def test_fit_error_model_rejects_bad_input():
+    X = np.eye(4)
+    with pytest.raises(ValueError, match="0/1"):
+        T.fit_error_model(X, [0, 1, 2, 0])
+    with pytest.raises(ValueError, match="both classes"):
+        T.fit_error_model(X, [0, 0, 0, 0])
+    with pytest.raises(ValueError, match="sample_weight"):
+        T.fit_error_model(X, [0, 1, 0, 1], sample_weight=[1, -1, 1, 1])
+    with pytest.raises(ValueError, match="NaN"):
+        T.fit_error_model(np.full((4, 2), np.nan), [0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"\(n, p\)"):
+        T.fit_error_model(X, [0, 1])
+
+
+def test_bootstrap_full_fit_equals_the_uncollapsed_fit(experiment):
+    df, X, res = experiment
+    coef, intercept = T.fit_error_model(X, df["e"])
+    np.testing.assert_allclose(res.coef, coef, atol=1e-5)
+    assert abs(res.intercept - intercept) < 1e-5
 
 
 def test_coefficients_sum_to_zero_within_each_group(experiment):

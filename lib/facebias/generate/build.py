@@ -400,7 +400,7 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
     hz, himg, slots = plan_hcic(gen, hp, cand[chosen], cfg, seed_ids=chosen)
     truth = gen.truth(hz).add_prefix("true_")
     himg = pd.concat([himg, truth.reset_index(drop=True)], axis=1)
-    write_pngs(out / "hcic" / "images", himg["image_id"], render(gen, hz, himg, cfg.batch_size, "HCIC set", client))
+    write_pngs(out / "hcic" / "images", himg["image_id"], _render_hcic(gen, hz, himg, flat, frontal, cfg, client))
     protos_tab = himg[himg["is_prototype"]][["seed", "group", "prototype_id"]]
     pairs = latent.hcic_pairs(protos_tab, slots, n_negative=cfg.n_negative, seed=cfg.seed)
     _save_table(himg, out / "hcic" / "images.parquet")
@@ -421,6 +421,23 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
     }
     write_json_atomic(out / "summary.json", summary)
     return summary
+
+
+def _render_hcic(gen: Any, hz: np.ndarray, himg: pd.DataFrame, flat: np.ndarray,
+                 frontal: Sequence[np.ndarray], cfg: SynthConfig, client: Any) -> list[np.ndarray]:
+    """The HCIC images, reusing the frontal renders of the selected prototypes made for seed
+    selection (``flat`` / ``frontal``: candidate ``i``'s group ``g`` at ``i * 6 + g``) instead
+    of rendering them again; a prototype whose latent does not match is rendered."""
+    groups = list(GROUPS)
+    images: list[np.ndarray | None] = [None] * len(himg)
+    for i, (proto, seed, group) in enumerate(zip(himg["is_prototype"], himg["seed"], himg["group"], strict=True)):
+        k = int(seed) * len(groups) + groups.index(group)
+        if proto and himg["yaw"].iat[i] == 0 and himg["light"].iat[i] == "front" and np.array_equal(hz[i], flat[k]):
+            images[i] = frontal[k]
+    todo = [i for i, im in enumerate(images) if im is None]
+    for i, im in zip(todo, render(gen, hz[todo], himg.iloc[todo], cfg.batch_size, "HCIC set", client), strict=True):
+        images[i] = im
+    return images
 
 
 def write_products(params: Mapping[str, Any], out: Path, compute: Any = None) -> dict[str, Any]:

@@ -13,7 +13,8 @@ Pipeline (notes ``seeds_004_000.md`` A1.10-A1.13):
   gender / skin / hair; :func:`design_matrix` builds the 17-column one-hot covariates.
 * :func:`errors`: ``e = 1[(P(male) > threshold) != y_male]``.
 * :func:`bootstrap_error_model`: L2 logistic regression of ``e`` on the one-hot covariates
-  (sklearn, lbfgs, C = 1, unpenalised intercept), 1,000 bootstrap refits (images or
+  (sklearn's objective: C = 1, unpenalised intercept; one L-BFGS fitter, checked against
+  sklearn in the tests), 1,000 bootstrap refits (images or
   transect clusters) through :func:`facebias.stats.bootstrap_weights`.
 * :func:`group_errors` / :func:`paired_groups` / :func:`age_gender_errors`: Figs 13, 14, 16
   with Wilson intervals.
@@ -290,20 +291,13 @@ def best_threshold(p_male: Any, y_male: Any, grid: Any = None) -> tuple[float, n
 
 
 # --------------------------------------------------------------------------- regression
-def _logreg(C: float, tol: float):
-    from sklearn.linear_model import LogisticRegression
-
-    # L2 is sklearn's default penalty; the intercept is not penalised by lbfgs
-    return LogisticRegression(C=C, solver="lbfgs", tol=tol, max_iter=2000)
-
-
 def _fit_lbfgs(X: np.ndarray, y: np.ndarray, w: np.ndarray, C: float, theta0: np.ndarray,
                tol: float = 1e-6) -> np.ndarray:
     """sklearn's L2 logistic objective ``C * sum_i w_i logloss_i + ||coef||^2 / 2`` (intercept
     unpenalised), divided by ``sum(w)`` as sklearn does, minimised with scipy's L-BFGS-B from
-    ``theta0 = [coef..., intercept]``. The same minimiser as ``fit_error_model`` without
-    sklearn's per-call validation (~50x faster on small collapsed designs); the tests check
-    the two agree."""
+    ``theta0 = [coef..., intercept]``; returns ``[coef..., intercept]``. The one logistic
+    fitter of this module (no per-call validation: callers check their inputs); the tests
+    check it against sklearn's ``LogisticRegression``."""
     from scipy.optimize import minimize
 
     Xb = np.column_stack([X, np.ones(len(X))])
@@ -325,17 +319,27 @@ def _fit_lbfgs(X: np.ndarray, y: np.ndarray, w: np.ndarray, C: float, theta0: np
     return res.x
 
 
-def fit_error_model(X: Any, e: Any, C: float = 1.0, sample_weight: Any = None, tol: float = 1e-8):
-    """L2 logistic regression of the error ``e`` (0/1) on covariates ``X`` (sklearn
-    ``LogisticRegression``, lbfgs, ``C = 1`` as in 004, unpenalised intercept). Returns
-    the fitted estimator (``coef_[0]`` in the column order of ``X``)."""
+def fit_error_model(X: Any, e: Any, C: float = 1.0, sample_weight: Any = None,
+                    tol: float = 1e-9) -> tuple[np.ndarray, float]:
+    """L2 logistic regression of the error ``e`` (0/1) on covariates ``X``: sklearn's
+    ``LogisticRegression`` objective (``C = 1`` as in 004, unpenalised intercept), minimised
+    by :func:`_fit_lbfgs`. Returns ``(coef, intercept)``, ``coef`` in the column order of
+    ``X``; ``P(e = 1) = sigmoid(X @ coef + intercept)``."""
     Xa = np.asarray(X, dtype=float)
     ea = np.asarray(e, dtype=float)
     if Xa.ndim != 2 or ea.shape != (Xa.shape[0],):
         raise ValueError(f"X must be (n, p) and e (n,), got {Xa.shape} and {ea.shape}")
     if not np.isin(ea, (0, 1)).all():
         raise ValueError("e must be 0/1 (drop NaN errors first)")
-    return _logreg(C, tol).fit(Xa, ea.astype(int), sample_weight=sample_weight)
+    if not np.isfinite(Xa).all():
+        raise ValueError("X has NaN or infinite values")
+    w = np.ones(len(ea)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    if w.shape != ea.shape or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+        raise ValueError(f"sample_weight must be {ea.shape[0]} finite non-negative weights with a positive sum")
+    if w[ea == 1].sum() == 0 or w[ea == 0].sum() == 0:
+        raise ValueError("e must contain both classes (with positive weight)")
+    theta = _fit_lbfgs(Xa, ea, w, C, np.zeros(Xa.shape[1] + 1), tol)
+    return theta[:-1], float(theta[-1])
 
 
 @dataclass
@@ -385,17 +389,21 @@ def bootstrap_error_model(X: Any, e: Any, n_boot: int = 1000, seed: int = 0, clu
     clusters``). Resamples are weights, never copies: identical (covariates, error) rows are
     collapsed once and each refit sees at most one weighted row per distinct pattern (at
     most 2 x 384 for the 17-column design), minimised by :func:`_fit_lbfgs` (sklearn's
-    objective, scipy's L-BFGS-B) warm-started from the previous fit, so 1,000 refits take a
+    objective, scipy's L-BFGS-B), each warm-started from the full-data fit (not from the previous
+    replicate, so tolerance drift cannot accumulate along the chain); 1,000 refits take a
     few seconds. Replicates where an error class got zero weight are NaN.
     """
     names = list(X.columns) if isinstance(X, pd.DataFrame) else [f"x{i}" for i in range(np.shape(X)[1])]
     Xa = np.asarray(X, dtype=float)
     ea = np.asarray(e, dtype=float)
-    full = fit_error_model(Xa, ea, C=C)
     n = Xa.shape[0]
+    if Xa.ndim != 2 or ea.shape != (n,):
+        raise ValueError(f"X must be (n, p) and e (n,), got {Xa.shape} and {ea.shape}")
     patterns, inverse = np.unique(np.column_stack([Xa, ea]), axis=0, return_inverse=True)
     inverse = inverse.ravel()
     Xu, eu = patterns[:, :-1], patterns[:, -1].astype(int)
+    # the full-data fit on the collapsed patterns weighted by their counts (same objective)
+    coef, intercept = fit_error_model(Xu, eu, C=C, sample_weight=np.bincount(inverse, minlength=len(eu)))
     if clusters is None:
         weights = bootstrap_weights(n, n_boot, seed)
         unit = "images"
@@ -407,18 +415,18 @@ def bootstrap_error_model(X: Any, e: Any, n_boot: int = 1000, seed: int = 0, clu
         unit = "clusters"
     from threadpoolctl import threadpool_limits
 
-    theta = np.r_[full.coef_[0], full.intercept_[0]]
+    theta0 = np.r_[coef, intercept]
     reps = np.full((n_boot, Xa.shape[1]), np.nan)
     with threadpool_limits(1):  # tiny BLAS calls: threads only add contention
         for b, w in enumerate(weights):
             wu = np.bincount(inverse, weights=w, minlength=len(eu))
             if wu[eu == 1].sum() == 0 or wu[eu == 0].sum() == 0:
                 continue
-            theta = _fit_lbfgs(Xu, eu, wu, C, theta, tol)
+            theta = _fit_lbfgs(Xu, eu, wu, C, theta0, tol)
             reps[b] = theta[:-1]
     lo, hi = percentile_interval(reps, ci)
     sd = np.nanstd(reps, axis=0, ddof=1) if n_boot > 1 else np.full(Xa.shape[1], np.nan)
-    return ErrorModelResult(names, full.coef_[0].copy(), float(full.intercept_[0]), sd, lo, hi,
+    return ErrorModelResult(names, coef, intercept, sd, lo, hi,
                             n_boot, ci, unit, n, reps)
 
 
