@@ -30,8 +30,11 @@ reproduce: $(STAMP)
 	$(BIN)/dvc repro
 	@echo "figures: reports/figures/  metrics: reports/metrics/ (dvc metrics show)  notebooks: reports/notebooks/"
 
+# test files spread over TEST_WORKERS processes (pytest-xdist; whole files, so module fixtures
+# such as the DVC pipeline run once); TEST_WORKERS=0 runs them in this process
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # offline page of every DVC plot (dvc plots show --json; images inline, data plots as SVG, no scripts)
 plots: $(STAMP)
