@@ -219,7 +219,9 @@ display(pd.DataFrame({"here": counts, "scaled to 600 prototypes": {k: v * scale 
 # gender direction (5 levels per identity, pooled). **Open:** dlib's median same-group
 # impostor distance stays near 0.44-0.45 against a target of 0.5 — dlib sees these
 # stylised renders as alike (shape, colour and even photographic LFW texture moved it by
-# at most 0.04). **Known limitation:** the FMR at the published thresholds (SFace
+# at most 0.04); even impostors of another race or gender reach only about 0.47-0.48
+# (the grey bar under it), so the limit is the rendering style, not the identity spread.
+# **Known limitation:** the FMR at the published thresholds (SFace
 # cosine 0.363, dlib distance 0.6) is high — models trained on photographs find the
 # renders of different identities more alike than photos of different people.
 
@@ -236,6 +238,7 @@ if check_models:
         ("dlib_auc", "dlib AUC genuine vs same-group impostor", 0.97, ">="),
         ("sface_median_impostor", "SFace median impostor cosine", 0.6, "<="),
         ("dlib_median_impostor", "dlib median impostor distance", 0.5, ">="),
+        ("dlib_median_impostor_other_group", "dlib median distance, other race or gender", None, ""),
         ("gender_spearman_transect_pooled", "gender: Spearman(P(male), gender value), transects", 0.7, ">="),
         ("gender_spearman", "gender: the same, one render per identity", None, ""),
         ("p_male_female_end", "mean P(male) at the female end", 0.4, "<="),

@@ -42,9 +42,10 @@ def test_identity_spread_sface(report):
 
 @pytest.mark.xfail(
     reason="known limitation: median same-group impostor dlib distance is 0.441 (seed 1, 60 "
-    "ids) / 0.436 (seed 2, 100 ids); dlib's distances barely respond to the renderer's shape "
-    "and colour variation (identity_scale 3.5 reaches only 0.49 and costs detection; more "
-    "identity spread also lowers the gender Spearman)",
+    "ids) / 0.436 (seed 2, 100 ids). The renders are compact in dlib's space as a whole: "
+    "impostors of another race or gender reach a median of only ~0.47 (0.481 for other race "
+    "and gender, 120 ids), colour does not matter to dlib (greyscale renders: 0.444) and "
+    "more shape spread levels off at ~0.47 while costing detection and AUC",
     strict=False,
 )
 def test_identity_spread_dlib(report):
@@ -54,6 +55,14 @@ def test_identity_spread_dlib(report):
 
 def test_identity_spread_dlib_floor(report):
     assert report["dlib_median_impostor"] >= 0.42
+
+
+@pytest.mark.parametrize("model", ["sface", "dlib"])
+def test_other_groups_look_less_alike_than_the_same_group(report, model):
+    """The planted demographic cues register with both models: impostors of another race or
+    gender are less similar than same-group impostors (the tests' definition of "group")."""
+    same, other = report[f"{model}_median_impostor"], report[f"{model}_median_impostor_other_group"]
+    assert (other < same) if model == "sface" else (other > same)
 
 
 def test_published_threshold_rates_reported(report):

@@ -82,7 +82,9 @@ def acceptance_report(
     """Detection, identity and gender acceptance numbers of ``generator`` (see module doc).
 
     Returns a flat dict: ``detect_rate``, ``render_ids_per_s``, per model ``<m>_auc``,
-    ``<m>_enrol_rate``, ``<m>_median_impostor`` (SFace cosine / dlib distance),
+    ``<m>_enrol_rate``, ``<m>_median_impostor`` (SFace cosine / dlib distance of
+    same-group impostors), ``<m>_median_impostor_other_group`` (impostors of another race
+    or gender: how far apart the renders get at all),
     ``<m>_median_genuine``, ``<m>_fmr_at_published`` (threshold SFace 0.363 cosine,
     dlib 0.6 distance), ``<m>_fnmr_at_published``, ``n_impostor_pairs``; and when
     ``gender``: ``gender_spearman``, ``gender_spearman_transect_pooled``,
@@ -132,6 +134,10 @@ def acceptance_report(
         else:  # a distance: smaller = more alike
             imp, genuine, sign = dist[mask], np.diag(dist), -1.0
         report[f"{m}_median_impostor"] = float(np.nanmedian(imp))
+        # impostors of another race or gender: how far apart the renders get at all
+        other = ~same
+        report[f"{m}_median_impostor_other_group"] = float(
+            np.nanmedian(sim[other] if kind == "cosine" else dist[other])) if other.any() else float("nan")
         report[f"{m}_median_genuine"] = float(np.nanmedian(genuine))
         report[f"{m}_fmr_at_published"] = float(np.nanmean(sign * imp[np.isfinite(imp)] >= sign * thr))
         report[f"{m}_fnmr_at_published"] = float(np.nanmean(sign * genuine[np.isfinite(genuine)] < sign * thr))
