@@ -174,7 +174,7 @@ fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
 for k, (set_name, color) in enumerate((("original", "0.5"), ("balanced", "#4393c3"))):
     t = tpr[set_name].reindex(list(BFW_GROUPS))
     x = np.arange(8) + (k - 0.5) * 0.3
-    ax.errorbar(x, t["tpr"], yerr=[t["tpr"] - t["tpr_lo"], t["tpr_hi"] - t["tpr"]], fmt="o", color=color,
+    ax.errorbar(x, t["tpr"], yerr=plots.interval_err(t["tpr"], t["tpr_lo"], t["tpr_hi"]), fmt="o", color=color,
                 capsize=3, label=set_name)
 ax.set_xticks(range(8), BFW_GROUPS)
 ax.set_ylabel(f"TPR at FMR = {float(cfg['tpr_fmr']):g}")

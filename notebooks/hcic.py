@@ -181,7 +181,7 @@ for s in SYSTEMS:
             for j, g in enumerate(GROUPS):
                 gs = sub[sub["group"] == g]
                 x = gs["level_human"].to_numpy() + (j - 2.5) * 0.12
-                ax.errorbar(x, gs["median"], yerr=[gs["median"] - gs["q15"], gs["q85"] - gs["median"]],
+                ax.errorbar(x, gs["median"], yerr=plots.interval_err(gs["median"], gs["q15"], gs["q85"]),
                             fmt="o", ms=3.5, lw=1, color=plots.group_color(g), label=g if r == c == 0 else None)
             ax.axhline(FIXED[s], color="C3", ls="--", lw=1)
             ax.set_xticks(range(5), LEVEL_NAMES[attr], fontsize=8)
@@ -264,7 +264,7 @@ for ax, s in zip(axes[0], SYSTEMS, strict=True):
     tab = fnmr_tables[(s, t_main)].set_index("group")
     tab = tab.loc[[g for g in GROUPS if g in tab.index]]
     ax.bar(tab.index, tab["fnmr_group"], color=[plots.group_color(g) for g in tab.index],
-           yerr=[tab["fnmr_group"] - tab["fnmr_group_lo"], tab["fnmr_group_hi"] - tab["fnmr_group"]], capsize=3)
+           yerr=plots.interval_err(tab["fnmr_group"], tab["fnmr_group_lo"], tab["fnmr_group_hi"]), capsize=3)
     ax.set_title(f"{s}: FNMR at FMR = {fmr:g}", fontsize=10)
     ax.set_ylabel("FNMR (95 % prototype bootstrap CI)")
 plots.stamp(fig, provenance)
@@ -280,7 +280,7 @@ display(consistency.round(3))  # noqa: F821
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
 ax = axes[0]
 ax.errorbar(consistency["attribute"], consistency["median"],
-            yerr=[consistency["median"] - consistency["q15"], consistency["q85"] - consistency["median"]],
+            yerr=plots.interval_err(consistency["median"], consistency["q15"], consistency["q85"]),
             fmt="o", capsize=4)
 ax.set(ylabel="per-pair SD / 4", title="annotator consistency (median, 15-85 %)", ylim=(0, 0.6))
 ax = axes[1]

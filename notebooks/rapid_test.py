@@ -200,7 +200,7 @@ for i, (ax, s) in enumerate(zip(axes[0], systems, strict=True)):
         t = table[(table["system"] == s) & (table["group"] != R.ALL)].set_index("group")
         t = t.reindex([g for g in groups if g in t.index])
         x = np.arange(len(t)) + off
-        ax.errorbar(x, t["eer"], yerr=[t["eer"] - t["eer_lo"], t["eer_hi"] - t["eer"]], fmt="o",
+        ax.errorbar(x, t["eer"], yerr=plots.interval_err(t["eer"], t["eer_lo"], t["eer_hi"]), fmt="o",
                     color=f"C{i}", capsize=2, label=kind, **kw)
         ax.set_xticks(np.arange(len(t)), t.index)
     ax.set_yscale("log")

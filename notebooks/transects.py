@@ -99,12 +99,6 @@ print(provenance)
 print(f"{len(images)} transect images; n_boot={n_boot}, seed={seed}, thresholds={thresholds}")
 
 
-def bounds(rate, lo, hi):
-    """Error-bar lengths below / above a rate (clipped at 0 against rounding)."""
-    rate, lo, hi = (np.asarray(v, dtype=float) for v in (rate, lo, hi))
-    return [np.clip(rate - lo, 0, None), np.clip(hi - rate, 0, None)]
-
-
 def load_png(image_id):
     return np.asarray(Image.open(data / "transects" / "images" / f"{image_id}.png").convert("RGB"))
 
@@ -255,7 +249,7 @@ for r, ds in enumerate(group_tables):
         bars = ax.bar(x, g["rate"].fillna(0), color=colors, edgecolor="k", lw=0.4)
         for bar, h in zip(bars, g["hair"], strict=True):
             bar.set_hatch("" if h == "s" else "//")
-        ax.errorbar(x, g["rate"], yerr=bounds(g["rate"], g["lo"], g["hi"]), fmt="none", ecolor="k", lw=1)
+        ax.errorbar(x, g["rate"], yerr=plots.interval_err(g["rate"], g["lo"], g["hi"]), fmt="none", ecolor="k", lw=1)
         ax.set_xticks(x, [f"{lab}\n{k}/{n}" for lab, k, n in zip(g["group"], g["k"], g["n"], strict=True)], fontsize=7)
         ax.set_title(f"{ds}: {clf}", fontsize=9)
     axes[r, 0].set_ylabel("error rate (threshold 0.5)")
@@ -277,8 +271,8 @@ for r, clf in enumerate(CLASSIFIERS):
     for c, attr in enumerate(["skin", "gender", "hair"]):
         ax = axes[r, c]
         p = pairs[clf][pairs[clf]["attribute"] == attr]
-        ax.errorbar(p["x"], p["y"], xerr=bounds(p["x"], p["x_lo"], p["x_hi"]),
-                    yerr=bounds(p["y"], p["y_lo"], p["y_hi"]), fmt="o", ms=4, lw=0.8)
+        ax.errorbar(p["x"], p["y"], xerr=plots.interval_err(p["x"], p["x_lo"], p["x_hi"]),
+                    yerr=plots.interval_err(p["y"], p["y_lo"], p["y_hi"]), fmt="o", ms=4, lw=0.8)
         for _, row in p.iterrows():
             ax.annotate(row["shared"], (row["x"], row["y"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
         ax.plot([0, 1], [0, 1], "k--", lw=0.7)
@@ -378,7 +372,7 @@ for r, t in enumerate(thresholds):
         a = age_tables[clf][age_tables[clf]["threshold"] == t]
         for g, col in (("F", "#d6604d"), ("M", "#4393c3")):
             s = a[(a["gender"] == g) & (a["n"] > 0)]
-            ax.errorbar(s["age_level"], s["rate"], yerr=bounds(s["rate"], s["lo"], s["hi"]),
+            ax.errorbar(s["age_level"], s["rate"], yerr=plots.interval_err(s["rate"], s["lo"], s["hi"]),
                         marker="o", color=col, label=g, capsize=2)
         ax.set_xticks(range(6), T.AGE_NAMES, rotation=30, fontsize=7)
         ax.set_title(f"{clf}, threshold {t}", fontsize=9)

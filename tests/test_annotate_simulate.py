@@ -75,19 +75,28 @@ def _pairs(n: int, d: float, group: str, start: int = 0) -> pd.DataFrame:
 
 def test_pair_votes_hcic_labels_and_spread():
     pairs = pd.concat([_pairs(600, 0.15, "A"), _pairs(1200, 0.70, "A", 600)], ignore_index=True)
-    v = simulate_pair_votes(pairs, 9, Panel(), noise=1.2)
+    v = simulate_pair_votes(pairs, 9, Panel())  # default noise 1.7
     assert set(v["question"]) == {"identity"} and v["value"].between(0, PAIR_SCALE.k - 1).all()
     ids, m = votes_matrix(v, "identity")
     assert m.shape == (1800, 9)
     h = hcic(m)
     same, diff = h[:600], h[600:]
-    assert (same <= 0.3).mean() > 0.85 and (diff > 0.3).mean() > 0.95
+    assert (same <= 0.3).mean() > 0.8 and (diff > 0.3).mean() > 0.9
     sd = np.median(item_sd(m, 5))
-    assert 0.2 <= sd <= 0.35, sd            # paper 000: per-pair SD median ~0.3
-    # truth ordering is recovered pair by pair on a continuum
+    assert 0.27 <= sd <= 0.35, sd            # paper 000: per-pair SD median ~0.3
+
+
+def test_pair_votes_spread_grows_and_ordering_weakens_with_noise():
+    """On a continuum of truths the votes recover the ordering pair by pair; more noise means
+    more spread and a weaker (still strong) ordering."""
     cont = _pairs(500, 0.0, "A").assign(dissimilarity=np.linspace(0, 1, 500))
-    _, mc = votes_matrix(simulate_pair_votes(cont, 9, Panel()), "identity")
-    assert stats.spearmanr(hcic(mc), cont["dissimilarity"]).statistic > 0.9
+    rho, sd = [], []
+    for noise in (0.0, 1.2, 1.7):
+        _, mc = votes_matrix(simulate_pair_votes(cont, 9, Panel(), noise=noise), "identity")
+        rho.append(stats.spearmanr(hcic(mc), cont["dissimilarity"]).statistic)
+        sd.append(np.median(item_sd(mc, 5)))
+    assert rho[0] > rho[1] > rho[2] > 0.85, rho
+    assert sd[0] < sd[1] < sd[2], sd
 
 
 def _group_gap(effect: float) -> tuple[float, float]:

@@ -101,6 +101,15 @@ def heatmap(ax: plt.Axes, table: pd.DataFrame, fmt: str = "{:+.0f}", cmap: str =
     plt.colorbar(im, ax=ax, label=label, shrink=0.8)
 
 
+def interval_err(estimate, lo, hi) -> np.ndarray:
+    """Error-bar lengths ``(2, n)`` below / above ``estimate`` for an interval ``[lo, hi]``, for
+    matplotlib's ``yerr`` / ``xerr``. A percentile-bootstrap interval need not contain the
+    point estimate (e.g. an FNMR of 1.0 with a bootstrap interval below it); the bar on that
+    side then has length 0 instead of a negative length, which matplotlib rejects."""
+    est, lo, hi = (np.asarray(v, dtype=float) for v in (estimate, lo, hi))
+    return np.stack([np.clip(est - lo, 0.0, None), np.clip(hi - est, 0.0, None)])
+
+
 def stamp(fig: plt.Figure, text: str) -> None:
     """Provenance line below a figure's axes (backend, data, seed); saved with the figure."""
     fig.text(0.005, 0.0, text, fontsize=7, color="0.35", ha="left", va="top")
