@@ -183,6 +183,8 @@ def test_hcic(pipeline):
     pairs = pd.read_parquet(pipeline.root / "data" / "synthetic" / "hcic" / "pairs.parquet")
     assert "simulated panel" in m["provenance"] and m["n_pairs"] == len(pairs) > 0
     assert m["similarity_by_relation"]["toy"]["ordered"]
+    # the simulated panel's identity answers spread like the paper's (median per-pair SD ~0.3)
+    assert 0.25 <= m["per_pair_sd"]["median"] <= 0.35
 
 
 # --------------------------------------------------------------------------- paper 001
@@ -203,7 +205,9 @@ def test_report_metrics_and_offline_plots(pipeline):
         assert f"{name}.json" in shown
     pipeline.sh("facebias", "plots", "-o", "reports/plots.html")  # dvc plots, rendered offline
     page = (pipeline.root / "reports" / "plots.html").read_text()
-    assert page.count("<svg") >= 1 and page.count("data:image/png;base64,") >= 30
+    # DET data plots: the synthetic world's and the real-data stage's (bfw_real@fx)
+    assert page.count("<svg") >= 2 and page.count("data:image/png;base64,") >= 30
+    assert "bfw_det.csv" in page and "bfw_real_fx_det.csv" in page
     assert "<script" not in page and "missing:" not in page
 
 
