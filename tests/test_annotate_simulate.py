@@ -99,6 +99,26 @@ def test_pair_votes_spread_grows_and_ordering_weakens_with_noise():
     assert sd[0] < sd[1] < sd[2], sd
 
 
+def test_realism_filter_removes_far_shell_latents_and_only_those():
+    """Planted uncanniness: latents on the typical shell of N(0, I) are never voted uncanny
+    (mean normalised score >= 0.8, the 000 filter), latents far outside it mostly are."""
+    rng = np.random.default_rng(5)
+    d, n = 96, 400
+    u = rng.standard_normal((n, d))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    r = np.r_[np.full(n // 2, 1.0), np.full(n // 2, 1.25)]  # |z| / sqrt(d)
+    z = u * (r * np.sqrt(d))[:, None]
+    truth = realism_truth(z)
+    np.testing.assert_allclose(truth[: n // 2], 0.15)
+    np.testing.assert_allclose(truth[n // 2:], 0.90)
+    items = pd.DataFrame({"item_id": [f"i{i}" for i in range(n)], "true_uncanny": truth})
+    v = simulate_image_votes(items, {"uncanny": SCALES_000["uncanny"]}, 9, Panel(), {"uncanny": "true_uncanny"})
+    ids, m = votes_matrix(v, "uncanny")
+    flagged = pd.Series(score(m, SCALES_000["uncanny"].k, agg="mean") >= 0.8, index=ids)[items["item_id"]].to_numpy()
+    assert not flagged[: n // 2].any()
+    assert flagged[n // 2:].mean() > 0.6
+
+
 def _group_gap(effect: float) -> tuple[float, float]:
     """HCIC(minority group) - HCIC(majority group) on different-identity pairs of equal truth,
     with its bootstrap-free standard error."""
