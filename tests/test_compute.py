@@ -106,6 +106,30 @@ def test_compute_config_forms():
     assert ComputeConfig().scheduler == "local"
 
 
+def test_a_client_is_recognised_by_type_not_by_name(client):
+    from facebias.compute import _is_client
+
+    class Client:  # same name and methods, not a distributed.Client
+        def submit(self): ...
+        def scatter(self): ...
+
+    assert _is_client(client) and not _is_client(Client()) and not _is_client("tcp://x:1")
+    # an impostor is taken as a scheduler spec and rejected as such, not used as a client
+    with pytest.raises((TypeError, ValueError)):
+        map_chunks(_scaled, [1.0], Client(), shared=(1,), progress=False)
+
+
+def test_serial_paths_do_not_import_distributed():
+    import subprocess
+    import sys
+
+    code = ("import sys; from facebias.compute import map_chunks, map_items; "
+            "assert map_chunks(sum, [1, 2, 3], None, chunk_size=2, progress=False) == [3, 3]; "
+            "assert map_items(abs, [-1, 2], None, progress=False) == [1, 2]; "
+            "assert 'distributed' not in sys.modules, 'imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 # --------------------------------------------------------------------------- generation
 @pytest.fixture(scope="module")
 def gen():

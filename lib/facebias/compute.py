@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +71,10 @@ class ComputeConfig:
 
 
 def _is_client(obj: Any) -> bool:
-    return type(obj).__name__ == "Client" and hasattr(obj, "submit") and hasattr(obj, "scatter")
+    """Whether ``obj`` is a ``distributed.Client``, without importing distributed on serial
+    paths: an object cannot be a Client unless the module is already loaded."""
+    mod = sys.modules.get("distributed")
+    return mod is not None and isinstance(obj, mod.Client)
 
 
 def as_compute(compute: ComputeConfig | Mapping[str, Any] | str | None) -> ComputeConfig:
