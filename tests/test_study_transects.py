@@ -339,3 +339,21 @@ def test_one_sided_shortcut_only_constrains_women():
     men_long = np.mean(table.loc[~female, "hair_length_c"] > 0)
     assert 0.35 < men_long < 0.65  # men: any length
     assert table["gender_c"].abs().between(0.2, 1.0).all()
+
+
+# --------------------------------------------------------------------------- pixel signal
+def test_pixel_signal_null_and_skin_contrast():
+    from facebias.generate import load_generator
+
+    g = load_generator("procedural", size=96, seed=0)
+    null = T.pixel_signal(g, 6, 1, levels=(1.0, 1.0), by_levels=(-1.5, 1.5))
+    assert (null["signal"] == 0).all() and (null["n_pixels"] > 1000).all()
+    sig = T.pixel_signal(g, 6, 1, by_levels=(-1.5, 0.0, 1.7))
+    # the renderer draws gender cues (brows, stubble, lips) as albedo changes, so they lose
+    # contrast as the skin darkens (skin_tone decision value up = darker)
+    assert sig["brightness"].is_monotonic_decreasing and sig["signal"].is_monotonic_decreasing
+    assert sig["signal"].iat[-1] < 0.6 * sig["signal"].iat[0]
+    with pytest.raises(ValueError, match="not among"):
+        T.pixel_signal(g, 2, 1, attribute="glasses")
+    with pytest.raises(ValueError, match="differ"):
+        T.pixel_signal(g, 2, 1, attribute="skin_tone")

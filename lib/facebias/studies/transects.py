@@ -59,6 +59,7 @@ __all__ = [
     "attribute_distributions",
     "make_shortcut_training_set",
     "hair_test_set",
+    "pixel_signal",
     "train_shortcut_classifier",
     "predict_p_male",
 ]
@@ -729,6 +730,39 @@ def hair_test_set(generator: Any, n_seeds: int, seed: int,
     table = pd.concat([table, truth.add_prefix("true_")], axis=1)
     imgs = [generator.synthesize(z[s : s + batch_size]) for s in range(0, len(z), batch_size)]
     return np.concatenate(imgs), table
+
+
+def pixel_signal(generator: Any, n_seeds: int, seed: int, attribute: str = "gender",
+                 levels: tuple[float, float] = (-1.75, 1.75), by: str = "skin_tone",
+                 by_levels: Sequence[float] = (-1.5, 1.5), normals: Any = None,
+                 background: int = 250) -> pd.DataFrame:
+    """How much ``attribute`` changes the pixels at each level of ``by``: the same ``n_seeds``
+    identities rendered at ``attribute`` decision values ``levels[0]`` and ``levels[1]`` with
+    ``by`` set to each of ``by_levels`` (both along the orthogonalised directions, so the
+    other attributes keep each seed's value). One row per ``by`` level: ``signal`` = mean
+    absolute difference between the two renders over face pixels (grey levels 0-255, mean of
+    R, G, B; a pixel is face if it is darker than ``background`` in both renders),
+    ``brightness`` = their mean grey level there, ``relative`` = mean of ``|diff| / (local
+    brightness + 1)``. A classifier that reads the attribute from pixels has less to go on
+    where ``signal`` is small (e.g. cues drawn as darkening on darker skin)."""
+    names, nrm, off = _normals(generator, normals)
+    for a in (attribute, by):
+        if a not in names:
+            raise ValueError(f"attribute {a!r} not among the generator's attributes {names}")
+    if attribute == by:
+        raise ValueError("attribute and by must differ")
+    z0 = generator.sample(n_seeds, seed=seed)
+    rows = []
+    for b in by_levels:
+        a, c = (generator.synthesize(_set_values(z0, names, nrm, off, {attribute: np.full(n_seeds, v),
+                                                                      by: np.full(n_seeds, float(b))}))
+                .astype(np.float64).mean(axis=3) for v in levels)
+        face = (a < background) & (c < background)
+        diff = np.abs(c - a)[face]
+        mean = 0.5 * (a + c)[face]
+        rows.append({by: float(b), "signal": float(diff.mean()), "brightness": float(mean.mean()),
+                     "relative": float((diff / (mean + 1.0)).mean()), "n_pixels": int(face.sum())})
+    return pd.DataFrame(rows)
 
 
 def _torch_threads() -> int:
