@@ -477,7 +477,7 @@ print(json.dumps(headline, indent=1, default=float)[:3000])
 # pixels, which is why its skin CI covers 0.)
 
 # %%
-skin_levels = sorted(float(v) for v in images["skin_tone_c"].unique()) if "skin_tone_c" in images else [-1.5, 1.5]
+skin_levels = sorted(float(v) for v in gen_cfg.transect_axes.get("skin_tone", (-1.5, 1.5)))  # the transects' skin axis
 signal = T.pixel_signal(gen, 20 if smoke else 100, seed + 7, by_levels=skin_levels, normals=hp)
 display(signal.round(3))  # noqa: F821
 print(f"gender pixel signal on the darkest skin level is {signal['signal'].iat[-1] / signal['signal'].iat[0]:.2f} "

@@ -320,12 +320,8 @@ def _fit_lbfgs(X: np.ndarray, y: np.ndarray, w: np.ndarray, C: float, theta0: np
     return res.x
 
 
-def fit_error_model(X: Any, e: Any, C: float = 1.0, sample_weight: Any = None,
-                    tol: float = 1e-9) -> tuple[np.ndarray, float]:
-    """L2 logistic regression of the error ``e`` (0/1) on covariates ``X``: sklearn's
-    ``LogisticRegression`` objective (``C = 1`` as in 004, unpenalised intercept), minimised
-    by :func:`_fit_lbfgs`. Returns ``(coef, intercept)``, ``coef`` in the column order of
-    ``X``; ``P(e = 1) = sigmoid(X @ coef + intercept)``."""
+def _design(X: Any, e: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, e)`` as float arrays, checked: ``X`` (n, p) finite, ``e`` (n,) of 0/1."""
     Xa = np.asarray(X, dtype=float)
     ea = np.asarray(e, dtype=float)
     if Xa.ndim != 2 or ea.shape != (Xa.shape[0],):
@@ -334,6 +330,16 @@ def fit_error_model(X: Any, e: Any, C: float = 1.0, sample_weight: Any = None,
         raise ValueError("e must be 0/1 (drop NaN errors first)")
     if not np.isfinite(Xa).all():
         raise ValueError("X has NaN or infinite values")
+    return Xa, ea
+
+
+def fit_error_model(X: Any, e: Any, C: float = 1.0, sample_weight: Any = None,
+                    tol: float = 1e-9) -> tuple[np.ndarray, float]:
+    """L2 logistic regression of the error ``e`` (0/1) on covariates ``X``: sklearn's
+    ``LogisticRegression`` objective (``C = 1`` as in 004, unpenalised intercept), minimised
+    by :func:`_fit_lbfgs`. Returns ``(coef, intercept)``, ``coef`` in the column order of
+    ``X``; ``P(e = 1) = sigmoid(X @ coef + intercept)``."""
+    Xa, ea = _design(X, e)
     w = np.ones(len(ea)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     if w.shape != ea.shape or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
         raise ValueError(f"sample_weight must be {ea.shape[0]} finite non-negative weights with a positive sum")
@@ -395,11 +401,8 @@ def bootstrap_error_model(X: Any, e: Any, n_boot: int = 1000, seed: int = 0, clu
     few seconds. Replicates where an error class got zero weight are NaN.
     """
     names = list(X.columns) if isinstance(X, pd.DataFrame) else [f"x{i}" for i in range(np.shape(X)[1])]
-    Xa = np.asarray(X, dtype=float)
-    ea = np.asarray(e, dtype=float)
+    Xa, ea = _design(X, e)
     n = Xa.shape[0]
-    if Xa.ndim != 2 or ea.shape != (n,):
-        raise ValueError(f"X must be (n, p) and e (n,), got {Xa.shape} and {ea.shape}")
     patterns, inverse = np.unique(np.column_stack([Xa, ea]), axis=0, return_inverse=True)
     inverse = inverse.ravel()
     Xu, eu = patterns[:, :-1], patterns[:, -1].astype(int)
