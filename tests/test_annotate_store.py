@@ -211,3 +211,61 @@ def test_sigkill_loses_at_most_the_vote_in_flight(tmp_path):
     # (the child may have committed a few more before its print reached us)
     assert stored[:300] == acknowledged
     assert stored == [f"v{i}" for i in range(len(stored))]
+
+
+# --------------------------------------------------------------------------- machine labels
+def _labels_dump(path) -> list[tuple]:
+    con = sqlite3.connect(path)
+    try:
+        return (con.execute("SELECT * FROM labellers ORDER BY rowid").fetchall()
+                + con.execute("SELECT * FROM labels ORDER BY rowid").fetchall())
+    finally:
+        con.close()
+
+
+def test_machine_labels_roundtrip_failures_kept(store):
+    n = store.add_labels(pd.DataFrame({"item_id": ["a", "b", "c"], "value": [0.25, np.nan, 0.75]}),
+                         labeller="p_male", attribute="gender", unit="probability", time=5.0)
+    assert n == 3
+    got = store.labels()
+    assert got["item_id"].tolist() == ["a", "b", "c"]
+    np.testing.assert_array_equal(got["value"].to_numpy(), [0.25, np.nan, 0.75])  # the failure is a row
+    assert set(got["source"]) == {"machine"} and set(got["attribute"]) == {"gender"}
+    assert store.labels(attribute="skin_tone").empty and len(store.labels(labeller="p_male")) == 3
+    assert store.n_votes == 0  # labels are not votes
+    # a second labeller of another attribute; reading one attribute keeps them apart
+    store.add_labels(pd.DataFrame({"item_id": ["a"], "value": [41.0]}), "ita", "skin_tone", "degrees")
+    assert store.labels(attribute="skin_tone")["value"].tolist() == [41.0]
+    assert store.labellers()["labeller"].tolist() == ["p_male", "ita"]
+
+
+@pytest.mark.parametrize("frame, kwargs, match", [
+    ({"item_id": ["a", "zz"], "value": [0.1, 0.2]}, {}, "unknown item_id"),
+    ({"item_id": ["a", "a"], "value": [0.1, 0.2]}, {}, "already labelled"),
+    ({"item_id": ["a"], "value": [np.inf]}, {}, "finite"),
+    ({"item_id": ["a"], "value": ["high"]}, {}, "number"),
+    ({"item_id": ["a"], "value": [0.1]}, {"unit": "years"}, "registered for attribute"),
+    ({"item_id": ["b"], "value": [0.1]}, {"attribute": "age"}, "registered for attribute"),
+    ({"item_id": ["c"]}, {}, "'value' not found"),
+])
+def test_bad_machine_labels_change_nothing(store, frame, kwargs, match):
+    store.add_labels(pd.DataFrame({"item_id": ["c"], "value": [0.5]}), "p_male", "gender", "probability")
+    before = _labels_dump(store.path)
+    args = {"labeller": "p_male", "attribute": "gender", "unit": "probability", **kwargs}
+    with pytest.raises(ValueError, match=match):
+        store.add_labels(pd.DataFrame(frame), **args)
+    assert _labels_dump(store.path) == before
+
+
+def test_machine_labels_append_only(store):
+    store.add_labels(pd.DataFrame({"item_id": ["a"], "value": [0.5]}), "p_male", "gender", "probability")
+    con = sqlite3.connect(store.path)
+    try:
+        for sql in ("UPDATE labels SET value = 0.9", "DELETE FROM labels", "UPDATE labellers SET unit = 'x'"):
+            with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+                con.execute(sql)
+        with pytest.raises(sqlite3.IntegrityError):  # only machine labels in this table
+            con.execute("INSERT INTO labels (item_id, labeller, value, source) VALUES ('b', 'p_male', 1, 'human')")
+    finally:
+        con.close()
+    assert store.labels()["value"].tolist() == [0.5]

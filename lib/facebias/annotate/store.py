@@ -4,6 +4,13 @@ A vote is ``(vote_id, annotator, item_id, question, value, k, scale, time, sourc
 ``value`` is the 0-based level index (0..k-1) on the question's scale, ``time`` is UNIX time in
 seconds (float) and ``source`` is ``'human'``, ``'simulated'`` or ``'imported'``.
 
+A *machine label* is ``(item_id, labeller, attribute, value, unit, time)``: a real model's
+measurement of one image (:mod:`facebias.annotate.machine`), on its own continuous scale
+(``unit``). ``value`` is NaN where the model could not measure (no face found): the failure
+is stored, never dropped. Each labeller labels an item at most once; its attribute and unit
+are fixed when it first writes. Source is always ``'machine'``, so machine labels are never
+mistaken for votes.
+
 Guarantees
 ----------
 * **Append-only.** ``UPDATE`` and ``DELETE`` on every table are aborted by triggers; a vote,
@@ -42,10 +49,11 @@ import pandas as pd
 from facebias.annotate.scales import Scale
 from facebias.io import atomic_path
 
-__all__ = ["AnnotationStore", "SOURCES", "VOTE_COLUMNS"]
+__all__ = ["AnnotationStore", "SOURCES", "VOTE_COLUMNS", "LABEL_COLUMNS"]
 
 SOURCES = ("human", "simulated", "imported")
 VOTE_COLUMNS = ["vote_id", "annotator", "item_id", "question", "value", "k", "time", "source"]
+LABEL_COLUMNS = ["item_id", "labeller", "attribute", "value", "unit", "time", "source"]
 ITEM_KINDS = ("image", "pair")
 _ITEM_PATHS = ("image", "image_a", "image_b")
 
@@ -76,12 +84,27 @@ CREATE TABLE IF NOT EXISTS votes (
     source    TEXT NOT NULL CHECK (source IN ('human', 'simulated', 'imported'))
 );
 CREATE INDEX IF NOT EXISTS votes_annotator_question ON votes (annotator, question);
+CREATE TABLE IF NOT EXISTS labellers (
+    labeller    TEXT PRIMARY KEY NOT NULL CHECK (length(labeller) > 0),
+    attribute   TEXT NOT NULL CHECK (length(attribute) > 0),
+    unit        TEXT NOT NULL,
+    description TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS labels (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    item_id  TEXT NOT NULL REFERENCES items (item_id),
+    labeller TEXT NOT NULL REFERENCES labellers (labeller),
+    value    REAL,                                  -- NULL: the model could not measure
+    time     REAL,
+    source   TEXT NOT NULL CHECK (source = 'machine'),
+    UNIQUE (item_id, labeller)
+);
 """
 
 
 def _append_only_triggers() -> list[str]:
     sql = []
-    for table in ("items", "questions", "votes"):
+    for table in ("items", "questions", "votes", "labellers", "labels"):
         for op in ("UPDATE", "DELETE"):
             sql.append(
                 f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table} "
@@ -449,3 +472,89 @@ class AnnotationStore:
         with atomic_path(path) as tmp:
             df.to_parquet(tmp, index=False)
         return Path(path)
+
+    # ------------------------------------------------------------------ machine labels
+    def labellers(self) -> pd.DataFrame:
+        """Registered machine labellers: labeller, attribute, unit, description."""
+        with self._lock:
+            return pd.read_sql_query("SELECT labeller, attribute, unit, description FROM labellers "
+                                     "ORDER BY rowid", self._conn)
+
+    def add_labels(self, labels: pd.DataFrame, labeller: str, attribute: str, unit: str,
+                   description: str = "", time: float | None = None) -> int:
+        """Store one machine labeller's measurements: ``labels`` has columns ``item_id`` and
+        ``value`` (float; NaN = could not measure, stored as a failure). Returns how many
+        were stored. All rows are validated first and written in one transaction; a bad row
+        (unknown item, non-numeric or infinite value, an item this labeller already labelled,
+        the labeller registered with another attribute or unit) raises ``ValueError`` and
+        nothing is stored."""
+        where = f"labels of {labeller!r}"
+        for name, v in (("labeller", labeller), ("attribute", attribute)):
+            if not isinstance(v, str) or not v:
+                raise ValueError(f"{where}: {name} must be a non-empty string, got {v!r}")
+        if not isinstance(unit, str):
+            raise ValueError(f"{where}: unit must be a string, got {unit!r}")
+        if not isinstance(labels, pd.DataFrame):
+            raise ValueError(f"{where}: labels must be a DataFrame, got {type(labels).__name__}")
+        for col in ("item_id", "value"):
+            if col not in labels.columns:
+                raise ValueError(f"{where}: column {col!r} not found; columns are {list(labels.columns)}")
+        t = _time.time() if time is None else float(time)
+        with self._lock:
+            known_items = {r[0] for r in self._conn.execute("SELECT item_id FROM items")}
+            old = self._conn.execute("SELECT attribute, unit FROM labellers WHERE labeller = ?",
+                                     (labeller,)).fetchone()
+            if old is not None and tuple(old) != (attribute, unit):
+                raise ValueError(f"{where}: registered for attribute {old[0]!r} in {old[1]!r}, "
+                                 f"got {attribute!r} in {unit!r}")
+            done = {r[0] for r in self._conn.execute("SELECT item_id FROM labels WHERE labeller = ?",
+                                                     (labeller,))}
+            rows, seen = [], set()
+            for i, (item, value) in enumerate(zip(labels["item_id"].tolist(), labels["value"].tolist(),
+                                                  strict=True)):
+                here = f"{where}, row {i} ({item!r})"
+                if item not in known_items:
+                    raise ValueError(f"{here}: unknown item_id (register it with add_items)")
+                if item in seen or item in done:
+                    raise ValueError(f"{here}: this labeller already labelled the item")
+                seen.add(item)
+                if value is None or value is pd.NA:
+                    v = None
+                elif isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
+                    v = None if math.isnan(value) else float(value)
+                    if v is not None and not math.isfinite(v):
+                        raise ValueError(f"{here}: value must be finite or NaN, got {value!r}")
+                else:
+                    raise ValueError(f"{here}: value must be a number or NaN, got {value!r}")
+                rows.append((item, labeller, v, t, "machine"))
+
+            def write(c: sqlite3.Connection) -> None:
+                if old is None:
+                    c.execute("INSERT INTO labellers (labeller, attribute, unit, description) "
+                              "VALUES (?,?,?,?)", (labeller, attribute, unit, str(description)))
+                c.executemany("INSERT INTO labels (item_id, labeller, value, time, source) "
+                              "VALUES (?,?,?,?,?)", rows)
+
+            if rows:
+                self._write(write)
+        return len(rows)
+
+    def labels(self, attribute: str | None = None, labeller: str | None = None) -> pd.DataFrame:
+        """Stored machine labels [item_id, labeller, attribute, value (NaN = failed), unit,
+        time, source] in insertion order, optionally one attribute and/or labeller."""
+        sql = ("SELECT l.item_id, l.labeller, r.attribute, l.value, r.unit, l.time, l.source "
+               "FROM labels l JOIN labellers r ON l.labeller = r.labeller")
+        cond, args = [], []
+        if attribute is not None:
+            cond.append("r.attribute = ?")
+            args.append(attribute)
+        if labeller is not None:
+            cond.append("l.labeller = ?")
+            args.append(labeller)
+        if cond:
+            sql += " WHERE " + " AND ".join(cond)
+        with self._lock:
+            rows = self._conn.execute(sql + " ORDER BY l.seq", args).fetchall()
+        df = pd.DataFrame(rows, columns=LABEL_COLUMNS)
+        return df.astype({"item_id": str, "labeller": str, "attribute": str, "value": "float64",
+                          "unit": str, "time": "float64", "source": str})
