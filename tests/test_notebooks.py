@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import jupytext
+import pandas as pd
 import papermill
 import pytest
 import yaml
@@ -87,6 +88,7 @@ def pipeline(tmp_path_factory):
     params["batest_world"].update(identities_per_group=40)
     params["batest"].update(n_boot=5)
     params["generate"].update(scale="smoke", n_transects=10)
+    params["generate_dcgan"].update(scale="smoke", n_fit=300, n_candidates=10)
     params["synthetic"].update(n_check=8)
     params["transects"].update(n_boot=5, n_train=64, epochs=1, n_observational=100, n_known_truth=20)
     params["hcic"].update(models=["sface"], n_boot=5)
@@ -164,6 +166,25 @@ def test_synthetic_faces(pipeline):
     assert (pipeline.root / "data" / "annotations" / "annotations.sqlite").exists()
 
 
+def test_synth_on_the_dcgan_without_truth(pipeline):
+    """`synth_dcgan`: the GAN has no truth(), so its hyperplanes come from machine labels of
+    fit-set renders collected through the store; every product is written, with no true_*
+    column, skin-tone x gender groups and learned pose/light sequences."""
+    out = pipeline.root / "data" / "synthetic_dcgan"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["backend"] == "dcgan" and summary["labels"] == "machine"
+    assert all(s.startswith("machine labeller") for s in summary["hyperplane_sources"].values())
+    assert summary["groups"] == "skin_gender" and summary["sequences"] == "latent"
+    assert 0 < min(summary["n_labelled"].values()) <= 300
+    images = pd.read_parquet(out / "hcic" / "images.parquet")
+    assert not [c for c in images.columns if c.startswith("true_")]
+    assert set(images["group"]) == {"LF", "LM", "DF", "DM"} and len(images) == 2 * 4 * 17
+    assert len(list((out / "hcic" / "images").glob("*.png"))) == len(images)
+    assert len(list((out / "dz" / "images").glob("dz_*.png"))) == 300
+    labels = pd.read_parquet(out / "dz" / "labels.parquet")
+    assert len(labels) == 300 and labels["gender"].notna().sum() == summary["n_labelled"]["gender"]
+
+
 def test_transects(pipeline):
     for fig in ("distributions", "group_errors", "paired", "coefficients", "age_gender"):
         assert pipeline.figure(f"transects_{fig}").stat().st_size > 10_000
@@ -175,7 +196,6 @@ def test_transects(pipeline):
 
 
 def test_hcic(pipeline):
-    import pandas as pd
 
     for fig in ("similarity/sface", "similarity/toy", "det/t30", "fnmr_by_group", "validation"):
         assert pipeline.figure(f"hcic_{fig}").stat().st_size > 10_000

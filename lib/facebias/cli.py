@@ -360,11 +360,15 @@ def _add_synth(sub: argparse._SubParsersAction) -> None:
         "synth",
         help="render the synthetic faces of papers 004 and 000 (DVC stage `synth`)",
         description="Fit the attribute hyperplanes, plan the transects (004) and the prototypes, "
-        "sequences and pairs (000) from the `generate` section of a params file, render them "
+        "sequences and pairs (000) from the `generate` section (or --section) of a params file, "
+        "with hyperplanes fitted on labels of sampled renders collected through the annotation "
+        "store (the simulated panel, machine annotators or human votes; never a backend's truth), render them "
         "and write images, latents and tables under OUT (each file atomically). The `compute` "
         "section says where rendering runs (a Dask LocalCluster by default; same bytes either way).",
     )
     p.add_argument("--params", default="params.yaml", help="params file [default: params.yaml]")
+    p.add_argument("--section", default="generate",
+                   help="params section to read [default: generate; generate_dcgan: the GAN study]")
     p.add_argument("--out", required=True, help="output folder, e.g. data/synthetic")
     p.set_defaults(func=_run_synth)
 
@@ -375,7 +379,7 @@ def _run_synth(args: argparse.Namespace) -> int:
     from facebias.io import load_params
 
     try:
-        params = load_params(args.params, "generate")
+        params = load_params(args.params, args.section)
         compute = ComputeConfig.from_params(load_params(args.params).get("compute"))
         summary = write_products(params, Path(args.out), compute=compute)
     except (OSError, KeyError, ValueError) as exc:

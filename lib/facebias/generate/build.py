@@ -421,6 +421,8 @@ def _render_chunk(rows: Sequence[tuple[np.ndarray, float, Any]], gen: Generator)
     """Render one chunk of ``(latent, yaw, light)`` rows (a Dask task or a serial step)."""
     z = np.stack([r[0] for r in rows])
     yaw = np.array([r[1] for r in rows], float)
+    if not yaw.any() and all(r[2] in (None, "front") for r in rows):
+        return list(gen.synthesize(z))  # the default view: backends without pose/light controls too
     return list(gen.synthesize(z, yaw=yaw, light=as_lights([r[2] for r in rows], len(rows))))
 
 
