@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_metrics.py
 	$(BIN)/python benchmarks/bench_faces.py
 	$(BIN)/python benchmarks/bench_generate.py
+	$(BIN)/python benchmarks/bench_annotators.py
 	$(BIN)/python benchmarks/bench_stylegan2.py
 	$(BIN)/python benchmarks/bench_rapid.py
 	$(BIN)/python benchmarks/bench_compute.py

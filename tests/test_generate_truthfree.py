@@ -12,7 +12,12 @@ import pandas as pd
 import pytest
 
 from facebias.annotate import AnnotationStore, Scale
-from facebias.generate.build import SynthConfig, fit_attribute_hyperplanes, load_backend, write_products
+from facebias.generate.build import (
+    SynthConfig,
+    fit_attribute_hyperplanes,
+    load_backend,
+    write_products,
+)
 from facebias.generate.hyperplanes import dz_item_ids, register_dz
 
 TINY = dict(resolution=16, z_dim=32, w_dim=32, channel_base=256, channel_max=32, mapping_layers=2,
