@@ -27,7 +27,9 @@
 # parametric 3D face with exact yaw and light control. The papers used StyleGAN2 (004)
 # and EG3D (000); those weights cannot be downloaded here, and every number below is
 # about the procedural faces, not the papers' images. Hyperplanes are fitted on the
-# generator's truth plus label noise (standing in for human annotations).
+# simulated annotator panel's votes on a fit set of sampled latents, stored in and read back
+# from the annotation store (standing in for human annotations); the generator's truth only
+# checks the results.
 
 # %% tags=["parameters"]
 params_file = "params.yaml"  # reads the `generate` and `synthetic` sections
@@ -55,11 +57,11 @@ n_check, check_models = int(checks["n_check"]), bool(checks["check_models"])
 data = root / data_dir
 fig_dir = root / reports_dir / "figures"
 summary = pd.read_json(data / "summary.json", typ="series")
-hp_file = np.load(data / "hyperplanes.npz")
-hp = Hyperplanes(tuple(str(n) for n in hp_file["names"]), hp_file["normals"], hp_file["offsets"])
+hp = Hyperplanes.load(data / "hyperplanes.npz")
 gen = load_generator(cfg.backend, size=cfg.size, seed=cfg.world_seed)
 provenance = (f"backend: {cfg.backend} generator (facebias.generate, world seed {cfg.world_seed}), "
-              f"{cfg.size} px; hyperplanes from generator truth + noise {cfg.label_noise} — not the papers' images")
+              f"{cfg.size} px; hyperplanes from {cfg.n_votes} simulated panel votes per fit-set image and question, "
+              "read from the annotation store — not the papers' images")
 print(provenance)
 
 

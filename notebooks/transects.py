@@ -390,8 +390,7 @@ plots.save(fig, fig_dir / f"{name}_age_gender.png")
 # needs perceived attributes, not pixels).
 
 # %%
-hp_file = np.load(data / "hyperplanes.npz")
-hp = Hyperplanes(tuple(str(n) for n in hp_file["names"]), hp_file["normals"], hp_file["offsets"])
+hp = Hyperplanes.load(data / "hyperplanes.npz")
 kt_z, kt_table = plan_transects(gen, hp, dataclasses.replace(gen_cfg, n_transects=n_known_truth, seed=seed + 1000))
 kt_truth = pd.concat([kt_table, gen.truth(kt_z).add_prefix("true_")], axis=1).assign(true_uncanny=realism_truth(kt_z))
 kt_truth["item_id"] = kt_truth["image_id"]
