@@ -257,8 +257,8 @@ def label_with_machines(store: Any, images: Sequence[np.ndarray] | None, item_id
         raise ValueError(f"unknown machine labeller(s) {unknown}; registered: {sorted(MACHINE_ANNOTATORS)}")
     ids = list(item_ids)
     have = store.labels()
-    missing = {n: [i for i, item in enumerate(ids)
-                   if item not in set(have.loc[have["labeller"] == n, "item_id"])] for n in labellers}
+    done = {n: set(have.loc[have["labeller"] == n, "item_id"]) for n in labellers}
+    missing = {n: [i for i, item in enumerate(ids) if item not in done[n]] for n in labellers}
     need = sorted(set().union(*missing.values())) if missing else []
     if not need:
         return dict.fromkeys(labellers, 0)
