@@ -37,7 +37,9 @@ import numpy as np
 
 from facebias.metrics import roc_auc
 
-__all__ = ["acceptance_report", "p_male", "PUBLISHED_THRESHOLDS"]
+__all__ = ["acceptance_report", "p_male", "PUBLISHED_THRESHOLDS", "LABELLER_OF", "machine_measure",
+           "sface_embed", "detection_and_impostors", "move_to", "gender_spearman", "gender_levers",
+           "orthogonalisation_drift", "sequence_auc", "target_table"]
 
 #: Published verification thresholds: (score kind, threshold); SFace cosine (match iff
 #: cosine >= 0.363), dlib Euclidean distance of unit descriptors (match iff <= 0.6).
@@ -174,3 +176,248 @@ def acceptance_report(
         report["gender_spearman_within_identity"] = float(np.mean(within)) if within else float("nan")
         report["gender_n_transects"] = len(within)
     return report
+
+
+# --------------------------------------------------------------------------- backends without truth
+# The same acceptance questions for a generator that has no truth() (the DCGAN, StyleGAN2):
+# everything is measured by real models on renders, against the fitted hyperplanes.
+# ``measure`` (images -> DataFrame of labeller readings, one column per labeller) and
+# ``embed`` (images -> (vectors, enrolled)) default to the machine annotators and SFace, and
+# can be replaced (the tests plant known answers through them).
+
+#: Machine labeller that reads each hyperplane attribute (generate.hyperplanes.MACHINE_ATTRIBUTES).
+LABELLER_OF = {"gender": "p_male", "skin_tone": "ita", "age": "age_years", "smile": "smile",
+               "luminance": "face_luminance", "yaw": "yaw_deg", "light": "light_asymmetry"}
+
+
+def machine_measure(images: Any, names: Any = None) -> Any:
+    """Machine annotators' readings of ``images`` (:func:`facebias.annotate.machine.label_images`,
+    upscaled to 256 px), one column per labeller name, NaN where one cannot measure."""
+    from facebias.annotate.machine import label_images
+
+    return label_images(list(images), names, progress=False)
+
+
+def sface_embed(images: Any, min_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """SFace unit embeddings (NaN rows for failures to enrol) and the enrolled mask, after the
+    machine annotators' bicubic upscaling to ``min_size`` px on the short side."""
+    from facebias.annotate.machine import upscale
+    from facebias.faces import load_embedder
+
+    res = load_embedder("sface").embed([upscale(np.asarray(im), min_size) for im in images])
+    return res.vectors.astype(np.float64), np.asarray(res.enrolled, bool)
+
+
+def _render(generator: Any, z: np.ndarray, batch: int = 256) -> np.ndarray:
+    return np.concatenate([generator.synthesize(z[s:s + batch]) for s in range(0, len(z), batch)])
+
+
+def detection_and_impostors(generator: Any, n: int = 300, seed: int = 0, embed: Any = None,
+                            detect: Any = None, threshold: float = 0.363) -> dict:
+    """Random samples of ``generator``: YuNet detection rate (upscaled to 256 px) and the
+    SFace cosine between samples of different latents (every pair among the enrolled: each
+    latent is a different identity by intention).
+
+    Returns ``n``, ``detect_rate``, ``enrol_rate``, ``median_impostor``, ``p95_impostor``,
+    ``share_above_threshold`` (SFace's published match threshold 0.363: a would-be false
+    match), ``n_impostor_pairs``.
+    """
+    if detect is None:
+        from facebias.annotate.machine import upscale
+        from facebias.faces import load_detector
+
+        det = load_detector("yunet")
+
+        def detect(ims):
+            return np.array([len(det.detect(upscale(np.asarray(im), 256))) > 0 for im in ims])
+    embed = embed or sface_embed
+    ims = _render(generator, generator.sample(int(n), seed))
+    found = np.asarray(detect(ims), bool)
+    vec, ok = embed(ims)
+    v = vec[ok]
+    sim = v @ v.T
+    iu = np.triu_indices(len(v), 1)
+    imp = sim[iu]
+    return {"n": int(n), "detect_rate": float(found.mean()), "enrol_rate": float(ok.mean()),
+            "median_impostor": float(np.median(imp)) if imp.size else float("nan"),
+            "p95_impostor": float(np.quantile(imp, 0.95)) if imp.size else float("nan"),
+            "share_above_threshold": float(np.mean(imp >= threshold)) if imp.size else float("nan"),
+            "n_impostor_pairs": int(imp.size)}
+
+
+def _axis_step(hp: Any, axis: str, orthogonal: bool, names: Any = None) -> np.ndarray:
+    """Unit-decision-value step along ``axis``: the raw unit normal, or the dual-basis
+    direction that moves ``axis`` by 1 and every other attribute in ``names`` by 0."""
+    from facebias import latent
+
+    names = [n for n in (names or hp.names) if not n.startswith("race_")]
+    if axis not in names:
+        raise ValueError(f"axis {axis!r} is not a hyperplane (have {names})")
+    normals, _ = hp.select(names)
+    k = names.index(axis)
+    return latent.orthogonalize(normals)[k] if orthogonal else normals[k]
+
+
+def move_to(hp: Any, z: np.ndarray, axis: str, values: Any, orthogonal: bool = True) -> np.ndarray:
+    """Latents ``z`` (n, D) moved along ``axis`` so its decision value equals ``values`` (n,)
+    or a scalar; orthogonal: the other attributes' decision values are unchanged."""
+    step = _axis_step(hp, axis, orthogonal)
+    d = hp.values(z)[axis].to_numpy()
+    # the decision value after a move of t * step is d + t (normal . step = 1 for both steps)
+    return z + (np.broadcast_to(np.asarray(values, float), d.shape) - d)[:, None] * step
+
+
+def gender_spearman(generator: Any, hp: Any, n_seeds: int = 60, levels: Any = (-3, -1.5, 0, 1.5, 3),
+                    seed: int = 0, orthogonal: bool = True, axis: str = "gender", labeller: str = "p_male",
+                    measure: Any = None) -> dict:
+    """Spearman's rho between the intended decision value along ``axis`` and the labeller's
+    reading, pooled over ``n_seeds`` seeds x ``levels`` (each seed moved to every level;
+    ``spearman``), and averaged over seeds of the per-seed rho (``spearman_within_seed``:
+    seeds with >= 3 measured levels and a non-constant reading); also the mean reading per
+    level and the share measured."""
+    from scipy.stats import spearmanr
+
+    measure = measure or machine_measure
+    levels = np.asarray(levels, float)
+    z = generator.sample(int(n_seeds), seed)
+    zz = np.concatenate([move_to(hp, z, axis, c, orthogonal) for c in levels])
+    y = measure(_render(generator, zz), [labeller])[labeller].to_numpy(float)
+    c = np.repeat(levels, len(z))
+    ok = np.isfinite(y)
+    rho = float(spearmanr(c[ok], y[ok]).statistic) if ok.sum() > 2 else float("nan")
+    means = [float(np.nanmean(y[c == lv])) if np.isfinite(y[c == lv]).any() else float("nan") for lv in levels]
+    Y = y.reshape(len(levels), len(z)).T  # (seed, level)
+    within = [spearmanr(levels[f], row[f]).statistic for row in Y
+              for f in [np.isfinite(row)] if f.sum() >= 3 and np.ptp(row[f]) > 0]
+    return {"spearman": rho, "spearman_within_seed": float(np.mean(within)) if within else float("nan"),
+            "n_seeds": int(n_seeds), "n_seeds_within": len(within), "levels": levels.tolist(),
+            "mean_by_level": means, "measured": float(ok.mean())}
+
+
+def gender_levers(generator: Any, z_fit: np.ndarray, labels: Any, attributes: Any, n_labels: Any = (None,),
+                  kinds: Any = ("ridge", "svm"), orthogonal: Any = (False, True), n_seeds: int = 60,
+                  levels: Any = (-3, -1.5, 0, 1.5, 3), seed: int = 0, axis: str = "gender",
+                  measure: Any = None) -> Any:
+    """What each lever does to :func:`gender_spearman`: hyperplanes refitted on the first
+    ``n`` labelled fit-set latents for each ``n`` in ``n_labels`` (None = all), with the axis
+    fitted as each of ``kinds`` (the other attributes as given in ``attributes``), stepping
+    along the raw normal or the orthogonalised direction. One row per combination."""
+    import dataclasses
+
+    import pandas as pd
+
+    from facebias.generate.hyperplanes import fit_from_labels
+
+    labeller = {a.name: a.labeller for a in attributes}.get(axis) or LABELLER_OF[axis]
+    y = labels[axis].to_numpy(float)
+    lab_idx = np.flatnonzero(np.isfinite(y))
+    rows = []
+    for n in n_labels:
+        n_use = len(lab_idx) if n is None else min(int(n), len(lab_idx))
+        keep = np.ones(len(y), bool)
+        keep[lab_idx[n_use:]] = False  # the axis' labels beyond the first n_use are dropped
+        sub = labels.copy()
+        sub.loc[~keep, axis] = np.nan
+        for kind in kinds:
+            attrs = [dataclasses.replace(a, kind=kind) if a.name == axis else a for a in attributes]
+            hp = fit_from_labels(z_fit, sub, attrs)
+            for ortho in orthogonal:
+                r = gender_spearman(generator, hp, n_seeds, levels, seed, ortho, axis, labeller, measure)
+                rows.append({"n_labels": n_use, "kind": kind, "orthogonal": bool(ortho),
+                             "fit_score": hp.scores[axis], "spearman": r["spearman"],
+                             "spearman_within_seed": r["spearman_within_seed"],
+                             "mean_low": r["mean_by_level"][0], "mean_high": r["mean_by_level"][-1],
+                             "measured": r["measured"]})
+    return pd.DataFrame(rows)
+
+
+def orthogonalisation_drift(generator: Any, hp: Any, axis: str = "gender", c: float = 1.75,
+                            n_seeds: int = 60, seed: int = 0, reference: Any = None,
+                            measure: Any = None) -> Any:
+    """Drift of every other measured attribute when ``axis`` goes from ``-c`` to ``+c``, with
+    the raw normal and with the orthogonalised direction, measured by the labellers.
+
+    Drift = mean over seeds of (reading at +c - reading at -c), in units of the reading's SD
+    over ``reference`` (a DataFrame of readings, e.g. the fit set's labels, one column per
+    labeller; default: the SD over these renders). One row per other attribute with
+    ``drift_raw``, ``drift_orthogonal`` (signed, SD units), ``reduction`` = 1 -
+    |orthogonal| / |raw|, and the latent-predicted drifts (``hp.predict``) for comparison.
+    """
+    import pandas as pd
+
+    measure = measure or machine_measure
+    others = [n for n in hp.names if n != axis and not n.startswith("race_") and n in LABELLER_OF]
+    names = [LABELLER_OF[n] for n in others]
+    z = generator.sample(int(n_seeds), seed)
+    out = {}
+    for ortho in (False, True):
+        lo, hi = move_to(hp, z, axis, -c, ortho), move_to(hp, z, axis, c, ortho)
+        r = measure(_render(generator, np.concatenate([lo, hi])), names)
+        out[ortho] = (r.iloc[: len(z)].reset_index(drop=True), r.iloc[len(z):].reset_index(drop=True), lo, hi)
+    rows = []
+    for a, lab in zip(others, names, strict=True):
+        both = pd.concat([out[False][0][lab], out[False][1][lab], out[True][0][lab], out[True][1][lab]])
+        sd = float(np.nanstd(reference[lab] if reference is not None and lab in reference else both))
+        row = {"attribute": a, "labeller": lab, "sd": sd}
+        for ortho, key in ((False, "raw"), (True, "orthogonal")):
+            lo_r, hi_r, lo_z, hi_z = out[ortho]
+            diff = (hi_r[lab] - lo_r[lab]).to_numpy(float)
+            row[f"drift_{key}"] = float(np.nanmean(diff) / sd) if sd > 0 else float("nan")
+            row[f"n_{key}"] = int(np.isfinite(diff).sum())
+            row[f"predicted_{key}"] = float(np.mean(hp.predict(hi_z, a) - hp.predict(lo_z, a)))
+        row["reduction"] = (1 - abs(row["drift_orthogonal"]) / abs(row["drift_raw"])
+                            if row["drift_raw"] not in (0.0,) and np.isfinite(row["drift_raw"]) else float("nan"))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def sequence_auc(generator: Any, hp: Any, attributes: Any = ("yaw", "light"), step: float = 1.5,
+                 n_seeds: int = 60, seed: int = 0, embed: Any = None) -> Any:
+    """Does a seed moved ``step`` decision-value units along an orthogonalised learned
+    direction (both signs, as 000's latent pose / light sequences) stay the same identity for
+    a face recogniser? Genuine: (seed, moved seed); impostor: (seed i, moved seed j), i != j.
+    One row per attribute: ``auc`` (:func:`facebias.metrics.roc_auc`, enrolled pairs only),
+    ``median_genuine``, ``median_impostor``, ``enrol_rate``."""
+    import pandas as pd
+
+    embed = embed or sface_embed
+    z = generator.sample(int(n_seeds), seed)
+    v0, ok0 = embed(_render(generator, z))
+    rows = []
+    for a in attributes:
+        u = _axis_step(hp, a, True)
+        moved = np.concatenate([z + step * u, z - step * u])
+        v1, ok1 = embed(_render(generator, moved))
+        n = len(z)
+        gen_s, imp_s = [], []
+        for half in (0, 1):
+            vb, okb = v1[half * n:(half + 1) * n], ok1[half * n:(half + 1) * n]
+            sim = v0 @ vb.T
+            mask = ok0[:, None] & okb[None, :]
+            gen_s.append(np.diag(sim)[np.diag(mask)])
+            off = mask & ~np.eye(n, dtype=bool)
+            imp_s.append(sim[off])
+        g, i = np.concatenate(gen_s), np.concatenate(imp_s)
+        rows.append({"attribute": a, "step": float(step), "auc": _auc_enrolled(g, i),
+                     "median_genuine": float(np.median(g)) if g.size else float("nan"),
+                     "median_impostor": float(np.median(i)) if i.size else float("nan"),
+                     "enrol_rate": float(np.mean(np.concatenate([ok0, ok1]))), "n_genuine": int(g.size)})
+    return pd.DataFrame(rows)
+
+
+def target_table(measured: Any, targets: Any) -> Any:
+    """The acceptance table: one row per ``(key, label, target, op)`` in ``targets`` with
+    ``measured = measured[key]`` (NaN if absent), ``target`` as text and ``met``: None for a
+    reported-only row (target None), else ``measured >= target`` (op ``">="``) or ``<=``;
+    a NaN measurement never meets a target."""
+    import pandas as pd
+
+    rows = []
+    for key, label, target, op in targets:
+        if target is not None and op not in (">=", "<="):
+            raise ValueError(f"target {key!r}: op must be '>=' or '<=', got {op!r}")
+        v = float(measured.get(key, np.nan))
+        met = None if target is None else bool(np.isfinite(v) and (v >= target if op == ">=" else v <= target))
+        rows.append({"key": key, "check": label, "measured": v,
+                     "target": "report" if target is None else f"{op} {target}", "met": met})
+    return pd.DataFrame(rows)

@@ -1,0 +1,146 @@
+"""Acceptance checks for generators without truth (facebias.generate.checks, second half).
+
+A planted linear "generator" (images = the latents themselves) with labellers and an
+embedder that read known directions: the checks must find the planted gender response, the
+planted entanglement that orthogonalisation removes, and identity kept or lost along a
+direction, and must find nothing where nothing is planted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from facebias.generate import checks
+from facebias.generate.hyperplanes import AttributeLabel, fit_from_labels
+
+D = 12
+rng0 = np.random.default_rng(0)
+Q, _ = np.linalg.qr(rng0.normal(size=(D, D)))
+N_GENDER = Q[:, 0]
+N_SKIN = 0.6 * Q[:, 0] + 0.8 * Q[:, 1]  # entangled with gender: cos 0.6
+N_YAW = Q[:, 2]
+N_FREE = Q[:, 5]  # in no hyperplane's span
+
+
+class LatentGenerator:
+    """``synthesize`` returns the latents: the injected labellers read them directly."""
+
+    latent_dim = D
+    name = "planted"
+
+    def sample(self, n, seed):
+        return np.random.default_rng(seed).normal(size=(n, D))
+
+    def synthesize(self, z):
+        return np.asarray(z, float)
+
+
+def measure(images, names):
+    z = np.asarray(images)
+    cols = {"p_male": 1 / (1 + np.exp(-2.0 * (z @ N_GENDER))), "ita": -10.0 * (z @ N_SKIN),
+            "yaw_deg": 20.0 * (z @ N_YAW), "free": z @ N_FREE}
+    return pd.DataFrame({n: cols[n] for n in names})
+
+
+ATTRS = [AttributeLabel("gender", labeller="p_male"),
+         AttributeLabel("skin_tone", labeller="ita", sign=-1.0, transform="rank"),
+         AttributeLabel("yaw", labeller="yaw_deg", tau=0.0)]
+
+
+def fitted(n=3000, gender_noise=0.05, seed=1):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, D))
+    lab = measure(z, ["p_male", "ita", "yaw_deg"])
+    g = lab["p_male"] + rng.normal(0, gender_noise, n)
+    labels = pd.DataFrame({"gender": g, "skin_tone": -lab["ita"], "yaw": lab["yaw_deg"]})
+    return z, labels, fit_from_labels(z, labels, ATTRS)
+
+
+def test_move_to_sets_the_decision_value_and_orthogonal_moves_hold_the_others():
+    z, _, hp = fitted()
+    zz = LatentGenerator().sample(20, 3)
+    for ortho in (False, True):
+        m = checks.move_to(hp, zz, "gender", 1.25, ortho)
+        np.testing.assert_allclose(hp.values(m)["gender"], 1.25, atol=1e-9)
+    m = checks.move_to(hp, zz, "gender", 1.25, True)
+    np.testing.assert_allclose(hp.values(m)[["skin_tone", "yaw"]], hp.values(zz)[["skin_tone", "yaw"]], atol=1e-9)
+    raw = checks.move_to(hp, zz, "gender", 1.25, False)
+    assert np.abs(hp.values(raw)["skin_tone"] - hp.values(zz)["skin_tone"]).max() > 0.1  # entangled
+
+
+def test_gender_spearman_finds_the_planted_response_and_not_a_null_one():
+    _, _, hp = fitted()
+    r = checks.gender_spearman(LatentGenerator(), hp, n_seeds=60, seed=5, measure=measure)
+    assert r["spearman"] > 0.95 and r["measured"] == 1.0
+    assert r["spearman_within_seed"] == pytest.approx(1.0) and r["n_seeds_within"] == 60  # monotone per seed
+    assert r["mean_by_level"] == sorted(r["mean_by_level"])
+    # a labeller of something the gender axis does not move (a latent direction outside every
+    # hyperplane's span) sees no response
+    r0 = checks.gender_spearman(LatentGenerator(), hp, n_seeds=60, seed=5, labeller="free", measure=measure)
+    assert abs(r0["spearman"]) < 0.15
+
+
+def test_orthogonalisation_drift_matches_the_planted_entanglement():
+    _, labels, hp = fitted()
+    d = checks.orthogonalisation_drift(LatentGenerator(), hp, c=1.5, n_seeds=200, seed=7, measure=measure,
+                                       reference=measure(LatentGenerator().sample(5000, 9), ["ita", "yaw_deg"]))
+    skin = d.set_index("attribute").loc["skin_tone"]
+    # raw step 3 decision units along ~N_GENDER moves z.N_SKIN by 0.6 * 3; ita = -10 z.N_SKIN, SD 10
+    assert skin["drift_raw"] == pytest.approx(-0.6 * 3.0, abs=0.15)
+    assert abs(skin["drift_orthogonal"]) < 0.1 and skin["reduction"] > 0.9
+    yaw = d.set_index("attribute").loc["yaw"]  # yaw is not entangled with gender: no drift either way
+    assert abs(yaw["drift_raw"]) < 0.1 and abs(yaw["drift_orthogonal"]) < 0.1
+
+
+def test_sequence_auc_tells_identity_kept_from_identity_lost():
+    _, _, hp = fitted()
+
+    def keeps(images):  # identity = the latent without its yaw component
+        z = np.asarray(images)
+        v = z - np.outer(z @ N_YAW, N_YAW)
+        return v / np.linalg.norm(v, axis=1, keepdims=True), np.ones(len(z), bool)
+
+    def loses(images):  # identity = yaw alone (+ a constant): every face at one yaw looks alike
+        z = np.asarray(images)
+        v = np.stack([z @ N_YAW, np.ones(len(z))], 1)
+        return v / np.linalg.norm(v, axis=1, keepdims=True), np.ones(len(z), bool)
+
+    a = checks.sequence_auc(LatentGenerator(), hp, ["yaw"], step=1.5, n_seeds=40, embed=keeps)
+    assert a["auc"].iat[0] > 0.99 and a["median_genuine"].iat[0] > 0.9
+    b = checks.sequence_auc(LatentGenerator(), hp, ["yaw"], step=1.5, n_seeds=40, embed=loses)
+    assert b["auc"].iat[0] < 0.6
+
+
+def test_gender_levers_one_row_per_combination_and_more_labels_fit_better():
+    z, labels, _ = fitted(n=2000, gender_noise=0.3)
+    t = checks.gender_levers(LatentGenerator(), z, labels, ATTRS, n_labels=(40, None), kinds=("ridge", "svm"),
+                             orthogonal=(False, True), n_seeds=40, seed=3, measure=measure)
+    assert len(t) == 8 and set(t["n_labels"]) == {40, 2000}
+    by_n = t.groupby("n_labels")["spearman"].mean()
+    assert by_n[2000] > by_n[40] and by_n[2000] > 0.9
+
+
+def test_detection_and_impostors_on_planted_embeddings():
+    def embed(images):
+        z = np.asarray(images)
+        return z / np.linalg.norm(z, axis=1, keepdims=True), np.arange(len(z)) % 10 != 0  # 10 % fail
+
+    r = checks.detection_and_impostors(LatentGenerator(), n=200, seed=1, embed=embed,
+                                       detect=lambda ims: np.ones(len(ims), bool))
+    assert r["detect_rate"] == 1.0 and r["enrol_rate"] == pytest.approx(0.9)
+    assert r["n_impostor_pairs"] == 180 * 179 // 2
+    # cosines of independent Gaussian vectors in 12 dimensions: median 0, P(cos >= 0.363) ~ 0.12
+    assert abs(r["median_impostor"]) < 0.03 and 0.08 < r["share_above_threshold"] < 0.16
+
+
+def test_target_table_hand_computed():
+    t = checks.target_table({"a": 0.96, "b": 0.31, "c": float("nan"), "d": 2.0},
+                            [("a", "A", 0.95, ">="), ("b", "B", 0.30, "<="), ("c", "C", 0.5, ">="),
+                             ("d", "D", None, ""), ("e", "E", 1.0, ">=")])
+    assert t["met"].tolist() == [True, False, False, None, False]
+    assert t["target"].tolist() == [">= 0.95", "<= 0.3", ">= 0.5", "report", ">= 1.0"]
+    assert np.isnan(t["measured"].iat[4])
+    with pytest.raises(ValueError, match="op must be"):
+        checks.target_table({}, [("a", "A", 1.0, ">")])
