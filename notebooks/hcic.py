@@ -25,14 +25,31 @@
 # by the varied attribute and the group (Fig. 6); similarities by relation, attribute level and
 # group (Fig. 5, Supp. 10-12).
 #
-# **What is substituted here.** Faces: the **procedural generator** (`data/synthetic/hcic`,
-# 20 seeds × 6 groups × 17 = 2,040 renders, not the paper's EG3D images). Models: two real face
-# recognisers that ship in registry packages — **SFace** (OpenCV, 128-d) and **dlib** (ResNet,
-# 128-d) — instead of the paper's SFNet-20 / ResNet-34 models, plus a **toy simulated system**
-# (`facebias.studies.hcic.simulate_embeddings`) with planted worse recognition of BF and AM.
-# Annotators: a **simulated panel** (`facebias.annotate.simulate`), not the paper's 555,000 human
-# answers. Every number below is about these substitutes; the paper's headline findings can only
-# be checked with its data (`facebias.datasets.causalface`) and models.
+# **One notebook, any generator backend** (parameters `synthetic`, `section`, `image_votes`,
+# `pair_votes`, `name`). The groups are whatever the data's `group` column holds, and every
+# figure and the metrics JSON say which backend, which groups and which labels were used.
+#
+# * DVC stage `hcic`: the **procedural generator** (`data/synthetic/hcic`, 20 seeds × 6 race ×
+#   gender groups × 17 = 2,040 renders at 128 px), rated by a **simulated panel**
+#   (`facebias.annotate.simulate`; not the paper's 555,000 human answers): HCIC labels.
+# * DVC stage `hcic_dcgan`: the **DCGAN** (`data/synthetic_dcgan/hcic`; a real learned
+#   generator, no ground truth): 20 seeds × 4 groups × 17 = 1,360 renders at 64 px. Paper 000's
+#   race × gender prototypes need a race labeller and none ships offline, so the groups are
+#   what is **measured**: lighter / darker skin tone (the two sides of the skin-tone hyperplane
+#   fitted to the ITA machine labeller) × gender (the p_male labeller): LM LF DM DF — *not race*.
+#   Pose and light sequences step along the learned yaw / light directions. No annotator has
+#   rated these images, so the pair labels are the **intended** ones (same seed = same
+#   identity) and the HCIC, realism-filter and annotator sections are skipped. Human votes
+#   exported from the annotation store (store schema, e.g. from `data/real/annotations`) can be
+#   passed as `pair_votes` / `image_votes`: then HCIC labels are used as on the procedural data.
+#
+# Models: two real face recognisers that ship in registry packages — **SFace** (OpenCV, 128-d)
+# and **dlib** (ResNet, 128-d) — instead of the paper's SFNet-20 / ResNet-34 models, plus a
+# **toy simulated system** (`facebias.studies.hcic.simulate_embeddings`) with planted worse
+# recognition of the groups in the section's `toy_noise`. No FR model here is scored against
+# labels it produced: identity labels are intended or human; the groups come from other models
+# (skin tone, gender). Every number below is about these substitutes; the paper's headline
+# findings can only be checked with its data (`facebias.datasets.causalface`) and models.
 #
 # Conventions: scores are cosine similarities and a pair **matches iff s > t**
 # (`facebias.metrics`; the paper writes s ≥ t). Fixed thresholds (Fig. 6 triangles): SFace's
@@ -41,18 +58,21 @@
 
 # %% tags=["parameters"]
 params_file = "params.yaml"
-overrides = {}  # replaces keys of the `hcic` section (models, t_hcic, t_main, t_fixed, fmr, n_boot, ...)
-synthetic = "data/synthetic"
-image_votes = "data/annotations/hcic_image_votes.parquet"
-pair_votes = "data/annotations/hcic_pair_votes.parquet"
+section = "hcic"  # params section: hcic (procedural renders) or hcic_dcgan (the DCGAN)
+overrides = {}  # replaces keys of the section (models, t_hcic, t_main, t_fixed, fmr, n_boot, min_size, ...)
+synthetic = "data/synthetic"  # output of `facebias synth` for one backend (hcic/ and summary.json)
+image_votes = "data/annotations/hcic_image_votes.parquet"  # store-schema votes; empty: none
+pair_votes = "data/annotations/hcic_pair_votes.parquet"  # store-schema votes; empty: intended labels
 cache_dir = "artifacts/embeddings"  # embedding cache (by pixel content and model); "" for none
-compute = None  # where uncached embeddings run: None = params.yaml `compute` (Dask); "serial" = in-process
+compute = None  # where uncached embeddings run: None: the params.yaml compute section (Dask); serial: in-process
 smoke = False  # tests: `smoke_seeds` seeds, the first model only, t_main only, 20 bootstrap replicates
 smoke_seeds = 3
 reports_dir = "reports"
 name = "hcic"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json
 
 # %%
+import json
+import textwrap
 import time
 
 import matplotlib.pyplot as plt
@@ -68,18 +88,22 @@ from facebias.studies import hcic as H
 
 t0 = time.time()
 root = repo_root()
-cfg = {**load_params(root / params_file, "hcic"), **overrides}
+cfg = {**load_params(root / params_file, section), **overrides}
 models = list(cfg["models"])  # real FR models on the renders: sface, dlib
-t_hcic = list(cfg["t_hcic"])  # HCIC label thresholds (same identity iff HCIC <= t)
+t_hcic = list(cfg["t_hcic"])  # HCIC label thresholds (same identity iff HCIC <= t), with pair votes
 t_main = cfg["t_main"]  # the paper's main HCIC threshold (Fig. 6); the others give Supp. 15/16
 t_fixed = cfg["t_fixed"]  # the paper's similarity threshold (Fig. 5 line, Fig. 6 triangles), toy system
 fmr = cfg["fmr"]  # target FMR of the per-group FNMR table
 n_boot = cfg["n_boot"]  # prototype-cluster bootstrap replicates
 toy_noise = dict(cfg["toy_noise"])  # planted extra embedding noise of the toy system, by group
 n_cross = cfg["n_cross"]  # cross-group partner prototypes per prototype (Fig. 5, third panel)
+min_size = int(cfg.get("min_size", 0))  # faces with a shorter side below it are enlarged (bicubic)
 seed = cfg["seed"]
 data = root / synthetic / "hcic"
 fig_dir = root / reports_dir / "figures"
+summary_path = root / synthetic / "summary.json"
+summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+backend = str(summary.get("backend", cfg.get("backend", "unknown")))
 images = pd.read_parquet(data / "images.parquet")
 pairs = pd.read_parquet(data / "pairs.parquet")
 if smoke:
@@ -91,88 +115,153 @@ if smoke:
 cross = H.cross_group_pairs(images, n_per_prototype=n_cross, seed=seed, start_id=int(pairs["pair_id"].max()) + 1)
 allp = pd.concat([pairs, cross], ignore_index=True)
 allp["relation"] = H.relation(allp)
-GROUPS = ["WM", "WF", "BM", "BF", "AM", "AF"]
+GROUPS = H.group_order(images, cfg.get("group_order", ()))  # from the data; the section only orders them
+COLOR = {g: plots.group_color(g, j) for j, g in enumerate(GROUPS)}
 SYSTEMS = [*models, "toy"]
 FIXED = {**H.MODEL_THRESHOLDS, "toy": t_fixed}
-n_annot = pd.read_parquet(root / pair_votes, columns=["annotator"])["annotator"].nunique()
-provenance = (f"faces: procedural generator ({len(images)} renders, {synthetic}); models: "
-              f"{', '.join('SFace' if m == 'sface' else m for m in models)} + toy simulated system "
-              f"(planted noise {toy_noise}); annotators: simulated panel N={n_annot} — not the paper's data")
+CENTRE = H.centre_levels(images)
+group_kind = summary.get("groups") or ("race_gender" if "race" in images.columns
+                                       else "skin_gender" if "skin" in images.columns else "group")
+group_desc = {"race_gender": "race x gender (000's six groups)",
+              "skin_gender": ("measured skin tone (lighter / darker side of the ITA skin-tone hyperplane) x "
+                              "gender (p_male): not race, no race labeller ships offline")
+              }.get(group_kind, "the images table's group column")
+
+votes_pair = pd.read_parquet(root / pair_votes) if pair_votes else None
+votes_image = pd.read_parquet(root / image_votes) if image_votes else None
+
+
+def who(votes: pd.DataFrame | None) -> str:
+    """The annotators behind a votes table, from its `source` column."""
+    if votes is None:
+        return "none"
+    kinds = {"simulated": "simulated panel", "human": "human annotators", "imported": "imported votes"}
+    src = ", ".join(kinds.get(s, s) for s in sorted(votes["source"].astype(str).unique()))
+    return f"{src} N={votes['annotator'].nunique()}"
+
+
+LABELS = "hcic" if votes_pair is not None else "intended"
+labels_desc = (f"HCIC from {who(votes_pair)} (t_hcic = {t_main:g})" if LABELS == "hcic"
+               else "intended (same seed = same identity; no annotator votes)")
+provenance = (f"faces: {backend} generator ({len(images)} renders, {synthetic}); groups: {', '.join(GROUPS)} "
+              f"= {group_desc}; models: {', '.join('SFace' if m == 'sface' else m for m in models)} + toy "
+              f"simulated system (planted noise {toy_noise}); labels: {labels_desc}; annotators: "
+              f"{who(votes_pair)} — not the paper's data")
+stamp = textwrap.fill(provenance, 190)  # the figures' provenance line, wrapped
 print(provenance)
-print(f"{len(pairs)} annotated pairs ({int(pairs['label'].sum())} intended same) + {len(cross)} cross-group pairs")
+print(f"{len(pairs)} pairs ({int(pairs['label'].sum())} intended same) + {len(cross)} cross-group pairs; "
+      f"sequence centres {CENTRE}")
 
 # %% [markdown]
 # ## Embeddings and similarities
 # The real models run detection (YuNet), alignment and embedding on every render; embeddings
 # are cached on disk by pixel content and model. A failure to enrol gives a NaN similarity
-# and is reported (NIST practice), never silently dropped.
+# and is reported per group (NIST practice), never silently dropped. **Small faces**: a render
+# whose shorter side is below the section's `min_size` is first enlarged to `min_size` with
+# bicubic interpolation (`facebias.annotate.machine.upscale`, the machine annotators' rule) —
+# the DCGAN draws 64 px faces and `hcic_dcgan` uses 256 px; the procedural 128 px renders are
+# embedded as drawn (`min_size: 0`). Measured on the 1,360 DCGAN HCIC renders, YuNet finds no
+# face in 29 at the native 64 px (DF 16, DM 8, LM 4, LF 1; one DF prototype among them), in 5
+# at 128 px and in 6 at 256 px; the embeddings of the enlarged faces are cached by their pixels.
 
 # %%
 paths = [data / "images" / f"{i}.png" for i in images["image_id"]]
 compute_cfg = load_compute(root / params_file, compute)
+upscale_desc = (f"faces below {min_size} px enlarged to {min_size} px (bicubic)" if min_size
+                else "faces embedded at their drawn size")
+print(upscale_desc)
 vectors, fte, timing = {}, {}, {}
 for m in models:
     t = time.time()
-    v, ok = H.embed_images(paths, m, cache_dir=root / cache_dir if cache_dir else None, compute=compute_cfg)
+    v, ok = H.embed_images(paths, m, cache_dir=root / cache_dir if cache_dir else None, compute=compute_cfg,
+                           min_size=min_size)
     timing[m] = time.time() - t
     vectors[m] = pd.DataFrame(v, index=images["image_id"].astype(str))
     fte[m] = failure_to_enrol(ok, images["group"].to_numpy())
     print(f"{m}: {ok.sum()}/{len(ok)} enrolled in {timing[m]:.1f} s")
-vectors["toy"] = H.simulate_embeddings(images, group_noise=toy_noise, seed=seed)
+vectors["toy"] = H.simulate_embeddings(images, group_noise=toy_noise, seed=seed, centre=CENTRE)
 for s in SYSTEMS:
     sc = H.pair_scores(allp, vectors[s])
     allp[f"score_{s}"] = sc
     print(s, sc.attrs)
-display(pd.concat({m: f[["n", "n_fte", "fte_rate"]] for m, f in fte.items()}, axis=1))  # noqa: F821
+if fte:
+    display(pd.concat({m: f[["n", "n_fte", "fte_rate"]] for m, f in fte.items()}, axis=1))  # noqa: F821
 
 # %% [markdown]
-# ## Human annotations: HCIC, the realism filter, labels
-# Single-image scores are the plain mean of the 9 responses (B4.13); the uncanny score is
-# normalised to [0, 1] (mean / 4) and a pair is kept iff both images score below 0.8.
-# Age and expression levels in the box plots are the annotated bins of width 0.8 (Supp. E).
+# ## Labels: HCIC from annotator votes, or the intended ones
+# With pair votes: HCIC per pair and a label per t_hcic. With image votes: the realism filter
+# (single-image scores are the plain mean of the 9 responses, B4.13; the uncanny score is
+# normalised to [0, 1] (mean / 4) and a pair is kept iff both images score below 0.8) and the
+# annotated age / expression bins of width 0.8 (Supp. E) for the box plots. Without votes the
+# labels are the intended ones, every pair is kept and the levels are the intended steps.
 
 # %%
-pv = pd.read_parquet(root / pair_votes)
-iv = pd.read_parquet(root / image_votes)
-matrix = H.pair_vote_matrix(pv, pairs)
-pairs["hcic"] = H.pair_hcic(matrix)
-image_scores = scores_from_votes(iv, SCALES_000, agg="mean")  # plain mean / 4, in [0, 1]
-means = {q: image_scores[q] * 4 for q in image_scores}  # raw 0-4 means (the annotated bins)
-uncanny = image_scores["uncanny"]
-pairs["keep"] = H.uncanny_pair_keep(pairs, uncanny)
-for t in t_hcic:
-    pairs[f"label_{t:g}"] = H.label_pairs(pairs, pairs["hcic"].to_numpy(), t)
-allp["level_human"] = H.human_levels(allp, means)
-label_counts = {}
-for t in t_hcic:
-    lab = pairs[f"label_{t:g}"]
-    label_counts[f"{t:g}"] = {
-        "positive_all": int(lab.sum()), "negative_all": int((1 - lab).sum()),
-        "positive_kept": int(lab[pairs["keep"]].sum()), "negative_kept": int((1 - lab)[pairs["keep"]].sum()),
-        "intended_same_judged_different": int(((pairs["label"] == 1) & (lab == 0)).sum()),
-        "intended_different_judged_same": int(((pairs["label"] == 0) & (lab == 1)).sum()),
-    }
-filt = {"intended_positive_kept": int(pairs.loc[pairs["keep"], "label"].sum()),
-        "intended_negative_kept": int((1 - pairs.loc[pairs["keep"], "label"]).sum()),
-        "images_uncanny": int((uncanny >= 0.8).sum()), "images_realistic_share": float((uncanny < 0.8).mean())}
-display(pd.DataFrame(label_counts))  # noqa: F821
-print("realism filter:", filt)
+skipped = {}
+if votes_pair is not None:
+    hl, matrix = H.hcic_labels(pairs, votes_pair, t_hcic)
+    pairs = pairs.join(hl)
+    LABEL_SETS = {f"{t:g}": f"label_{t:g}" for t in t_hcic}  # label set -> column
+    MAIN = f"{t_main:g}"
+else:
+    matrix = None
+    LABEL_SETS, MAIN = {"intended": "label"}, "intended"
+    skipped["hcic"] = "no pair votes: labels are the intended ones (same seed = same identity)"
+if votes_image is not None:
+    image_scores = scores_from_votes(votes_image, SCALES_000, agg="mean")  # plain mean / 4, in [0, 1]
+    means = {q: image_scores[q] * 4 for q in image_scores}  # raw 0-4 means (the annotated bins)
+    uncanny = image_scores["uncanny"]
+    pairs["keep"] = H.uncanny_pair_keep(pairs, uncanny)
+    allp["level_human"] = H.human_levels(allp, means)
+    filt = {"intended_positive_kept": int(pairs.loc[pairs["keep"], "label"].sum()),
+            "intended_negative_kept": int((1 - pairs.loc[pairs["keep"], "label"]).sum()),
+            "images_uncanny": int((uncanny >= 0.8).sum()), "images_realistic_share": float((uncanny < 0.8).mean())}
+    print("realism filter:", filt)
+else:
+    pairs["keep"] = True
+    allp["level_human"] = allp["level"].astype(np.int64)
+    filt = None
+    skipped["realism_filter"] = "no image votes: every pair is kept; age / expression levels are intended steps"
+label_counts = {k: H.label_counts(pairs, col, pairs["keep"]) for k, col in LABEL_SETS.items() if k != "intended"}
+if label_counts:
+    display(pd.DataFrame(label_counts))  # noqa: F821
+for what, why in skipped.items():
+    print(f"skipped {what}: {why}")
 
 # %% [markdown]
 # ## Similarity by relation, attribute level and group (Fig. 5, Supp. 10-12)
 # Median (marker) and 15-85 % range (bar). Rows: same prototype; same group, other seed;
-# other group and seed. Dashed: the fixed threshold of the model.
+# other group and seed (the relations come from how the pairs were built, not from labels).
+# Dashed: the fixed threshold of the model. Levels: the renderer's yaw and lights, or offsets
+# along the learned yaw / light directions (decision-value units, 0 = the prototype); age and
+# expression as annotated bins with image votes, else the intended steps (prototype at 2).
+
 
 # %%
-LEVEL_NAMES = {"pose": ["-30°", "-15°", "0°", "15°", "30°"], "light": ["orig", "up", "down", "left", "right"],
-               "age": [f"bin {i}" for i in range(5)], "expression": [f"bin {i}" for i in range(5)]}
+def level_names(attr: str) -> tuple[str, list[str]]:
+    """Axis title and tick labels of one sequence, from the images table."""
+    seq, c = images[images["attribute"] == attr], CENTRE[attr]
+    if attr in ("age", "expression"):
+        if votes_image is not None:
+            return f"{attr} (annotated bin)", [f"bin {i}" for i in range(5)]
+        return f"{attr} (intended step)", [f"{i}" + (" (P)" if i == c else "") for i in range(5)]
+    if attr == "pose" and seq["yaw"].abs().gt(0).any():  # the renderer's yaw control
+        yaw = seq.groupby("level")["yaw"].first()
+        return attr, [f"{yaw.get(i, 0.0):g}°" for i in range(5)]
+    if attr == "light" and seq["light"].ne("front").any():  # the renderer's lights
+        light = seq.groupby("level")["light"].first()
+        return attr, ["orig" if i == c else str(light.get(i, "?")) for i in range(5)]
+    cfg_synth = summary.get("config", {})
+    step, n = cfg_synth.get("latent_step", 1.5), cfg_synth.get("sequence_n", 2)
+    return (f"{attr} (learned {'yaw' if attr == 'pose' else 'light'} direction)",
+            [f"{(i - c) * step / n:+g}" if i != c else "0 (P)" for i in range(5)])
+
+
+LEVEL_NAMES = {a: level_names(a) for a in H.ATTRIBUTES}
 summaries, ordering = {}, {}
 for s in SYSTEMS:
     summ = H.similarity_summary(allp, f"score_{s}", by=["relation", "attribute", "level_human", "group"])
     summaries[s] = summ
-    med = allp.groupby("relation")[f"score_{s}"].median()
-    ordering[s] = {**{k: float(v) for k, v in med.items()},
-                   "ordered": bool(med["same_prototype"] > med["same_group"] > med["different_group"])}
+    ordering[s] = H.relation_medians(allp, f"score_{s}")
     fig, axes = plt.subplots(3, 4, figsize=(15, 9.5), sharey=True)
     for r, rel in enumerate(H.RELATIONS):
         for c, attr in enumerate(H.ATTRIBUTES):
@@ -180,19 +269,20 @@ for s in SYSTEMS:
             sub = summ[(summ["relation"] == rel) & (summ["attribute"] == attr)]
             for j, g in enumerate(GROUPS):
                 gs = sub[sub["group"] == g]
-                x = gs["level_human"].to_numpy() + (j - 2.5) * 0.12
+                x = gs["level_human"].to_numpy() + (j - (len(GROUPS) - 1) / 2) * 0.12
                 ax.errorbar(x, gs["median"], yerr=plots.interval_err(gs["median"], gs["q15"], gs["q85"]),
-                            fmt="o", ms=3.5, lw=1, color=plots.group_color(g), label=g if r == c == 0 else None)
+                            fmt="o", ms=3.5, lw=1, color=COLOR[g], label=g if r == c == 0 else None)
             ax.axhline(FIXED[s], color="C3", ls="--", lw=1)
-            ax.set_xticks(range(5), LEVEL_NAMES[attr], fontsize=8)
+            ax.set_xticks(range(5), LEVEL_NAMES[attr][1], fontsize=8)
             if r == 0:
-                ax.set_title(attr + (" (annotated bin)" if attr in ("age", "expression") else ""))
+                ax.set_title(LEVEL_NAMES[attr][0])
             if c == 0:
                 ax.set_ylabel(f"{rel.replace('_', ' ')}\ncosine similarity")
     axes[0, 0].legend(fontsize=7, ncol=2)
-    fig.suptitle(f"{s}: similarity by attribute level and group (median, 15-85 %); dashed: t = {FIXED[s]:.3g}")
+    fig.suptitle(f"{s} on {backend} faces: similarity by attribute level and group ({', '.join(GROUPS)}; "
+                 f"median, 15-85 %); dashed: t = {FIXED[s]:.3g}")
     fig.tight_layout(rect=(0, 0.01, 1, 0.98))
-    plots.stamp(fig, provenance)
+    plots.stamp(fig, stamp)
     plots.save(fig, fig_dir / f"{name}_similarity" / f"{s}.png")  # one per system
     plt.close(fig)
 display(pd.DataFrame(ordering).round(3))  # noqa: F821
@@ -208,19 +298,30 @@ display(pd.concat({s: d.set_index(["attribute", "level"])["delta"] for s, d in d
 
 # %% [markdown]
 # ## FNMR vs FMR per attribute and group (Fig. 6; Supp. 15, 16)
-# Ground truth = HCIC labels on the pairs kept by the realism filter. Triangles: the fixed
-# threshold of each model. Each (attribute, group) cell has about 100 intended-same and 300
-# intended-different pairs, so FMR below ~3e-3 is not resolved. Same-prototype pairs that the
-# annotators judged different become *impostors* with similarities near 1; at low FMR they set
-# the threshold, so the FNMR there reflects the annotations as much as the model. The table
-# with the intended labels separates the two.
+# Ground truth = HCIC labels on the pairs kept by the realism filter where pair votes exist,
+# else the intended labels on every pair (each figure's title says which). Triangles: the
+# fixed threshold of each model. Each (attribute, group) cell has about 100 intended-same and
+# 300 intended-different pairs (20 seeds), so FMR below ~3e-3 is not resolved. Under HCIC
+# labels, same-prototype pairs that the annotators judged different become *impostors* with
+# similarities near 1; at low FMR they set the threshold, so the FNMR there reflects the
+# annotations as much as the model. The table with the intended labels separates the two.
 
 # %%
 kept = pairs[pairs["keep"]].copy()
 for s in SYSTEMS:
     kept[f"score_{s}"] = allp.loc[: len(pairs) - 1, f"score_{s}"].to_numpy()[pairs["keep"].to_numpy()]
-for t in t_hcic:
-    lab = f"label_{t:g}"
+
+
+def label_title(key: str) -> str:
+    return (f"HCIC labels from {who(votes_pair)} (t_hcic = {key})" if key != "intended"
+            else "intended labels (same seed = same identity)")
+
+
+def det_file(key: str) -> str:
+    return "intended.png" if key == "intended" else f"t{int(round(float(key) * 100)):02d}.png"
+
+
+for key, lab in LABEL_SETS.items():
     fig, axes = plt.subplots(4, len(SYSTEMS), figsize=(4.2 * len(SYSTEMS), 15), squeeze=False)
     for c, s in enumerate(SYSTEMS):
         curves = H.error_curves(kept, f"score_{s}", lab, missing="drop")
@@ -231,106 +332,150 @@ for t in t_hcic:
                            fmr_min=1e-3, fnmr_min=1e-3)
             for _, p in pts[pts["attribute"] == attr].iterrows():
                 ax.plot(max(p["fmr"], 1e-3), max(p["fnmr"], 1e-3), marker="^", ms=8, ls="none",
-                        color=plots.group_color(p["group"]), mec="k", mew=0.5)
-            ax.set_title(f"{s} — {attr}", fontsize=10)
+                        color=COLOR[p["group"]], mec="k", mew=0.5)
+            ax.set_title(f"{s} — {LEVEL_NAMES[attr][0]}", fontsize=10)
             if (r, c) != (0, 0):
                 ax.get_legend().remove()
             if r < 3:
                 ax.set_xlabel("")
             if c > 0:
                 ax.set_ylabel("")
-    fig.suptitle(f"FNMR vs FMR with HCIC labels (t_hcic = {t:g}); triangles: fixed threshold")
+    fig.suptitle(f"FNMR vs FMR on {backend} faces with {label_title(key)}; groups {', '.join(GROUPS)}; "
+                 "triangles: fixed threshold")
     fig.tight_layout(rect=(0, 0.01, 1, 0.98))
-    plots.stamp(fig, provenance)
-    plots.save(fig, fig_dir / f"{name}_det" / f"t{int(round(t * 100)):02d}.png")  # one per t_hcic
+    plots.stamp(fig, stamp)
+    plots.save(fig, fig_dir / f"{name}_det" / det_file(key))  # one per label set
     plt.close(fig)
 
 # %%
-fnmr_tables = {}
-for s in SYSTEMS:
-    for t in t_hcic:
-        tab = H.fnmr_at_fmr_by_group(kept, f"score_{s}", f"label_{t:g}", fmr=fmr, n_boot=n_boot,
-                                     seed=seed, missing="drop")
-        fnmr_tables[(s, t)] = tab
-intended_tables = {s: H.fnmr_at_fmr_by_group(kept, f"score_{s}", "label", fmr=fmr, n_boot=n_boot, seed=seed,
-                                              missing="drop") for s in SYSTEMS}
-main = pd.concat({s: fnmr_tables[(s, t_main)].set_index("group")[["fnmr_group", "fnmr_group_lo",
-                                                                   "fnmr_group_hi"]] for s in SYSTEMS}, axis=1)
+fnmr_tables = {(s, key): H.fnmr_at_fmr_by_group(kept, f"score_{s}", lab, fmr=fmr, n_boot=n_boot, seed=seed,
+                                                 missing="drop")
+               for s in SYSTEMS for key, lab in LABEL_SETS.items()}
+intended_tables = {s: fnmr_tables[(s, "intended")] if "intended" in LABEL_SETS else
+                   H.fnmr_at_fmr_by_group(kept, f"score_{s}", "label", fmr=fmr, n_boot=n_boot, seed=seed,
+                                          missing="drop") for s in SYSTEMS}
+main = pd.concat({s: fnmr_tables[(s, MAIN)].set_index("group")[["fnmr_group", "fnmr_group_lo",
+                                                                  "fnmr_group_hi"]] for s in SYSTEMS}, axis=1)
+print(f"FNMR at FMR {fmr:g} per group, {label_title(MAIN)}:")
 display(main.round(3))  # noqa: F821
-print("the same with the intended labels (no human relabelling):")
-display(pd.concat({s: t.set_index("group")["fnmr_group"] for s, t in intended_tables.items()}, axis=1).round(3))  # noqa: F821
+if MAIN != "intended":
+    print("the same with the intended labels (no human relabelling):")
+    display(pd.concat({s: t.set_index("group")["fnmr_group"] for s, t in intended_tables.items()}, axis=1).round(3))  # noqa: F821
 fig, axes = plt.subplots(1, len(SYSTEMS), figsize=(4.2 * len(SYSTEMS), 3.6), squeeze=False)
 for ax, s in zip(axes[0], SYSTEMS, strict=True):
-    tab = fnmr_tables[(s, t_main)].set_index("group")
+    tab = fnmr_tables[(s, MAIN)].set_index("group")
     tab = tab.loc[[g for g in GROUPS if g in tab.index]]
-    ax.bar(tab.index, tab["fnmr_group"], color=[plots.group_color(g) for g in tab.index],
+    ax.bar(tab.index, tab["fnmr_group"], color=[COLOR[g] for g in tab.index],
            yerr=plots.interval_err(tab["fnmr_group"], tab["fnmr_group_lo"], tab["fnmr_group_hi"]), capsize=3)
     ax.set_title(f"{s}: FNMR at FMR = {fmr:g}", fontsize=10)
     ax.set_ylabel("FNMR (95 % prototype bootstrap CI)")
-plots.stamp(fig, provenance)
+fig.suptitle(f"{backend} faces, {label_title(MAIN)}", fontsize=10)
+fig.tight_layout()
+plots.stamp(fig, stamp)
 plots.save(fig, fig_dir / f"{name}_fnmr_by_group.png")
 plt.close(fig)
 
 # %% [markdown]
-# ## Annotations: consistency (Supp. 13), validation (Fig. 3, Supp. 9), group independence (Fig. 4, Supp. 14)
+# FNMR at the target FMR in each attribute × group cell (Fig. 6 read at one FMR; each cell on
+# its own threshold; one prototype-cluster bootstrap over all cells).
 
 # %%
-sd, consistency = H.annotator_consistency(matrix, pairs)
-display(consistency.round(3))  # noqa: F821
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-ax = axes[0]
-ax.errorbar(consistency["attribute"], consistency["median"],
-            yerr=plots.interval_err(consistency["median"], consistency["q15"], consistency["q85"]),
-            fmt="o", capsize=4)
-ax.set(ylabel="per-pair SD / 4", title="annotator consistency (median, 15-85 %)", ylim=(0, 0.6))
-ax = axes[1]
-for lab_, ls in ((1, "-"), (0, "--")):
-    ax.hist(pairs.loc[pairs["label"] == lab_, "hcic"], bins=np.arange(-0.025, 1.05, 0.05), histtype="step",
-            ls=ls, label="intended same" if lab_ else "intended different")
-for t in t_hcic:
-    ax.axvline(t, color="0.5", lw=0.8)
-ax.set(xlabel="HCIC (0 = same ... 1 = different)", ylabel="pairs", title="HCIC distribution")
-ax.legend(fontsize=8)
-plots.stamp(fig, provenance)
-plots.save(fig, fig_dir / f"{name}_annotator_consistency.png")
-plt.close(fig)
-
-# %%
-panels = [("age", "step"), ("expression", "step"), ("gender", "group"), ("skin_color", "group"), ("uncanny", "group")]
-fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4))
-for ax, (q, by) in zip(axes, panels, strict=True):
-    tab = H.response_histogram(iv, images, q, by=by)
-    for j, (key, row) in enumerate(tab.iterrows()):
-        color = plots.group_color(key) if by == "group" else plt.cm.viridis(j / 4)
-        ax.plot(row.index, row.to_numpy(), marker="o", ms=3, color=color, label=str(key))
-    ax.set(xlabel=f"{q} response (0..4)", ylabel="share of responses",
-           title=f"{q} by {'intended step' if by == 'step' else 'group'}")
-    ax.legend(fontsize=6, ncol=2)
-plots.stamp(fig, provenance)
-plots.save(fig, fig_dir / f"{name}_validation.png")
-plt.close(fig)
-
-# %%
-chi = H.group_independence_test(matrix, pairs)
-display(chi.round(4))  # noqa: F821
-fig, axes = plt.subplots(2, 4, figsize=(15, 6), sharey=True)
-for r, lab_ in enumerate((1, 0)):
-    for c, attr in enumerate(H.ATTRIBUTES):
-        ax = axes[r, c]
-        m = (pairs["attribute"] == attr) & (pairs["label"] == lab_)
-        for g in GROUPS:
-            vals = matrix[m & (pairs["group"] == g)].to_numpy().ravel()
-            if vals.size == 0:
-                continue
-            share = np.bincount(vals.astype(int), minlength=5) / vals.size
-            ax.plot(range(5), share, marker="o", ms=3, color=plots.group_color(g), label=g)
-        ax.set_xticks(range(5), ["L same", "P same", "unsure", "P diff", "L diff"], fontsize=7)
-        ax.set_title(f"{attr}: {'same seed' if lab_ else 'different seed'}", fontsize=9)
+cell_tables = {s: H.fnmr_at_fmr_by_cell(kept, f"score_{s}", LABEL_SETS[MAIN], fmr=fmr, n_boot=n_boot, seed=seed,
+                                        missing="drop") for s in SYSTEMS}
+display(pd.concat({s: t.set_index(["attribute", "group"])["fnmr_group"].unstack("group")  # noqa: F821
+                   .reindex(columns=GROUPS) for s, t in cell_tables.items()}, axis=1).round(3))
+fig, axes = plt.subplots(1, len(SYSTEMS), figsize=(4.6 * len(SYSTEMS), 3.8), squeeze=False, sharey=True)
+width = 0.8 / len(GROUPS)
+for ax, s in zip(axes[0], SYSTEMS, strict=True):
+    tab = cell_tables[s]
+    for j, g in enumerate(GROUPS):
+        sub = tab[tab["group"] == g].set_index("attribute").reindex(list(H.ATTRIBUTES))
+        x = np.arange(len(H.ATTRIBUTES)) + (j - (len(GROUPS) - 1) / 2) * width
+        ax.bar(x, sub["fnmr_group"], width, color=COLOR[g], label=g,
+               yerr=plots.interval_err(sub["fnmr_group"], sub["fnmr_group_lo"], sub["fnmr_group_hi"]),
+               capsize=2, error_kw={"lw": 0.8})
+    ax.set_xticks(range(len(H.ATTRIBUTES)), H.ATTRIBUTES)
+    ax.set_title(f"{s}: FNMR at FMR = {fmr:g}", fontsize=10)
+axes[0, 0].set_ylabel("FNMR (95 % prototype bootstrap CI)")
 axes[0, 0].legend(fontsize=7, ncol=2)
-axes[0, 0].set_ylabel("share of responses")
-plots.stamp(fig, provenance)
-plots.save(fig, fig_dir / f"{name}_identity_responses.png")
+fig.suptitle(f"{backend} faces, per attribute x group, {label_title(MAIN)}", fontsize=10)
+fig.tight_layout()
+plots.stamp(fig, stamp)
+plots.save(fig, fig_dir / f"{name}_fnmr_by_attribute.png")
 plt.close(fig)
+
+# %% [markdown]
+# ## Annotations: consistency (Supp. 13), validation (Fig. 3, Supp. 9), group independence (Fig. 4, Supp. 14)
+# Only with annotator votes (pair votes for consistency and group independence, image votes
+# for the validation histograms); without them these figures are not drawn.
+
+# %%
+if matrix is None:
+    sd = consistency = chi = None
+    skipped["annotators"] = "no pair votes: no annotator consistency or group-independence test"
+    print("skipped:", skipped["annotators"])
+else:
+    sd, consistency = H.annotator_consistency(matrix, pairs)
+    display(consistency.round(3))  # noqa: F821
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    ax = axes[0]
+    ax.errorbar(consistency["attribute"], consistency["median"],
+                yerr=plots.interval_err(consistency["median"], consistency["q15"], consistency["q85"]),
+                fmt="o", capsize=4)
+    ax.set(ylabel="per-pair SD / 4", title="annotator consistency (median, 15-85 %)", ylim=(0, 0.6))
+    ax = axes[1]
+    for lab_, ls in ((1, "-"), (0, "--")):
+        ax.hist(pairs.loc[pairs["label"] == lab_, "hcic"], bins=np.arange(-0.025, 1.05, 0.05), histtype="step",
+                ls=ls, label="intended same" if lab_ else "intended different")
+    for t in t_hcic:
+        ax.axvline(t, color="0.5", lw=0.8)
+    ax.set(xlabel="HCIC (0 = same ... 1 = different)", ylabel="pairs", title="HCIC distribution")
+    ax.legend(fontsize=8)
+    plots.stamp(fig, stamp)
+    plots.save(fig, fig_dir / f"{name}_annotator_consistency.png")
+    plt.close(fig)
+
+# %%
+if votes_image is None:
+    skipped["validation"] = "no image votes: no validation histograms"
+    print("skipped:", skipped["validation"])
+else:
+    panels = [("age", "step"), ("expression", "step"), ("gender", "group"), ("skin_color", "group"), ("uncanny", "group")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4))
+    for ax, (q, by) in zip(axes, panels, strict=True):
+        tab = H.response_histogram(votes_image, images, q, by=by)
+        for j, (key, row) in enumerate(tab.iterrows()):
+            color = COLOR.get(key, "0.5") if by == "group" else plt.cm.viridis(j / 4)
+            ax.plot(row.index, row.to_numpy(), marker="o", ms=3, color=color, label=str(key))
+        ax.set(xlabel=f"{q} response (0..4)", ylabel="share of responses",
+               title=f"{q} by {'intended step' if by == 'step' else 'group'}")
+        ax.legend(fontsize=6, ncol=2)
+    plots.stamp(fig, stamp)
+    plots.save(fig, fig_dir / f"{name}_validation.png")
+    plt.close(fig)
+
+# %%
+if matrix is not None:
+    chi = H.group_independence_test(matrix, pairs)
+    display(chi.round(4))  # noqa: F821
+    fig, axes = plt.subplots(2, 4, figsize=(15, 6), sharey=True)
+    for r, lab_ in enumerate((1, 0)):
+        for c, attr in enumerate(H.ATTRIBUTES):
+            ax = axes[r, c]
+            m = (pairs["attribute"] == attr) & (pairs["label"] == lab_)
+            for g in GROUPS:
+                vals = matrix[m & (pairs["group"] == g)].to_numpy().ravel()
+                if vals.size == 0:
+                    continue
+                share = np.bincount(vals.astype(int), minlength=5) / vals.size
+                ax.plot(range(5), share, marker="o", ms=3, color=COLOR[g], label=g)
+            ax.set_xticks(range(5), ["L same", "P same", "unsure", "P diff", "L diff"], fontsize=7)
+            ax.set_title(f"{attr}: {'same seed' if lab_ else 'different seed'}", fontsize=9)
+    axes[0, 0].legend(fontsize=7, ncol=2)
+    axes[0, 0].set_ylabel("share of responses")
+    plots.stamp(fig, stamp)
+    plots.save(fig, fig_dir / f"{name}_identity_responses.png")
+    plt.close(fig)
 
 # %% [markdown]
 # ## Metrics for DVC
@@ -342,29 +487,48 @@ def fnmr_json(tab: pd.DataFrame) -> dict:
                          "n_impostor": int(r["n_impostor"])} for _, r in tab.iterrows()}
 
 
+def fte_json(table: pd.DataFrame) -> dict:
+    return {str(g): {"n": int(r["n"]), "n_fte": int(r["n_fte"]), "rate": float(r["fte_rate"])}
+            for g, r in table.iterrows()}
+
+
 head = {
-    "source": "synthetic (procedural generator, simulated annotators)",
+    "backend": backend,
+    "source": f"synthetic ({backend} generator, {'annotators: ' + who(votes_pair) if LABELS == 'hcic' else 'no annotators'})",
     "provenance": provenance,
+    "labels": LABELS,  # intended | hcic: the ground truth of every error rate below
+    "label_description": labels_desc,
+    "groups": GROUPS, "group_kind": group_kind, "group_description": group_desc,
     "smoke": bool(smoke),
-    "n_pairs": len(pairs), "n_cross_group_pairs": len(cross),
+    "n_images": len(images), "n_pairs": len(pairs), "n_cross_group_pairs": len(cross),
     "fmr_target": fmr, "n_boot": int(n_boot), "bootstrap_unit": "prototype (anchor) clusters",
     "fixed_thresholds": FIXED,
+    "upscale": {"min_size": min_size, "interpolation": "bicubic (cv2.INTER_CUBIC)", "description": upscale_desc},
     "failure_to_enrol": {m: int(f.loc["all", "n_fte"]) for m, f in fte.items()},
+    "failure_to_enrol_by_group": {m: fte_json(f) for m, f in fte.items()},
     "similarity_by_relation": ordering,
-    "fnmr_at_fmr": {s: {f"{t:g}": fnmr_json(fnmr_tables[(s, t)]) for t in t_hcic} for s in SYSTEMS},
+    "fnmr_at_fmr": {s: {key: fnmr_json(fnmr_tables[(s, key)]) for key in LABEL_SETS} for s in SYSTEMS},
     "fnmr_at_fmr_intended_labels": {s: fnmr_json(t) for s, t in intended_tables.items()},
-    "fixed_threshold_rates": {s: H.fixed_threshold_points(kept, f"score_{s}", f"label_{t_main:g}", t=FIXED[s],
+    "fnmr_at_fmr_by_attribute": {s: {a: fnmr_json(t[t["attribute"] == a]) for a in H.ATTRIBUTES}
+                                 for s, t in cell_tables.items()},
+    "fixed_threshold_rates": {s: H.fixed_threshold_points(kept, f"score_{s}", LABEL_SETS[MAIN], t=FIXED[s],
                                                           by=("group",), missing="drop")
                               .set_index("group")[["fmr", "fnmr"]].to_dict(orient="index") for s in SYSTEMS},
-    "labels": label_counts, "realism_filter": filt,
-    "per_pair_sd": {"median": float(sd.median()),
-                    "by_attribute": consistency.set_index("attribute")["median"].to_dict()},
-    "group_independence": {"n_tests": len(chi), "n_rejected_bonferroni": int(chi["reject"].sum()) if len(chi) else 0},
     "delta_attr_extension": {s: d[d["level"].isin([0, 4])].set_index(["attribute", "level"])["delta"]
                              .rename(index=str).to_dict() for s, d in delta.items()},
+    "skipped": skipped,
 }
 head["delta_attr_extension"] = {s: {f"{a}_{lv}": v for (a, lv), v in d.items()}
                                 for s, d in head["delta_attr_extension"].items()}
+if LABELS == "hcic":
+    head["hcic_label_counts"] = label_counts
+if filt is not None:
+    head["realism_filter"] = filt
+if matrix is not None:
+    head["per_pair_sd"] = {"median": float(sd.median()),
+                           "by_attribute": consistency.set_index("attribute")["median"].to_dict()}
+    head["group_independence"] = {"n_tests": len(chi),
+                                  "n_rejected_bonferroni": int(chi["reject"].sum()) if len(chi) else 0}
 write_json_atomic(root / reports_dir / "metrics" / f"{name}.json", head)
 print(f"done in {time.time() - t0:.0f} s (embedding: " + ", ".join(f"{m} {t:.0f} s" for m, t in timing.items()) + ")")
-{k: head[k] for k in ("similarity_by_relation", "labels", "per_pair_sd")}
+{k: head[k] for k in ("backend", "labels", "groups", "similarity_by_relation", "failure_to_enrol")}

