@@ -8,11 +8,10 @@ import sqlite3
 import time
 from pathlib import Path
 
+import ipywidgets  # noqa: F401
 import numpy as np
 import pandas as pd
 import pytest
-
-pytest.importorskip("ipywidgets")
 
 from facebias.annotate import PAIR_SCALE, SCALES_000, SCALES_004, AnnotationStore, Scale
 from facebias.annotate.widgets import ImageAnnotator, PairAnnotator, load_png

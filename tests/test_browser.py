@@ -75,7 +75,7 @@ def test_seed_change_grid_and_captions(browser):
 
 
 def test_widget_builds_and_reacts(browser):
-    pytest.importorskip("ipywidgets")
+    import ipywidgets  # noqa: F401
     box = browser.widget()
     image = box.children[0].children[1].children[0]
     before = image.value

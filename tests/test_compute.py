@@ -8,6 +8,7 @@ import operator
 from functools import partial
 from pathlib import Path
 
+import distributed  # noqa: E402
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,8 +21,6 @@ from facebias.compute import (
     map_chunks,
     map_items,
 )
-
-distributed = pytest.importorskip("distributed")
 
 
 @pytest.fixture(scope="module")

