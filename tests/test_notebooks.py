@@ -90,6 +90,7 @@ def pipeline(tmp_path_factory):
     params["generate"].update(scale="smoke", n_transects=10)
     params["generate_dcgan"].update(scale="smoke", n_fit=300, n_candidates=10)
     params["synthetic"].update(n_check=8)
+    params["synthetic_dcgan"].update(n_samples=24, n_seeds=8, lever_n_labels=[60, None], lever_kinds=["ridge"])
     params["transects"].update(n_boot=5, n_train=64, epochs=1, n_observational=100, n_known_truth=20)
     params["transects_dcgan"].update(n_boot=5, n_train=64, n_probe=40, epochs=1, n_observational=60)
     params["hcic"].update(models=["sface"], n_boot=5)
@@ -185,6 +186,21 @@ def test_synth_on_the_dcgan_without_truth(pipeline):
     assert len(list((out / "dz" / "images").glob("dz_*.png"))) == 300
     labels = pd.read_parquet(out / "dz" / "labels.parquet")
     assert len(labels) == 300 and labels["gender"].notna().sum() == summary["n_labelled"]["gender"]
+
+
+def test_synthetic_dcgan_acceptance(pipeline):
+    """`synthetic_dcgan` (notebooks/gan_faces.py): the acceptance table of a generator without
+    truth, every target row with a measured value and a verdict, every figure written."""
+    m = pipeline.metrics("synthetic_dcgan")
+    assert m["backend"] == "dcgan" and m["n_hcic_images"] == 2 * 4 * 17
+    acc = m["acceptance"]
+    for key in ("detect_rate", "median_impostor", "gender_spearman", "drift_reduction", "yaw_auc", "light_auc"):
+        assert isinstance(acc[key]["met"], bool) and acc[key]["target"] != "report"
+    assert 0.0 <= acc["detect_rate"]["measured"] <= 1.0 and -1.0 <= acc["median_impostor"]["measured"] <= 1.0
+    assert len(m["gender_levers"]) == 2 * 1 * 2  # n_labels x kinds x (raw, orthogonalised)
+    assert {r["attribute"] for r in m["sequence_auc"]} == {"yaw", "light"}
+    for fig in ("labeller_agreement", "transects", "prototypes", "gender_levers", "orthogonalisation", "acceptance"):
+        assert pipeline.figure(f"synthetic_dcgan_{fig}").stat().st_size > 5000
 
 
 def test_transects(pipeline):
