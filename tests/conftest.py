@@ -22,6 +22,11 @@ SCREENSHOTS = ROOT / "reports" / "screenshots"
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
 
+# Under --import-mode=importlib tests/ is not on sys.path; put it there (last, shadowing
+# nothing) so that test modules can import shared helpers such as hcic_fixtures.
+if str(ROOT / "tests") not in sys.path:
+    sys.path.append(str(ROOT / "tests"))
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run the DVC pipeline module (test_notebooks.py, about 5 of the suite's 9 CPU-minutes)

@@ -7,52 +7,26 @@ and the small-face upscaling of the embedding path."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
+import hcic_fixtures
 import numpy as np
 import pandas as pd
 import pytest
+from hcic_fixtures import make_pairs
 
-from facebias import latent
 from facebias.studies import hcic as H
 
 SKIN = {"LM": ("lighter", "male"), "LF": ("lighter", "female"),
         "DM": ("darker", "male"), "DF": ("darker", "female")}
 
 
-def make_images(n_seeds: int, groups=SKIN, centre=None) -> pd.DataFrame:
-    """An images table in the ``synth`` schema: n_seeds x groups x 17 images. Default
-    layout: the DCGAN's (every sequence centred at level 2, light too); pass
-    ``centre=H.CENTRE_LEVEL`` for the procedural renderer's (original light at 0)."""
-    centre = {a: 2 for a in H.ATTRIBUTES} if centre is None else centre
-    rows = []
-    for s in range(n_seeds):
-        for g, (skin, gender) in groups.items():
-            pid = f"s{s:04d}_{g}"
-            base = {"seed": s, "group": g, "skin": skin, "gender": gender, "prototype_id": pid,
-                    "yaw": 0.0, "light": "front"}
-            rows.append({**base, "image_id": pid, "attribute": "prototype", "level": 0, "is_prototype": True})
-            for attr in H.ATTRIBUTES:
-                for level in range(5):
-                    if level != centre[attr]:
-                        rows.append({**base, "image_id": f"{pid}_{attr}{level}", "attribute": attr,
-                                     "level": level, "is_prototype": False})
-    return pd.DataFrame(rows)
-
-
-def make_pairs(images: pd.DataFrame, n_negative: int = 3, seed: int = 0) -> pd.DataFrame:
-    protos = images[images["is_prototype"]][["seed", "group", "prototype_id"]]
-    return latent.hcic_pairs(protos, H.slots_from_images(images), n_negative=n_negative, seed=seed)
-
-
-@pytest.fixture(scope="module")
-def images():
-    return make_images(50)
-
-
-@pytest.fixture(scope="module")
-def pairs(images):
-    return make_pairs(images)
+# the DCGAN's layout by default: every sequence centred at level 2, light too (pass
+# ``centre=H.CENTRE_LEVEL`` for the procedural renderer's, original light at 0)
+make_images = partial(hcic_fixtures.make_images, groups=SKIN, centre={a: 2 for a in H.ATTRIBUTES},
+                      columns=("skin", "gender"), extra={"yaw": 0.0, "light": "front"})
+images, pairs = hcic_fixtures.table_fixtures(make_images)
 
 
 PLANTED = {"DF": 0.5, "LM": 0.5}

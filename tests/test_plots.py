@@ -23,3 +23,39 @@ def test_interval_err_hand_case_and_estimates_outside_the_interval():
         ax.errorbar([0, 1, 2], est, yerr=err)
     finally:
         plt.close(fig)
+
+
+def test_paired_groups_one_point_per_pair_of_the_attribute_with_its_bars_and_labels():
+    import pandas as pd
+    from matplotlib.container import ErrorbarContainer
+
+    pairs = pd.DataFrame({
+        "attribute": ["skin", "skin", "gender", "skin"],
+        "shared": ["F-s", "M-l", "D-s", "F-l"],
+        "x": [0.1, 0.3, 0.5, np.nan], "y": [0.2, 0.6, 0.4, 0.3],
+        "x_lo": [0.05, 0.2, 0.4, np.nan], "x_hi": [0.2, 0.35, 0.6, np.nan],
+        "y_lo": [0.1, 0.5, 0.3, 0.2], "y_hi": [0.25, 0.7, 0.5, 0.4],
+    })
+    fig, (ax, empty) = plt.subplots(1, 2)
+    try:
+        assert plots.paired_groups(ax, pairs, "skin", ("light", "dark"), title="CNN: skin") is ax
+        (bars,) = ax.containers  # one errorbar series: the two skin pairs with both rates
+        assert isinstance(bars, ErrorbarContainer) and bars.has_xerr and bars.has_yerr
+        np.testing.assert_allclose(bars.lines[0].get_xydata(), [[0.1, 0.2], [0.3, 0.6]])
+        # x bars from x_lo to x_hi, y bars from y_lo to y_hi (one segment per point)
+        xbar, ybar = (np.asarray(c.get_segments()) for c in bars.lines[2])
+        np.testing.assert_allclose(xbar[:, :, 0], [[0.05, 0.2], [0.2, 0.35]])
+        np.testing.assert_allclose(ybar[:, :, 1], [[0.1, 0.25], [0.5, 0.7]])
+        assert [(t.get_text(), t.xy) for t in ax.texts] == [("F-s", (0.1, 0.2)), ("M-l", (0.3, 0.6))]
+        diagonal = [line for line in ax.lines if line.get_linestyle() == "--"]
+        assert len(diagonal) == 1 and diagonal[0].get_color() == "k"
+        np.testing.assert_allclose(diagonal[0].get_xydata(), [[0, 0], [1, 1]])
+        assert ax.get_xlim() == (-0.02, 1.02) and ax.get_ylim() == (-0.02, 1.02)
+        assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("error, light", "error, dark", "CNN: skin")
+        # an empty table: the diagonal and labels only, no title unless given
+        plots.paired_groups(empty, pd.DataFrame(), "hair", ("short hair", "long hair"))
+        assert not empty.containers and not empty.texts and len(empty.lines) == 1
+        assert (empty.get_xlabel(), empty.get_ylabel(), empty.get_title()) == (
+            "error, short hair", "error, long hair", "")
+    finally:
+        plt.close(fig)

@@ -3,45 +3,17 @@ curves, annotation checks, and a toy FR system with planted group effects (B5)."
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import pytest
+from hcic_fixtures import make_images, table_fixtures
 
-from facebias import latent
 from facebias.generate.build import GROUPS
 from facebias.studies import hcic as H
 
-
-def make_images(n_seeds: int) -> pd.DataFrame:
-    """An images table with the data/synthetic/hcic schema: n_seeds x 6 groups x 17."""
-    rows = []
-    for s in range(n_seeds):
-        for g, (race, gender) in GROUPS.items():
-            pid = f"s{s:04d}_{g}"
-            base = {"seed": s, "group": g, "race": race, "gender": gender, "prototype_id": pid}
-            rows.append({**base, "image_id": pid, "attribute": "prototype", "level": 0, "is_prototype": True})
-            for attr in H.ATTRIBUTES:
-                for level in range(5):
-                    if level != H.CENTRE_LEVEL[attr]:
-                        rows.append({**base, "image_id": f"{pid}_{attr}{level}", "attribute": attr,
-                                     "level": level, "is_prototype": False})
-    return pd.DataFrame(rows)
-
-
-def make_pairs(images: pd.DataFrame, n_negative: int = 3, seed: int = 0) -> pd.DataFrame:
-    protos = images[images["is_prototype"]][["seed", "group", "prototype_id"]]
-    return latent.hcic_pairs(protos, H.slots_from_images(images), n_negative=n_negative, seed=seed)
-
-
-@pytest.fixture(scope="module")
-def images():
-    return make_images(50)
-
-
-@pytest.fixture(scope="module")
-def pairs(images):
-    return make_pairs(images)
-
+images, pairs = table_fixtures(partial(make_images, groups=GROUPS))
 
 PLANTED = {"BF": 0.5, "AM": 0.5}
 

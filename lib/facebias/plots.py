@@ -1,4 +1,5 @@
-"""Shared figure helpers: group colours, DET axes, score distributions, heatmaps.
+"""Shared figure helpers: group colours, DET axes, score distributions, heatmaps, paired
+groups.
 
 Every figure carries a provenance stamp (``stamp``) saying which backend produced it,
 so simulated results are never mistaken for a paper's.
@@ -108,6 +109,32 @@ def interval_err(estimate, lo, hi) -> np.ndarray:
     side then has length 0 instead of a negative length, which matplotlib rejects."""
     est, lo, hi = (np.asarray(v, dtype=float) for v in (estimate, lo, hi))
     return np.stack([np.clip(est - lo, 0.0, None), np.clip(hi - est, 0.0, None)])
+
+
+def paired_groups(ax: plt.Axes, pairs: pd.DataFrame, attr: str, names: tuple[str, str],
+                  title: str | None = None) -> plt.Axes:
+    """One paired-groups panel (Fig. 14 of 004) on ``ax``: each row of ``pairs`` (the table
+    of :func:`facebias.studies.transects.paired_groups`) whose ``attribute`` is ``attr`` as a
+    dot at (error of the x group, error of the y group) with interval bars both ways, labelled
+    with the attributes the two groups share; on the dashed diagonal ``attr`` makes no
+    difference. ``names``: the x and y levels of ``attr`` for the axis labels (e.g.
+    ``("female", "male")``). Pairs with a missing rate are left out; an empty table (or none
+    for ``attr``) draws the diagonal only."""
+    p = pairs[pairs["attribute"] == attr] if len(pairs) else pairs
+    p = p.dropna(subset=["x", "y"]) if len(p) else p
+    if len(p):
+        ax.errorbar(p["x"], p["y"], xerr=interval_err(p["x"], p["x_lo"], p["x_hi"]),
+                    yerr=interval_err(p["y"], p["y_lo"], p["y_hi"]), fmt="o", ms=4, lw=0.8)
+        for _, row in p.iterrows():
+            ax.annotate(row["shared"], (row["x"], row["y"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.plot([0, 1], [0, 1], "k--", lw=0.7)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(f"error, {names[0]}", fontsize=8)
+    ax.set_ylabel(f"error, {names[1]}", fontsize=8)
+    if title is not None:
+        ax.set_title(title, fontsize=9)
+    return ax
 
 
 def stamp(fig: plt.Figure, text: str) -> None:

@@ -61,6 +61,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from facebias.faces.images import upscale  # re-exported: the one bicubic rule (see "Small images")
+
 __all__ = [
     "MachineAnnotator",
     "MACHINE_ANNOTATORS",
@@ -338,14 +340,17 @@ def _yaw_deg(image: np.ndarray) -> float | None:
     return analyse_face(image).yaw
 
 
-def _interocular68(lm: np.ndarray) -> float:
-    return float(np.linalg.norm(lm[42:48].mean(axis=0) - lm[36:42].mean(axis=0)))
+def _eye_centres68(lm: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The smile measures' common frame: the image-left and image-right eye centres (means
+    of 36-41 and 42-47 of dlib's 68 landmarks) and the distance between them."""
+    eye_l, eye_r = lm[36:42].mean(axis=0), lm[42:48].mean(axis=0)
+    return eye_l, eye_r, float(np.linalg.norm(eye_r - eye_l))
 
 
 def mouth_width_ratio(lm: np.ndarray) -> float:
     """Mouth width (outer corners 48-54) over the distance between the eye centres (means
     of 36-41 and 42-47) of dlib's 68 landmarks; NaN for coincident eye centres."""
-    io = _interocular68(lm)
+    io = _eye_centres68(lm)[2]
     return float(np.linalg.norm(lm[54] - lm[48]) / io) if io > 0 else float("nan")
 
 
@@ -354,8 +359,7 @@ def mouth_corner_lift(lm: np.ndarray) -> float:
     inner-lip midpoints 62 and 66), along the face's downward axis (perpendicular to the
     eye line, so head roll does not count), over the distance between the eye centres;
     > 0 = corners up. The candidate :data:`MACHINE_ANNOTATORS` ``smile`` did not pick."""
-    eye_l, eye_r = lm[36:42].mean(axis=0), lm[42:48].mean(axis=0)
-    io = float(np.linalg.norm(eye_r - eye_l))
+    eye_l, eye_r, io = _eye_centres68(lm)
     if not io > 0:
         return float("nan")
     across = (eye_r - eye_l) / io
@@ -405,20 +409,6 @@ del _a
 
 
 # --------------------------------------------------------------------------- batch
-
-
-def upscale(image: np.ndarray, min_size: int = 256) -> np.ndarray:
-    """``image`` resized with ``cv2.INTER_CUBIC`` so its shorter side is ``min_size``
-    (aspect kept) when it is shorter; otherwise returned unchanged."""
-    import cv2
-
-    im = np.asarray(image)
-    short = min(im.shape[:2])
-    if short >= min_size:
-        return im
-    scale = min_size / short
-    size = (max(1, round(im.shape[1] * scale)), max(1, round(im.shape[0] * scale)))
-    return cv2.resize(im, size, interpolation=cv2.INTER_CUBIC)
 
 
 def label_images(images: Sequence[np.ndarray], names: Sequence[str] | None = None,

@@ -14,6 +14,8 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from facebias.faces.images import upscale
+
 __all__ = ["predict_age_gender", "p_male", "age_gender_table"]
 
 
@@ -61,18 +63,12 @@ def p_male(prediction: dict | None) -> float:
 def age_gender_table(images: Sequence[np.ndarray], min_size: int = 256) -> pd.DataFrame:
     """``p_male`` and ``age`` (years) per image, NaN where no face is found.
 
-    Images smaller than ``min_size`` are upscaled first (bicubic): the package's dlib
-    detector needs faces of about 80 px.
+    Images smaller than ``min_size`` are upscaled first (bicubic,
+    :func:`facebias.faces.images.upscale`): the package's dlib detector needs faces of
+    about 80 px.
     """
-    import cv2
-
     rows = []
     for im in images:
-        im = np.asarray(im)
-        if min(im.shape[:2]) < min_size:
-            scale = min_size / min(im.shape[:2])
-            im = cv2.resize(im, (round(im.shape[1] * scale), round(im.shape[0] * scale)),
-                            interpolation=cv2.INTER_CUBIC)
-        pred = predict_age_gender(im)
+        pred = predict_age_gender(upscale(im, min_size))
         rows.append({"p_male": p_male(pred), "age": float("nan") if pred is None else pred["age"]})
     return pd.DataFrame(rows, columns=["p_male", "age"])

