@@ -179,6 +179,43 @@ def test_reopen_keeps_votes(tmp_path):
             s.add_vote("u", "a", "age", 1, scale=AGE, vote_id="v")
 
 
+def test_read_only_reads_and_changes_nothing(tmp_path):
+    """read_only=True: the votes and labels are read; the file keeps its bytes, no -wal/-shm
+    file is left behind, and every write is refused. A missing file or one that is not a
+    store is an error, and nothing is created; a store from before machine labels existed
+    (no labels tables) reads as one without labels, and is not upgraded."""
+    path = tmp_path / "people.sqlite"
+    with AnnotationStore(path) as s:
+        s.add_items(pd.DataFrame({"item_id": ["a", "b"], "kind": ["image", "image"]}))
+        s.add_vote("u", "a", "age", 2, scale=AGE, vote_id="v", time=1.0)
+        s.add_labels(pd.DataFrame({"item_id": ["b"], "value": [0.5]}), "p_male", "gender", "probability")
+    before = path.read_bytes()
+    with AnnotationStore(path, read_only=True) as s:
+        assert s.votes()["vote_id"].tolist() == ["v"] and s.labels()["value"].tolist() == [0.5]
+        with pytest.raises(ValueError, match="read-only"):
+            s.add_vote("u", "b", "age", 1, scale=AGE)
+        with pytest.raises(ValueError, match="read-only"):
+            s.add_items(pd.DataFrame({"item_id": ["c"], "kind": ["image"]}))
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):  # query_only below the API
+            s._conn.execute("INSERT INTO items (item_id, kind) VALUES ('d', 'image')")
+    assert path.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["people.sqlite"]
+    with pytest.raises(FileNotFoundError):
+        AnnotationStore(tmp_path / "missing.sqlite", read_only=True)
+    (tmp_path / "notes.sqlite").write_text("not a database " * 100)
+    with pytest.raises(ValueError, match="not an annotation store"):
+        AnnotationStore(tmp_path / "notes.sqlite", read_only=True)
+    old = tmp_path / "old.sqlite"
+    con = sqlite3.connect(old)
+    con.executescript("CREATE TABLE items (item_id TEXT); CREATE TABLE questions (question TEXT); "
+                      "CREATE TABLE votes (vote_id TEXT);")
+    con.close()
+    old_bytes = old.read_bytes()
+    with AnnotationStore(old, read_only=True) as s:
+        assert s.labels().empty and s.labellers().empty
+    assert old.read_bytes() == old_bytes
+    assert sorted(os.listdir(tmp_path)) == ["notes.sqlite", "old.sqlite", "people.sqlite"]
+
+
 def test_sigkill_loses_at_most_the_vote_in_flight(tmp_path):
     """A writer killed with SIGKILL mid-stream: every vote whose add_vote returned is stored."""
     path = tmp_path / "kill.sqlite"

@@ -136,21 +136,49 @@ class AnnotationStore:
 
     ``synchronous``: SQLite ``PRAGMA synchronous`` (``'NORMAL'`` or ``'FULL'``, see module doc);
     ``timeout``: seconds to wait for another writer's lock.
+
+    ``read_only=True`` reads an existing store without changing it: the file must exist
+    (``FileNotFoundError`` otherwise) and hold the vote tables (``ValueError``); nothing is
+    created, the schema is not touched (a store written before machine labels existed reads
+    as one without labels) and the connection runs with ``PRAGMA query_only``, so any write
+    fails. Unlike SQLite's ``mode=ro`` it leaves no ``-wal`` / ``-shm`` files behind.
     """
 
     def __init__(self, path: str | os.PathLike, *, synchronous: str = "NORMAL",
-                 timeout: float = 30.0):
+                 timeout: float = 30.0, read_only: bool = False):
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
             raise ValueError(f"synchronous must be NORMAL, FULL or EXTRA, got {synchronous!r}")
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = bool(read_only)
+        self._has_labels = True
+        if self.read_only:
+            if not self.path.is_file():
+                raise FileNotFoundError(f"{self.path}: no annotation store to read")
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         # isolation_level=None: no implicit transactions; every write below is an explicit
         # BEGIN IMMEDIATE ... COMMIT. check_same_thread=False + a lock: widget callbacks may
-        # arrive on another thread than the one that opened the store.
-        self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=timeout,
-                                     check_same_thread=False)
+        # arrive on another thread than the one that opened the store. A read-only store is
+        # opened read-write (mode=rw: never created) with query_only, so that closing it
+        # cleans up the WAL files as every other connection does.
+        target = f"{self.path.resolve().as_uri()}?mode=rw" if self.read_only else self.path
+        self._conn = sqlite3.connect(target, isolation_level=None, timeout=timeout,
+                                     check_same_thread=False, uri=self.read_only)
         c = self._conn
+        if self.read_only:
+            c.execute("PRAGMA query_only=ON")
+            try:
+                tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            except sqlite3.DatabaseError as e:
+                c.close()
+                raise ValueError(f"{self.path}: not an annotation store ({e})") from e
+            missing = sorted({"items", "questions", "votes"} - tables)
+            if missing:
+                c.close()
+                raise ValueError(f"{self.path}: not an annotation store (no table(s) {missing})")
+            self._has_labels = {"labellers", "labels"} <= tables
+            return
         mode = c.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise RuntimeError(f"{self.path}: could not switch SQLite to WAL mode (got {mode})")
@@ -190,6 +218,8 @@ class AnnotationStore:
 
     def _write(self, fn) -> None:
         """Run ``fn(conn)`` inside one ``BEGIN IMMEDIATE .. COMMIT`` transaction."""
+        if self.read_only:
+            raise ValueError(f"{self.path}: opened read-only; nothing stored")
         with self._lock:
             c = self._conn
             c.execute("BEGIN IMMEDIATE")
@@ -476,6 +506,8 @@ class AnnotationStore:
     # ------------------------------------------------------------------ machine labels
     def labellers(self) -> pd.DataFrame:
         """Registered machine labellers: labeller, attribute, unit, description."""
+        if not self._has_labels:
+            return pd.DataFrame(columns=["labeller", "attribute", "unit", "description"], dtype=str)
         with self._lock:
             return pd.read_sql_query("SELECT labeller, attribute, unit, description FROM labellers "
                                      "ORDER BY rowid", self._conn)
@@ -554,7 +586,7 @@ class AnnotationStore:
         if cond:
             sql += " WHERE " + " AND ".join(cond)
         with self._lock:
-            rows = self._conn.execute(sql + " ORDER BY l.seq", args).fetchall()
+            rows = self._conn.execute(sql + " ORDER BY l.seq", args).fetchall() if self._has_labels else []
         df = pd.DataFrame(rows, columns=LABEL_COLUMNS)
         return df.astype({"item_id": str, "labeller": str, "attribute": str, "value": "float64",
                           "unit": str, "time": "float64", "source": str})

@@ -43,6 +43,7 @@ from facebias.generate.hyperplanes import (
     label_with_panel,
     read_labels,
     register_dz,
+    vote_sources,
 )
 from facebias.io import atomic_path, config_from_params, write_json_atomic
 
@@ -99,6 +100,15 @@ class SynthConfig:
     collected: votes or labels already in ``label_store``), ``auto`` = panel where the
     backend has truth, else machine. Attributes with a machine ``labeller`` are labelled by
     it on frontal renders in every mode but ``store``.
+
+    ``machine`` mixes with votes people gave: attributes that name a ``labeller`` are
+    labelled by machine annotators (written to the run's working store, a temporary one by
+    default), attributes that name a vote ``question`` (e.g. 000's ``race_*``, see
+    :data:`~facebias.generate.hyperplanes.RACE_SCALES`) are read from the votes on the
+    ``dz_*`` items in ``label_store``, which is opened read-only and never written (it is
+    people's data). A question attribute in ``machine`` mode without a ``label_store``, or a
+    ``label_store`` that does not exist, is a ``ValueError``; without question attributes
+    ``label_store`` is not read.
     ``attributes`` maps each hyperplane to its label source and fit
     (:class:`~facebias.generate.hyperplanes.AttributeLabel` fields); default
     :data:`~facebias.generate.hyperplanes.PANEL_ATTRIBUTES` for the panel, else
@@ -113,7 +123,9 @@ class SynthConfig:
     seed: int = 0  # sampling of D_z, transect seeds and prototype seeds
     n_fit: int | None = None  # size of D_z for the hyperplanes (paper 004: 5,000); None: from scale
     labels: str = "auto"
-    label_store: str | None = None  # labels="store": an annotation store with votes/labels on dz_* items
+    # an annotation store with votes/labels on the dz_* items: labels="store" reads (and registers
+    # the items in) it; labels="machine" reads only the vote questions' votes from it, read-only
+    label_store: str | None = None
     attributes: Mapping[str, Mapping[str, Any]] | None = None
     n_votes: int = 5  # simulated panel votes per fit-set image and question (004: 5)
     min_labelled: int = 20
@@ -150,6 +162,8 @@ class SynthConfig:
                 raise ValueError(f"generate.{key}: {getattr(self, key)!r} is not one of {list(allowed)}")
         if self.labels == "store" and not self.label_store:
             raise ValueError("generate.labels: 'store' needs generate.label_store (the annotation store's path)")
+        if self.labels == "machine":
+            _check_vote_store(self, self.attribute_labels("machine"))
         if self.n_seeds > self.n_candidates:
             raise ValueError(f"generate: n_seeds ({self.n_seeds}) > n_candidates ({self.n_candidates})")
         if self.n_negative >= self.n_seeds:
@@ -198,6 +212,32 @@ def load_backend(cfg: SynthConfig) -> Generator:
     return load_generator(cfg.backend, **dict(cfg.generator))
 
 
+def _check_vote_store(cfg: SynthConfig, attrs: Sequence[AttributeLabel]) -> None:
+    """Machine mode: the attributes that name a vote question need ``cfg.label_store``."""
+    voted = [a.name for a in attrs if a.question is not None]
+    if voted and not cfg.label_store:
+        raise ValueError(f"generate.attributes: {voted} are labelled by vote questions, which labels "
+                         "'machine' reads from generate.label_store (an annotation store with votes on the "
+                         "dz_* items); set label_store, or give these attributes a machine labeller")
+
+
+def _vote_store(cfg: SynthConfig, mode: str) -> Path | None:
+    """The store whose votes the vote questions are read from when it is not the store the
+    run writes: ``cfg.label_store`` in ``machine`` mode with question attributes (opened
+    read-only), else ``None``. Raises ``ValueError`` if it is needed but not set or missing."""
+    if mode != "machine":
+        return None
+    attrs = cfg.attribute_labels(mode)
+    _check_vote_store(cfg, attrs)
+    if not any(a.question is not None for a in attrs):
+        return None
+    path = Path(cfg.label_store)
+    if not path.is_file():
+        raise ValueError(f"generate.label_store: {path} does not exist (the annotation store with the votes "
+                         f"on {[a.question for a in attrs if a.question is not None]})")
+    return path
+
+
 def fit_attribute_hyperplanes(gen: Any, cfg: SynthConfig, store_path: str | Path | None = None,
                               image_dir: str | Path | None = None, compute: Any = None,
                               return_labels: bool = False) -> Hyperplanes | tuple[Hyperplanes, pd.DataFrame]:
@@ -206,14 +246,32 @@ def fit_attribute_hyperplanes(gen: Any, cfg: SynthConfig, store_path: str | Path
 
     ``store_path``: the store to write to and read from (``cfg.label_store`` for
     ``labels="store"``; default a temporary one). Labels already there are reused, so an
-    interrupted run resumes. ``image_dir``: where the fit set's renders are written
+    interrupted run resumes. In ``machine`` mode the vote questions are read from
+    ``cfg.label_store`` instead, read-only (:class:`SynthConfig`); it may not be
+    ``store_path``. ``image_dir``: where the fit set's renders are written
     (``dz_#####.png``) when machine annotators or people label them. ``return_labels``:
     also return the per-item label table the planes were fitted on (index ``item_id``).
     """
+    hp, labels, _origin = _fit_hyperplanes(gen, cfg, store_path, image_dir, compute)
+    return (hp, labels) if return_labels else hp
+
+
+def _fit_hyperplanes(gen: Any, cfg: SynthConfig, store_path: str | Path | None, image_dir: str | Path | None,
+                     compute: Any) -> tuple[Hyperplanes, pd.DataFrame, dict[str, Any]]:
+    """:func:`fit_attribute_hyperplanes`, plus where the votes came from: ``label_store``
+    (the path of the store read, as configured; ``None`` = the run's own store) and
+    ``vote_sources`` (each question attribute's vote sources, e.g. ``['human']``)."""
+    from contextlib import nullcontext
+
     from facebias.annotate import AnnotationStore
 
     mode = cfg.label_mode(gen)
     attrs = cfg.attribute_labels(mode)
+    votes_path = _vote_store(cfg, mode)
+    if votes_path is not None and store_path is not None and Path(store_path).resolve() == votes_path.resolve():
+        raise ValueError(f"generate.label_store: {votes_path} is read-only in labels 'machine' (people's votes); "
+                         "the machine labels need another store_path")
+    questions = [a for a in attrs if a.question is not None]
     z = gen.sample(cfg.n_fit, seed=cfg.seed + 1)
     ids = dz_item_ids(len(z))
     if mode == "store":
@@ -222,9 +280,17 @@ def fit_attribute_hyperplanes(gen: Any, cfg: SynthConfig, store_path: str | Path
         path = Path(store_path) if store_path is not None else Path(tmp) / "labels.sqlite"
         if mode == "store" and not path.exists():
             raise ValueError(f"generate.label_store: {path} does not exist")
-        with AnnotationStore(path) as store:
+        people = AnnotationStore(votes_path, read_only=True) if votes_path is not None else nullcontext()
+        with people as votes, AnnotationStore(path) as store:
+            if votes is not None:  # fail before rendering if the votes cannot fit the planes
+                have = read_labels(votes, ids, questions).notna().sum()
+                short = {a: int(n) for a, n in have.items() if n < cfg.min_labelled}
+                if short:
+                    raise ValueError(f"generate.label_store: {votes_path} has votes on too few of the "
+                                     f"{len(ids)} fit-set items dz_00000...: {short} (at least "
+                                     f"{cfg.min_labelled} each are needed)")
             register_dz(store, len(z), image_dir)
-            if mode == "panel" and any(a.question is not None for a in attrs):
+            if mode == "panel" and questions:
                 label_with_panel(store, gen, z, attrs, n_votes=cfg.n_votes)
             machines = [a.labeller for a in attrs if a.labeller is not None]
             if mode != "store" and machines:
@@ -232,9 +298,11 @@ def fit_attribute_hyperplanes(gen: Any, cfg: SynthConfig, store_path: str | Path
                 if image_dir is not None:
                     write_pngs(Path(image_dir), ids, images)
                 label_with_machines(store, images, ids, machines)
-            labels = read_labels(store, ids, attrs)
+            labels = read_labels(store, ids, attrs, votes=votes)
+            origin = {"label_store": cfg.label_store if mode == "store" or votes is not None else None,
+                      "vote_sources": vote_sources(store if votes is None else votes, questions)}
     hp = fit_from_labels(z, labels, attrs, min_labelled=cfg.min_labelled)
-    return (hp, labels) if return_labels else hp
+    return hp, labels, origin
 
 
 def _frontal(n: int) -> pd.DataFrame:
@@ -514,8 +582,7 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
     # the store lives in a temporary folder (its vote ids and times differ run to run); the
     # labels the planes were fitted on are kept, deterministic, in dz/labels.parquet
     machines = any(a.labeller is not None for a in cfg.attribute_labels(mode))
-    hp, labels = fit_attribute_hyperplanes(gen, cfg, image_dir=out / "dz" / "images" if machines else None,
-                                           compute=client, return_labels=True)
+    hp, labels, origin = _fit_hyperplanes(gen, cfg, None, out / "dz" / "images" if machines else None, client)
     hp.save(out / "hyperplanes.npz")
     _save_table(labels.reset_index(), out / "dz" / "labels.parquet")
 
@@ -558,7 +625,7 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
         "backend": cfg.backend, "config": {k: (dict(v) if isinstance(v, Mapping) else v)
                                            for k, v in asdict(cfg).items()},
         "labels": mode, "hyperplanes": list(hp.names),
-        "hyperplane_sources": dict(hp.sources), "n_labelled": dict(hp.n_labelled),
+        "hyperplane_sources": dict(hp.sources), **origin, "n_labelled": dict(hp.n_labelled),
         "hyperplane_scores": {k: round(float(v), 6) for k, v in hp.scores.items()},
         "groups": kind, "sequences": seq,
         "transects": {"n_transects": cfg.n_transects, "n_images": len(tt)},

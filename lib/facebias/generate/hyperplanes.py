@@ -13,6 +13,12 @@ labelled there by one of three kinds of annotator, which all write the same stor
 * ``"store"``: nothing is collected; the labels already in the store are used (human votes
   from the annotation UI, an imported release, or machine labels of an earlier run).
 
+The machine and store kinds mix: machine annotators label the renders for the attributes
+that name a ``labeller`` (written to a working store) while the vote questions are read
+from another, read-only store of people's votes (``read_labels(..., votes=)``;
+:func:`facebias.generate.build.fit_attribute_hyperplanes` with ``labels: machine`` and a
+``label_store``).
+
 Each hyperplane names where its labels come from (:class:`AttributeLabel`: a vote
 ``question`` aggregated per item with the trimmed mean on its scale, or a machine
 ``labeller``'s value). One linear model per attribute is fitted on the latents that have a
@@ -41,7 +47,7 @@ from facebias import latent
 
 __all__ = ["AttributeLabel", "Hyperplanes", "PANEL_ATTRIBUTES", "MACHINE_ATTRIBUTES", "RACE_SCALES",
            "dz_item_ids", "register_dz", "label_with_panel", "label_with_machines", "read_labels",
-           "fit_from_labels", "LABEL_SOURCES"]
+           "vote_sources", "fit_from_labels", "LABEL_SOURCES"]
 
 LABEL_SOURCES = ("panel", "machine", "store")
 TRANSFORMS = ("none", "rank")
@@ -293,18 +299,28 @@ def _vote_scores(store: Any, question: str, item_ids: Sequence[str]) -> tuple[np
     return out, int(np.median(np.isfinite(mat).sum(axis=1)))
 
 
-def read_labels(store: Any, item_ids: Sequence[str], attributes: Sequence[AttributeLabel]) -> pd.DataFrame:
+def read_labels(store: Any, item_ids: Sequence[str], attributes: Sequence[AttributeLabel],
+                votes: Any = None) -> pd.DataFrame:
     """One column per attribute (its signed, untransformed label), one row per item of
-    ``item_ids`` (index), NaN where the store holds no label (or the model failed)."""
+    ``item_ids`` (index), NaN where the store holds no label (or the model failed).
+    ``votes``: another store to read the vote questions from (machine labels still come
+    from ``store``); default ``store``."""
     cols: dict[str, np.ndarray] = {}
     for a in attributes:
         if a.question is not None:
-            values, _ = _vote_scores(store, a.question, item_ids)
+            values, _ = _vote_scores(store if votes is None else votes, a.question, item_ids)
         else:
             lab = store.labels(labeller=a.labeller)
             values = lab.set_index("item_id")["value"].reindex(list(item_ids)).to_numpy(float)
         cols[a.name] = a.sign * values
     return pd.DataFrame(cols, index=pd.Index(list(item_ids), name="item_id"))
+
+
+def vote_sources(store: Any, attributes: Sequence[AttributeLabel]) -> dict[str, list[str]]:
+    """For each attribute with a vote ``question``: the sources of its votes in ``store``
+    (``'human'``, ``'simulated'``, ``'imported'``; sorted, empty if it has none)."""
+    return {a.name: sorted(set(store.votes(question=a.question)["source"]))
+            for a in attributes if a.question is not None}
 
 
 def _transform(y: np.ndarray, how: str) -> np.ndarray:
