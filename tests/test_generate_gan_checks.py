@@ -133,6 +133,42 @@ def test_detection_and_impostors_on_planted_embeddings():
     assert r["n_impostor_pairs"] == 180 * 179 // 2
     # cosines of independent Gaussian vectors in 12 dimensions: median 0, P(cos >= 0.363) ~ 0.12
     assert abs(r["median_impostor"]) < 0.03 and 0.08 < r["share_above_threshold"] < 0.16
+    # brute force over the same pairs: the share is FMR at SFace's 0.363, match iff cos > t
+    z = LatentGenerator().sample(200, 1)
+    v = (z / np.linalg.norm(z, axis=1, keepdims=True))[np.arange(200) % 10 != 0]
+    cos = [float(v[i] @ v[j]) for i in range(len(v)) for j in range(i + 1, len(v))]
+    assert r["share_above_threshold"] == sum(c > 0.363 for c in cos) / len(cos)
+
+
+def test_published_thresholds_have_one_source_and_the_strict_convention():
+    """One table for studies and checks; dlib's distance rule (<= 0.6 on unit vectors) is
+    the cosine rule s >= 1 - 0.6^2/2, and an impostor exactly at a threshold is no match."""
+    from facebias.faces.embed import PUBLISHED_THRESHOLDS
+    from facebias.studies import hcic
+
+    assert checks.PUBLISHED_THRESHOLDS is PUBLISHED_THRESHOLDS is hcic.MODEL_THRESHOLDS
+    rng = np.random.default_rng(0)
+    a, b = (x / np.linalg.norm(x, axis=1, keepdims=True) for x in rng.standard_normal((2, 5000, 4)))
+    s = np.sum(a * b, axis=1)
+    d = np.linalg.norm(a - b, axis=1)
+    keep = np.abs(d - 0.6) > 1e-9  # off the boundary, where rounding decides
+    assert np.array_equal((d <= 0.6)[keep], (s >= PUBLISHED_THRESHOLDS["dlib"])[keep])
+
+    def embed(images):
+        n = len(images)
+        t = PUBLISHED_THRESHOLDS["sface"]
+        v = np.zeros((n, 3))
+        v[0] = [1, 0, 0]
+        v[1] = [t, np.sqrt(1 - t * t), 0]  # cos(v0, v1) = t, float-exactly or not: check below
+        v[2:] = [0, 0, 1]
+        return v, np.ones(n, bool)
+
+    r = checks.detection_and_impostors(LatentGenerator(), n=3, seed=0, embed=embed,
+                                       detect=lambda ims: np.ones(len(ims), bool))
+    v = embed([0] * 3)[0]
+    cos01 = float(v[0] @ v[1])
+    expected = (int(cos01 > 0.363) + int(float(v[0] @ v[2]) > 0.363) + int(float(v[1] @ v[2]) > 0.363)) / 3
+    assert cos01 == 0.363 and r["share_above_threshold"] == expected == 0.0
 
 
 def test_target_table_hand_computed():

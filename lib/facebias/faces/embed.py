@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 
 SFACE_MODEL = "face_recognition_sface_2021dec_int8bq.onnx"
 EMBEDDERS = ("dlib", "sface")
+#: Published verification thresholds of the built-in models as cosine similarities of
+#: their unit embeddings, with the project's convention *match iff s > t*: SFace's OpenCV
+#: default 0.363; dlib's Euclidean distance 0.6 on unit vectors, where d^2 = 2 - 2 s, so
+#: s = 1 - 0.6^2 / 2 = 0.82. The one source for every study and check.
+PUBLISHED_THRESHOLDS: dict[str, float] = {"sface": 0.363, "dlib": 1 - 0.6**2 / 2}
 
 
 @dataclass

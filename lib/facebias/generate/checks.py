@@ -35,15 +35,19 @@ from typing import Any
 
 import numpy as np
 
-from facebias.metrics import roc_auc
+from facebias.faces.embed import PUBLISHED_THRESHOLDS as _PUBLISHED
+from facebias.metrics import fmr_at, fnmr_at, roc_auc
 
 __all__ = ["acceptance_report", "p_male", "PUBLISHED_THRESHOLDS", "LABELLER_OF", "machine_measure",
            "sface_embed", "detection_and_impostors", "move_to", "gender_spearman", "gender_levers",
            "orthogonalisation_drift", "sequence_auc", "target_table"]
 
-#: Published verification thresholds: (score kind, threshold); SFace cosine (match iff
-#: cosine >= 0.363), dlib Euclidean distance of unit descriptors (match iff <= 0.6).
-PUBLISHED_THRESHOLDS = {"sface": ("cosine", 0.363), "dlib": ("distance", 0.6)}
+#: Published verification thresholds as cosines (match iff s > t; dlib's distance 0.6 on
+#: unit descriptors is cosine 0.82): :data:`facebias.faces.embed.PUBLISHED_THRESHOLDS`.
+PUBLISHED_THRESHOLDS = _PUBLISHED
+#: How each model's scores are reported in :func:`acceptance_report`: SFace as cosines,
+#: dlib as Euclidean distances of unit descriptors (its published unit).
+_SCORE_KIND = {"sface": "cosine", "dlib": "distance"}
 
 
 def _auc_enrolled(genuine: np.ndarray, impostor: np.ndarray) -> float:
@@ -130,19 +134,21 @@ def acceptance_report(
         va, vb = ra.vectors.astype(np.float64), rb.vectors.astype(np.float64)
         sim, dist, gen, mask = _pair_scores(va, vb, same)
         imp_sim = sim[mask]
-        kind, thr = PUBLISHED_THRESHOLDS[m]
+        kind, thr = _SCORE_KIND[m], PUBLISHED_THRESHOLDS[m]
         if kind == "cosine":
-            imp, genuine, sign = imp_sim, gen, 1.0
+            imp, genuine = imp_sim, gen
         else:  # a distance: smaller = more alike
-            imp, genuine, sign = dist[mask], np.diag(dist), -1.0
+            imp, genuine = dist[mask], np.diag(dist)
         report[f"{m}_median_impostor"] = float(np.nanmedian(imp))
         # impostors of another race or gender: how far apart the renders get at all
         other = ~same
         report[f"{m}_median_impostor_other_group"] = float(
             np.nanmedian(sim[other] if kind == "cosine" else dist[other])) if other.any() else float("nan")
         report[f"{m}_median_genuine"] = float(np.nanmedian(genuine))
-        report[f"{m}_fmr_at_published"] = float(np.nanmean(sign * imp[np.isfinite(imp)] >= sign * thr))
-        report[f"{m}_fnmr_at_published"] = float(np.nanmean(sign * genuine[np.isfinite(genuine)] < sign * thr))
+        g_sim = gen[np.isfinite(gen)]
+        report[f"{m}_fmr_at_published"] = float(fmr_at(imp_sim[np.isfinite(imp_sim)], thr)) \
+            if np.isfinite(imp_sim).any() else float("nan")
+        report[f"{m}_fnmr_at_published"] = float(fnmr_at(g_sim, thr)) if g_sim.size else float("nan")
         report[f"{m}_auc"] = _auc_enrolled(gen, imp_sim)
 
     if gender:
@@ -213,14 +219,14 @@ def _render(generator: Any, z: np.ndarray, batch: int = 256) -> np.ndarray:
 
 
 def detection_and_impostors(generator: Any, n: int = 300, seed: int = 0, embed: Any = None,
-                            detect: Any = None, threshold: float = 0.363) -> dict:
+                            detect: Any = None, threshold: float | None = None) -> dict:
     """Random samples of ``generator``: YuNet detection rate (upscaled to 256 px) and the
     SFace cosine between samples of different latents (every pair among the enrolled: each
     latent is a different identity by intention).
 
     Returns ``n``, ``detect_rate``, ``enrol_rate``, ``median_impostor``, ``p95_impostor``,
-    ``share_above_threshold`` (SFace's published match threshold 0.363: a would-be false
-    match), ``n_impostor_pairs``.
+    ``share_above_threshold`` (FMR at SFace's published threshold, 0.363 unless
+    ``threshold`` is given: cosine > t is a would-be false match), ``n_impostor_pairs``.
     """
     if detect is None:
         from facebias.annotate.machine import upscale
@@ -241,7 +247,8 @@ def detection_and_impostors(generator: Any, n: int = 300, seed: int = 0, embed: 
     return {"n": int(n), "detect_rate": float(found.mean()), "enrol_rate": float(ok.mean()),
             "median_impostor": float(np.median(imp)) if imp.size else float("nan"),
             "p95_impostor": float(np.quantile(imp, 0.95)) if imp.size else float("nan"),
-            "share_above_threshold": float(np.mean(imp >= threshold)) if imp.size else float("nan"),
+            "share_above_threshold": (float(fmr_at(imp, PUBLISHED_THRESHOLDS["sface"] if threshold is None
+                                                   else threshold)) if imp.size else float("nan")),
             "n_impostor_pairs": int(imp.size)}
 
 

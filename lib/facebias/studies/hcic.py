@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from facebias.faces.embed import PUBLISHED_THRESHOLDS
 from facebias.metrics import (
     DetCurve,
     check_labels,
@@ -88,10 +89,9 @@ RELATIONS = ("same_prototype", "same_group", "different_group")
 ATTRIBUTES = ("pose", "light", "age", "expression")
 #: Human-annotated bins of a mean raw 0-4 score (Supp. E): [0,.8) [.8,1.6) [1.6,2.4) [2.4,3.2) [3.2,4].
 BIN_EDGES = (0.0, 0.8, 1.6, 2.4, 3.2, 4.0)
-#: Published verification thresholds as cosine similarities (match iff s > t): SFace's
-#: OpenCV default 0.363; dlib's distance 0.6 on unit vectors, d^2 = 2 - 2 s, so
-#: s = 1 - 0.6^2 / 2 = 0.82.
-MODEL_THRESHOLDS = {"sface": 0.363, "dlib": 1 - 0.6**2 / 2}
+#: Published verification thresholds as cosine similarities (match iff s > t):
+#: :data:`facebias.faces.embed.PUBLISHED_THRESHOLDS` (SFace 0.363, dlib 0.82 = distance 0.6).
+MODEL_THRESHOLDS = PUBLISHED_THRESHOLDS
 #: Centre (prototype) slot of each sequence.
 CENTRE_LEVEL = {"pose": 2, "light": 0, "age": 2, "expression": 2}
 PAIR_COLUMNS = ("pair_id", "image_a", "image_b", "prototype_a", "prototype_b", "seed_a", "seed_b",
