@@ -318,8 +318,7 @@ head = {
     "source": "synthetic",
     "planted_gap_genuine": truth,
     "gap_genuine": {k: gaps.loc[k, "gap_genuine"].to_dict() for k in pair_sets},
-    "gap_rel_error_mean": {k: float(abs(gaps.loc[k, "gap_genuine"].mean() - np.mean(list(truth.values())))
-                                   / np.mean(list(truth.values()))) for k in pair_sets},
+    "gap_rel_error_mean": study.gap_rel_error_mean(gaps, truth),
     "n_images": {"all": len(images), "filtered": len(kept), "balanced": len(balanced)},
 }
 details = {

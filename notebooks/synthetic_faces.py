@@ -230,7 +230,7 @@ display(pd.DataFrame({"here": counts, "scaled to 600 prototypes": {k: v * scale 
 # %%
 acceptance = None
 if check_models:
-    from facebias.generate.checks import acceptance_report
+    from facebias.generate.checks import acceptance_report, target_table
 
     acceptance = acceptance_report(gen, n_identities=n_check, seed=cfg.seed + 11)
     display(pd.Series({k: v for k, v in acceptance.items() if np.isscalar(v)}, name="value"))  # noqa: F821
@@ -248,13 +248,7 @@ if check_models:
         ("sface_fmr_at_published", "SFace FMR at cosine 0.363 (known limitation)", None, ""),
         ("dlib_fmr_at_published", "dlib FMR at distance 0.6 (known limitation)", None, ""),
     ]
-    rows = []
-    for key, label, target, op in targets:
-        v = acceptance.get(key, np.nan)
-        met = None if target is None else (v >= target if op == ">=" else v <= target)
-        rows.append({"check": label, "measured": v, "target": f"{op} {target}" if target else "report",
-                     "met": met})
-    table = pd.DataFrame(rows)
+    table = target_table(acceptance, targets)
     display(table.round(3))  # noqa: F821
     fig, ax = plt.subplots(figsize=(8, 4))
     colours = ["0.6" if m is None else ("C2" if m else "C3") for m in table["met"]]

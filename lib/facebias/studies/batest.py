@@ -6,8 +6,8 @@ Pure functions on pandas/numpy; see ``../shared/notes/seeds_002_003.md`` PART B.
 * Balancing across groups on image factors: ``balance`` (exact strata matching or
   nearest-neighbour matching with a caliper) and ``balance_report`` (SMD, KS).
 * Pair-level controls (B.2): ``mask_iou_filter``, ``exclude_facial_hair``.
-* Reports: ``dprime_by_group``, ``gender_gap`` (Table 1), ``fmr_at_reference``
-  (Table 3), ``tpr_at_fmr`` (Table 4).
+* Reports: ``dprime_by_group``, ``gender_gap`` (Table 1), ``gap_rel_error_mean`` (the
+  gap against a planted truth), ``fmr_at_reference`` (Table 3), ``tpr_at_fmr`` (Table 4).
 
 Conventions: scores are similarities and a pair is a match iff ``score > t``; rates are
 fractions; ``label`` is 1 (genuine) / 0 (impostor). Group codes are two letters, race
@@ -47,6 +47,7 @@ __all__ = [
     "exclude_facial_hair",
     "dprime_by_group",
     "gender_gap",
+    "gap_rel_error_mean",
     "fmr_at_reference",
     "tpr_at_fmr",
     "TABLE1_PUBLISHED",
@@ -379,6 +380,32 @@ def gender_gap(
             row[f"n_{kind}_F"], row[f"n_{kind}_M"] = int(f.size), int(m.size)
         rows.append(row)
     return pd.DataFrame(rows).set_index("race")
+
+
+def gap_rel_error_mean(
+    gaps: pd.DataFrame, planted: Mapping[str, float], column: str = "gap_genuine"
+) -> dict[Any, float]:
+    """How far each evaluation set's mean gender gap is from the planted one, relative.
+
+    ``gaps``: :func:`gender_gap` frames stacked with the set name as the first index level
+    (``pd.concat({set: gender_gap(pairs), ...}, names=["set"])``); ``planted``: race ->
+    true gap (known-truth world). For each set ``s`` (in order of appearance)::
+
+        |mean_r gaps[s, r][column] - mean(planted)| / |mean(planted)|
+
+    with the mean over the set's races (NaN gaps skipped, pandas ``mean``) and over all
+    of ``planted``'s values. 0 means the set's gap is the planted one on average.
+    """
+    require_columns(gaps, [column], "gaps")
+    if not isinstance(gaps.index, pd.MultiIndex):
+        raise ValueError("gaps: expected a (set, race) MultiIndex (pd.concat of gender_gap frames)")
+    if not planted:
+        raise ValueError("planted: no planted gaps")
+    truth = np.mean(list(planted.values()))
+    if not np.isfinite(truth) or truth == 0:
+        raise ValueError(f"planted: the mean planted gap must be finite and non-zero, got {truth}")
+    sets = gaps.index.get_level_values(0).unique()
+    return {k: float(abs(gaps.loc[k, column].mean() - truth) / abs(truth)) for k in sets}
 
 
 def fmr_at_reference(

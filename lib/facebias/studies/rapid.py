@@ -36,7 +36,10 @@ API: :class:`RapidConfig`; :func:`normalise_scores`, :func:`gmm_modes`,
 :func:`semi_supervised`; truth helpers :func:`true_labels`, :func:`oracle_labels`,
 :func:`label_agreement`, :func:`true_pairs`; evaluation :func:`genuine_impostor_pairs`,
 :func:`curves_by_system_group`, :func:`fnmr_table`, :func:`delta_fnmr`,
-:func:`eer_by_group`, :func:`system_ranking`.
+:func:`eer_by_group`, :func:`system_ranking`; the notebook's summaries of a world
+:func:`world_pairs`, :func:`delta_fnmr_by_system`, :func:`voting_ablation`,
+:func:`semi_supervised_curve`, :func:`sweep_point`, :func:`p_sweep`, :func:`sweep_by_p` and
+:func:`breakdown_p` (where the method stops beating the naive labels).
 
 Limitation (spec 5 #22): the method labels the *prevalent* identity; when a wrong
 identity outnumbers the queried one (p below ~0.4 with a co-occurring identity) it
@@ -92,6 +95,14 @@ __all__ = [
     "delta_fnmr",
     "eer_by_group",
     "system_ranking",
+    "world_pairs",
+    "delta_fnmr_by_system",
+    "voting_ablation",
+    "semi_supervised_curve",
+    "sweep_point",
+    "p_sweep",
+    "sweep_by_p",
+    "breakdown_p",
 ]
 
 SCORE_COLUMNS: tuple[str, ...] = ("query", "face_a", "face_b", "system", "score")
@@ -842,3 +853,147 @@ def system_ranking(pairs: pd.DataFrame, fmr: float = 0.01, group: Any = ALL) -> 
     t = t[t["group"] == group].sort_values(["fnmr", "system"], kind="stable")
     t["rank"] = t["fnmr"].rank(method="min").astype("Int64")
     return t[["system", "fnmr", "rank"]].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- study summaries
+# What notebooks/rapid_test.py reports, as functions of a world. ``world``: anything with
+# ``faces``, ``scores`` and ``cross_scores`` (:class:`facebias.world.RapidWorld`).
+def world_pairs(world: Any, labels: pd.DataFrame, system: Any = None) -> pd.DataFrame:
+    """:func:`genuine_impostor_pairs` of ``labels`` on ``world`` (raw scores, within- and
+    cross-query pairs), of one ``system`` only when given."""
+    s, c = world.scores, world.cross_scores
+    if system is not None:
+        s, c = s[s["system"] == system], c[c["system"] == system]
+    return genuine_impostor_pairs(labels, world.faces, s, c)
+
+
+def delta_fnmr_by_system(est_pairs: pd.DataFrame, true_pairs: pd.DataFrame,
+                         fmr: Sequence[float] = (0.01, 0.001)) -> pd.DataFrame:
+    """``|FNMR_est - FNMR_true|`` of the pooled groups (:func:`delta_fnmr`) as a table:
+    one row per system (sorted), one column per FMR; NaN where either FNMR is undefined."""
+    d = delta_fnmr(est_pairs, true_pairs, fmr)
+    return d.pivot(index="system", columns="fmr", values="delta")
+
+
+def voting_ablation(world: Any, est: RapidEstimate, cfg: RapidConfig | None = None,
+                    fmr: float = 0.01, true: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Fig. S.7: ``|FNMR_est - FNMR_true|`` at ``fmr`` per system (rows) for five label
+    sources (columns, in this order):
+
+    * ``"majority vote"``: the method's labels (``est.labels``);
+    * ``"own labels (no MV)"``: each system's own labels on the vote's inclusion set
+      (``est.system_labels``), scored on that system's pairs only;
+    * ``"single system (<name>)"``: :func:`single_best_system_labels` (the method run on
+      the best-separated system alone, chosen without truth);
+    * ``"connected components"``: :func:`connected_components_labels`;
+    * ``"naive"``: :func:`naive_labels`.
+
+    ``est``: :func:`estimate` of ``world.scores`` with ``cfg``; ``true``: the true pairs
+    (:func:`true_pairs` of the world; computed when ``None``).
+    """
+    cfg = cfg or RapidConfig()
+    if true is None:
+        true = true_pairs(world.faces, world.scores, world.cross_scores)
+
+    def delta(labels: pd.DataFrame, system: Any = None) -> pd.Series:
+        t = true if system is None else true.loc[true["system"] == system]
+        return delta_fnmr_by_system(world_pairs(world, labels, system), t, [fmr])[fmr]
+
+    sl = est.system_labels
+    own = {s: delta(sl.loc[sl["system"] == s, ["query", "face", "label"]], s).loc[s]
+           for s in pd.unique(sl["system"])}
+    single = single_best_system_labels(world.scores, cfg)
+    return pd.DataFrame({
+        "majority vote": delta(est.labels),
+        "own labels (no MV)": pd.Series(own, dtype=np.float64),
+        f"single system ({single.attrs['system']})": delta(single),
+        "connected components": delta(connected_components_labels(world.scores, cfg)),
+        "naive": delta(naive_labels(world.scores)),
+    })
+
+
+def semi_supervised_curve(world: Any, labels: pd.DataFrame, fractions: Sequence[float],
+                          fmr: float = 0.01, seed: int = 0, true: pd.DataFrame | None = None,
+                          ) -> tuple[pd.DataFrame, dict[float, dict[Any, DetCurve]]]:
+    """App. G / Fig. S.15: the error left after annotating a fraction of the faces.
+
+    For each ``f`` in ``fractions``: :func:`semi_supervised` labels (``labels`` = the
+    method's :func:`estimate_labels` output, the world's true labels, budget ``f``,
+    ``seed``), then ``|FNMR_est - FNMR_true|`` at ``fmr`` per system. Returns ``(table,
+    curves)``: ``table`` indexed by ``"fraction annotated"`` with one column per system;
+    ``curves[f][system]``: the pooled DET curve (raw scores) of the labels at ``f`` (systems
+    with no genuine or no impostor pair left out). At ``f = 0`` the labels are ``labels``;
+    at ``f = 1`` every label is the true one, so the error is 0 wherever it is defined.
+    """
+    if true is None:
+        true = true_pairs(world.faces, world.scores, world.cross_scores)
+    truth = true_labels(world.faces)
+    rows, curves = {}, {}
+    for f in fractions:
+        p_f = world_pairs(world, semi_supervised(labels, truth, f, seed=seed))
+        rows[f] = delta_fnmr_by_system(p_f, true, [fmr])[fmr]
+        curves[f] = {s: det_curve(gen, imp) for s, _, gen, imp in _split(p_f, by_group=False)
+                     if gen.size and imp.size}
+    table = pd.DataFrame(rows).T
+    table.index.name = "fraction annotated"
+    return table, curves
+
+
+def sweep_point(world: Any, cfg: RapidConfig | None = None,
+                fmr: Sequence[float] = (0.01, 0.001)) -> dict[str, float]:
+    """One point of the p sweep: the method on ``world`` (GMM also fit on the cross pairs).
+
+    Keys: ``agreement``, ``type_a``, ``type_b`` (:func:`label_agreement`),
+    ``queries_included`` (share of queries kept), and per FMR ``f``:
+    ``method_worst@f`` / ``method_mean@f`` (the largest / mean ``|FNMR_est - FNMR_true|``
+    over the systems) and ``naive_min@f`` (the smallest over systems with the naive
+    labels). A statistic over systems skips NaN systems and is NaN if all are NaN.
+    """
+    e = estimate(world.scores, cfg, fit_scores=world.cross_scores)
+    tp = true_pairs(world.faces, world.scores, world.cross_scores)
+    a = label_agreement(e.labels, world.faces)
+    dm = delta_fnmr_by_system(world_pairs(world, e.labels), tp, fmr)
+    dn = delta_fnmr_by_system(world_pairs(world, naive_labels(world.scores)), tp, fmr)
+    return {"agreement": a["agreement"], "queries_included": float(e.queries["included"].mean()),
+            "type_a": a["type_a"], "type_b": a["type_b"],
+            **{f"method_worst@{f:g}": float(dm[f].max()) for f in fmr},
+            **{f"method_mean@{f:g}": float(dm[f].mean()) for f in fmr},
+            **{f"naive_min@{f:g}": float(dn[f].min()) for f in fmr}}
+
+
+def p_sweep(make_world: Any, p_values: Sequence[float], seeds: Sequence[int],
+            cfg: RapidConfig | None = None, fmr: Sequence[float] = (0.01, 0.001)) -> pd.DataFrame:
+    """:func:`sweep_point` for every ``p`` in ``p_values`` and ``seed`` in ``seeds``, on
+    ``make_world(p, seed)`` (e.g. ``make_rapid_world`` of a config with that ``p`` and
+    ``seed``). One row per (p, seed): ``p, seed`` then the :func:`sweep_point` keys."""
+    return pd.DataFrame([{"p": p, "seed": seed, **sweep_point(make_world(p, seed), cfg, fmr)}
+                         for p in p_values for seed in seeds])
+
+
+def sweep_by_p(sweep: pd.DataFrame) -> pd.DataFrame:
+    """The :func:`p_sweep` table averaged over seeds: one row per ``p`` (the index,
+    ascending), the mean of every other column except ``seed`` (NaN skipped)."""
+    require_columns(sweep, ["p"], "sweep")
+    return sweep.drop(columns="seed", errors="ignore").groupby("p").mean()
+
+
+def breakdown_p(sweep: pd.DataFrame, fmr: float = 0.01) -> float | None:
+    """Where the method breaks in a p sweep: the **largest** swept ``p`` at which its curve
+    error is no better than the naive labels', or ``None`` if there is none.
+
+    ``sweep``: :func:`p_sweep` rows (several seeds per ``p`` are averaged first, as in
+    :func:`sweep_by_p`) with columns ``p``, ``method_worst@<fmr>`` and
+    ``naive_min@<fmr>`` (``<fmr>`` formatted ``{:g}``). The method is *broken* at ``p`` iff
+
+        mean over seeds of max_s |dFNMR_method(s)|  >=  mean over seeds of min_s |dFNMR_naive(s)|
+
+    at ``fmr``: its worst system's curve is at least as far from the truth as the naive
+    labels' best. A ``p`` where either number is NaN (too few pairs) is not judged. So the
+    method beats the naive labels at every judged ``p`` above the returned value; a break
+    below a working ``p`` still counts (the largest broken ``p`` is returned).
+    """
+    worst, naive = f"method_worst@{fmr:g}", f"naive_min@{fmr:g}"
+    require_columns(sweep, ["p", worst, naive], "sweep")
+    by_p = sweep_by_p(sweep[["p", worst, naive]])
+    broken = by_p.index[(by_p[worst] >= by_p[naive]).to_numpy()]  # NaN compares False
+    return float(broken.max()) if len(broken) else None
