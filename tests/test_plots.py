@@ -59,3 +59,55 @@ def test_paired_groups_one_point_per_pair_of_the_attribute_with_its_bars_and_lab
             "error, short hair", "error, long hair", "")
     finally:
         plt.close(fig)
+
+
+# --------------------------------------------------------------------------- thin_curve
+def _curve(fmr, fnmr):
+    from facebias.metrics import DetCurve
+
+    m = len(fmr)
+    return DetCurve(np.r_[-np.inf, np.arange(1.0, m)], np.asarray(fmr, float), np.asarray(fnmr, float))
+
+
+def test_thin_curve_hand_case():
+    """n = 6: three log-spaced targets per rate, from its smallest positive value to 1
+    (0.001, 0.0316, 1 for both here). Kept: the ends (0, 9); for FNMR the first point at or
+    above each target (2: 0.001, 5: 0.05, 9: 1); for FMR the last point at or above each
+    target (8: 0.001, 4: 0.05, 0: 1)."""
+    fmr = [1, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.001, 0]
+    fnmr = [0, 0, 0.001, 0.002, 0.01, 0.05, 0.1, 0.3, 0.6, 1]
+    curve = _curve(fmr, fnmr)
+    t = plots.thin_curve(curve, n=6)
+    np.testing.assert_array_equal(t.thresholds, [-np.inf, 2, 4, 5, 8, 9])
+    np.testing.assert_array_equal(t.fmr, [1, 0.2, 0.05, 0.02, 0.001, 0])
+    np.testing.assert_array_equal(t.fnmr, [0, 0.001, 0.01, 0.05, 0.6, 1])
+    # n = 4: two targets per rate (the smallest positive value and 1)
+    np.testing.assert_array_equal(plots.thin_curve(curve, n=4).thresholds, [-np.inf, 2, 8, 9])
+    # a curve of at most n points is returned as it is
+    assert plots.thin_curve(curve, n=10) is curve
+
+
+def test_thin_curve_matches_a_brute_force_selection():
+    """A DET curve of 20,000 distinct thresholds thinned to ~400 points: a subsequence of the
+    curve's own points (rows unchanged, order kept), both ends kept, at most n + 2 points, and
+    exactly the points picked by a direct search: for each of n/2 log-spaced targets from the
+    smallest positive rate to 1, the first point whose FNMR reaches it and the last point
+    whose FMR still reaches it."""
+    from facebias.metrics import det_curve
+
+    rng = np.random.default_rng(0)
+    curve = det_curve(rng.normal(2, 1, 4000), rng.normal(0, 1, 16000))
+    n = 400
+    t = plots.thin_curve(curve, n=n)
+    m = curve.fmr.size
+    assert m > 10 * n and t.fmr.size <= n + 2
+    idx = np.searchsorted(curve.thresholds, t.thresholds)
+    assert idx[0] == 0 and idx[-1] == m - 1 and (np.diff(idx) > 0).all()
+    for a, b in zip(t, curve, strict=True):
+        np.testing.assert_array_equal(a, b[idx])
+    want = {0, m - 1}
+    for rate, first in ((curve.fnmr, True), (curve.fmr, False)):
+        for v in np.logspace(np.log10(rate[rate > 0].min()), 0, n // 2):
+            hits = np.flatnonzero(rate >= v)  # every point reaching the target
+            want.add(int(hits[0] if first else hits[-1]))
+    assert set(idx.tolist()) == want

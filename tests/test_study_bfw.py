@@ -99,3 +99,55 @@ def test_accuracy_optimal_threshold_brute_force():
 def test_bad_grouping_is_an_error():
     with pytest.raises(ValueError, match="grouping"):
         study.select_pairs(pd.DataFrame({"a1": ["AF"], "a2": ["AF"]}), "both")
+
+
+def _legacy_pairs(seed=0, n=400, shift=0.0):
+    """Intra-subgroup pairs of AF and WM over 5 folds (WM's scores are AF's plus ``shift``:
+    the same pairs, moved), and cross-subgroup AF-WM pairs that the "intra" grouping drops."""
+    rng = np.random.default_rng(seed)
+    label = rng.integers(0, 2, n)
+    s = np.where(label == 1, rng.normal(0.5, 0.15, n), rng.normal(0.1, 0.15, n)).round(3)
+    fold = np.tile(np.arange(1, 6), n // 5)
+    af = pd.DataFrame({"fold": fold, "label": label, "a1": "AF", "a2": "AF", "s": s})
+    wm = af.assign(a1="WM", a2="WM", s=s + shift)
+    cross = pd.DataFrame({"fold": fold[:50], "label": 1 - label[:50], "a1": "AF", "a2": "WM",
+                          "s": np.where(label[:50] == 1, -1.0, 2.0)})  # would pull any threshold
+    return pd.concat([af, wm, cross], ignore_index=True)
+
+
+def test_legacy_decision_thresholds_match_a_brute_force_loop():
+    """Per fold, the accuracy-optimal threshold (largest on ties) on the other folds' intra
+    pairs, over n_grid points from the 0.1% to the 99.9% score quantile; then the mean over
+    folds. A loop over folds, groups and grid points gives the same numbers."""
+    df = _legacy_pairs(seed=1, shift=0.2)
+    n_grid = 200
+    got_glob, got_grp = study.legacy_decision_thresholds(df, "s", "intra", n_grid=n_grid)
+    intra = df[df["a1"] == df["a2"]]
+    s, y = intra["s"].to_numpy(), intra["label"].to_numpy() == 1
+    fold, group = intra["fold"].to_numpy(), intra["a1"].to_numpy()
+    grid = np.linspace(np.quantile(s, 0.001), np.quantile(s, 0.999), n_grid)
+
+    def best(mask):
+        acc = [np.mean((s[mask] > t) == y[mask]) for t in grid]
+        return grid[max(i for i, a in enumerate(acc) if a == max(acc))]
+
+    want_glob = np.mean([best(fold != k) for k in range(1, 6)])
+    want_grp = {g: np.mean([best((fold != k) & (group == g)) for k in range(1, 6)]) for g in ("AF", "WM")}
+    assert got_glob == pytest.approx(want_glob, abs=1e-12)
+    assert got_grp == pytest.approx(want_grp, abs=1e-12)
+    # the cross-subgroup pairs take no part: without them, the same thresholds
+    assert study.legacy_decision_thresholds(intra, "s", "intra", n_grid=n_grid) == (got_glob, got_grp)
+
+
+def test_legacy_decision_thresholds_follow_a_planted_shift_and_not_a_null():
+    """WM's pairs are AF's with every score moved by +0.3: WM's threshold moves by 0.3 (to
+    within one grid step per fold), and the global one lies between them. With no shift the
+    two subgroups hold the same scores, so their thresholds are equal."""
+    shifted = _legacy_pairs(seed=2, shift=0.3)
+    t_glob, t_grp = study.legacy_decision_thresholds(shifted, "s", "intra")
+    intra = shifted[shifted["a1"] == shifted["a2"]]["s"]
+    step = (np.quantile(intra, 0.999) - np.quantile(intra, 0.001)) / 999
+    assert abs(t_grp["WM"] - t_grp["AF"] - 0.3) <= step
+    assert t_grp["AF"] < t_glob < t_grp["WM"]
+    _, null = study.legacy_decision_thresholds(_legacy_pairs(seed=2), "s", "intra")
+    assert null["AF"] == null["WM"]

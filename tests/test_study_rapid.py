@@ -208,6 +208,35 @@ def test_fnmr_table_and_ranking_on_hand_pairs():
                                                     ("b", "g")}
 
 
+
+# --------------------------------------------------------------------------- oracle labels
+def test_oracle_labels_hand_case():
+    """Spec B2: the true label wherever the estimate included the face, -1 where it excluded
+    it; the rows and their order are the estimate's."""
+    faces = pd.DataFrame({"query": ["q1"] * 4 + ["q2"] * 2, "face": [1, 2, 3, 4, 5, 6],
+                          "is_target": [True, True, False, False, True, False]})
+    est = pd.DataFrame({"query": ["q2", "q1", "q1", "q1", "q1", "q2"], "face": [6, 4, 3, 2, 1, 5],
+                        "label": np.array([0, 1, -1, 0, 1, -1], np.int8)})
+    got = R.oracle_labels(est, faces)
+    assert list(got.columns) == ["query", "face", "label"] and got["label"].dtype == np.int8
+    assert got[["query", "face"]].equals(est[["query", "face"]])
+    # (q2, 6) right 0; (q1, 4) wrong 1 -> 0; (q1, 3) excluded; (q1, 2) wrong 0 -> 1; (q1, 1)
+    # right 1; (q2, 5) excluded
+    assert got["label"].tolist() == [0, 0, -1, 1, 1, -1]
+
+
+def test_oracle_labels_remove_type_b_error_only():
+    """On the known-truth world at p = 0.5: the oracle keeps the estimate's coverage (Type-A
+    error) and has no Type-B error; on the true labels it is the identity."""
+    w = make_rapid_world(RapidWorldConfig(queries_per_group=5, seed=4, p=0.5))
+    est = R.estimate(w.scores, fit_scores=w.cross_scores)
+    a, o = (R.label_agreement(x, w.faces) for x in (est.labels, R.oracle_labels(est.labels, w.faces)))
+    assert a["type_b"] > 0 and a["type_a"] > 0  # the estimate has both kinds of error
+    assert o["agreement"] == 1.0 and o["type_b"] == 0.0
+    assert (o["coverage"], o["type_a"], o["n_included"]) == (a["coverage"], a["type_a"], a["n_included"])
+    truth = R.true_labels(w.faces)
+    assert R.oracle_labels(truth, w.faces).equals(truth)
+
 # --------------------------------------------------------------------------- baselines
 def test_connected_components_baseline_on_a_hand_graph():
     c = np.zeros((10, 10))
@@ -340,3 +369,36 @@ def test_string_face_ids_repeated_across_queries():
                           "system": ["a"], "score": [0.1], "query_b": ["Bob"]})
     pairs = R.genuine_impostor_pairs(lab, faces, df, cross)
     assert (~pairs["genuine"]).sum() == 1 and pairs["genuine"].sum() == 2 * 3 * 36
+
+
+def test_breakdown_where_the_queried_person_is_not_the_prevalent_identity():
+    """The method labels a query's prevalent identity. With p = 0.3 (under a third of a
+    query's faces show the queried person) it breaks down: label agreement on the included
+    faces falls below 0.8 and its worst curve error (|dFNMR| at FMR 0.01) is no better than the
+    naive labels' best. At p = 0.5 it holds: agreement above 0.9 and the worst curve error
+    under a third of the naive labels' best. Two worlds (seeds) at each p, 10 queries a group.
+    R.p_sweep gives the same numbers as this direct computation, and R.breakdown_p puts the
+    break at 0.3."""
+    def make(p, seed):
+        return make_rapid_world(RapidWorldConfig(p=p, seed=seed, queries_per_group=10))
+
+    seeds = (1001, 7)
+    mine = {}
+    for seed in seeds:
+        for p in (0.3, 0.5):
+            w = make(p, seed)
+            est = R.estimate(w.scores, fit_scores=w.cross_scores)
+            truth = R.true_pairs(w.faces, w.scores, w.cross_scores)
+            mine[p, seed] = (R.label_agreement(est.labels, w.faces)["agreement"],
+                             _delta(w, est.labels, truth).max(), _delta(w, R.naive_labels(w.scores), truth).min())
+        (ag_lo, method_lo, naive_lo), (ag_hi, method_hi, naive_hi) = mine[0.3, seed], mine[0.5, seed]
+        assert ag_lo < 0.8 and method_lo >= naive_lo, (seed, mine)
+        assert ag_hi > 0.9 and method_hi < naive_hi / 3, (seed, mine)
+    sweep = R.p_sweep(make, (0.3, 0.5), seeds, fmr=(0.01,))
+    cols = ["p", "seed", "agreement", "method_worst@0.01", "naive_min@0.01"]
+    got = {(p, seed): rest for p, seed, *rest in sweep[cols].itertuples(index=False)}
+    assert set(got) == set(mine)
+    for key, values in mine.items():
+        np.testing.assert_allclose(got[key], values, atol=1e-12, err_msg=str(key))
+    assert R.breakdown_p(sweep) == 0.3
+

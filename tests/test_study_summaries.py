@@ -180,7 +180,7 @@ def test_p_sweep_rows_are_sweep_points():
     hi = sweep.set_index("p").loc[0.9]
     assert hi["agreement"] >= 0.98 and hi["method_worst@0.01"] < hi["naive_min@0.01"]
     assert hi["method_mean@0.01"] <= hi["method_worst@0.01"]
-    # low p: the co-occurring identity takes over, agreement falls and the method breaks
+    # low p: the queried person is no longer the prevalent identity, agreement falls and the method breaks
     # (this world, seed 2: agreement 0.63, worst |dFNMR| 0.72 against the naive labels' 0.61)
     lo = sweep.set_index("p").loc[0.3]
     assert lo["agreement"] < 0.8 and lo["method_worst@0.01"] >= lo["naive_min@0.01"]

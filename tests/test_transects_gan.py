@@ -337,3 +337,63 @@ def test_a_cnn_learns_the_light_shortcut_on_the_dcgan_only_without_flips():
     # measured: 94% of pairs, mean gap 0.10 without flips; 56%, 0.007 with them (48 steps)
     assert (gap[False] > 0).mean() >= 0.85 and gap[False].mean() > 0.05
     assert (gap[True] > 0).mean() <= 0.7 and abs(gap[True].mean()) < 0.03
+
+
+# --------------------------------------------------------------------------- the flags, by hand
+def _row(coef, significant):
+    return {"coef": coef, "sd": 0.1, "ci": [coef - 0.2, coef + 0.2], "significant": significant}
+
+
+def _headline(incongruent, skin_obs, skin_obs_with, skin_exp="small"):
+    """Hand-built :func:`T.shortcut_headline` output for the shortcut "light"."""
+    skin_exp = _row(0.05, False) if skin_exp == "small" else skin_exp
+    exp = {"light_incongruent": incongruent, "light_high": _row(0.1, False), "skin_dark": skin_exp,
+           "gender_male": _row(0.0, False)}
+    return {"experimental": exp, "experimental_clusters": dict(exp),
+            "observational": {"skin_dark": skin_obs, "gender_male": _row(0.0, False)},
+            "observational_with_shortcut": {**exp, "skin_dark": skin_obs_with}}
+
+
+def test_shortcut_recovered_flags_planted_true_and_null_false():
+    """Each flag on hand-built headlines. Planted: the incongruence significant and positive,
+    dark skin significant observationally with the sign of the confounding (here negative),
+    and smaller once the shortcut is added. Null: not significant, or the other sign, or not
+    smaller; confounding 0 plants no sign; a model that was not fitted gives None."""
+    planted = _headline(_row(0.8, True), _row(-0.3, True), _row(-0.05, False))
+    assert T.shortcut_recovered(planted, "light", confounding=-0.6) == {
+        "experimental_shortcut_significant_planted_sign": True,
+        "experimental_shortcut_significant_planted_sign_clusters": True,
+        "observational_skin_significant_confounded_sign": True,
+        "observational_with_shortcut_reduces_skin": True,
+        "experimental_skin_ci_covers_0": True,
+        "observational_with_shortcut_skin_ci_covers_0": True,
+    }
+    # the same headline read against a positive confounding: skin has the wrong sign
+    assert T.shortcut_recovered(planted, "light", 0.6)["observational_skin_significant_confounded_sign"] is False
+    assert T.shortcut_recovered(planted, "light", 0.0)["observational_skin_significant_confounded_sign"] is None
+    null = _headline(_row(0.8, False), _row(-0.3, False), _row(0.3, True), skin_exp=_row(0.4, True))
+    flags = T.shortcut_recovered(null, "light", -0.6)
+    assert flags == {k: False for k in flags}
+    wrong_sign = T.shortcut_recovered(_headline(_row(-0.8, True), _row(-0.3, True), _row(-0.05, False)),
+                                      "light", -0.6)
+    assert wrong_sign["experimental_shortcut_significant_planted_sign"] is False
+    missing = _headline(None, None, _row(-0.05, False), skin_exp=None)
+    flags = T.shortcut_recovered(missing, "light", -0.6)
+    assert flags["experimental_shortcut_significant_planted_sign"] is None
+    assert flags["observational_skin_significant_confounded_sign"] is None
+    assert flags["observational_with_shortcut_reduces_skin"] is None
+    assert flags["experimental_skin_ci_covers_0"] is None
+
+
+def test_coef_row_reads_one_covariate_of_an_error_model():
+    """coef_row, the row every recovery flag reads (the procedural notebook's too):
+    ``significant`` iff the percentile interval excludes 0; None for an absent covariate or
+    model."""
+    res = T.ErrorModelResult(names=["a", "b", "c"], coef=np.array([0.5, -0.1, -0.4]), intercept=-2.0,
+                             sd=np.array([0.1, 0.2, 0.1]), ci_low=np.array([0.2, -0.4, -0.6]),
+                             ci_high=np.array([0.8, 0.3, -0.2]), n_boot=10, ci=0.95, unit="images", n=100,
+                             replicates=np.zeros((10, 3)))
+    assert T.coef_row(res, "a") == {"coef": 0.5, "sd": 0.1, "ci": [0.2, 0.8], "significant": True}
+    assert T.coef_row(res, "b") == {"coef": -0.1, "sd": 0.2, "ci": [-0.4, 0.3], "significant": False}
+    assert T.coef_row(res, "c")["significant"] is True  # an interval below 0
+    assert T.coef_row(res, "d") is None and T.coef_row(None, "a") is None
