@@ -21,19 +21,11 @@ from typing import Any
 import numpy as np
 
 from facebias import latent
+from facebias.faces.images import png_bytes
 from facebias.generate.hyperplanes import Hyperplanes
 
+# png_bytes is re-exported: the encoder lives with the image helpers (faces.images)
 __all__ = ["TransectBrowser", "png_bytes", "grid_image"]
-
-
-def png_bytes(image: np.ndarray) -> bytes:
-    """PNG encoding of an RGB uint8 image."""
-    import cv2
-
-    ok, buf = cv2.imencode(".png", np.ascontiguousarray(np.asarray(image)[..., ::-1]))
-    if not ok:
-        raise RuntimeError("PNG encoding failed")
-    return buf.tobytes()
 
 
 def grid_image(images: np.ndarray, pad: int = 4) -> np.ndarray:

@@ -77,7 +77,7 @@ def _placeholder() -> np.ndarray:
 
 def _png(load: Callable[[Any], np.ndarray | None], path: Any) -> tuple[bytes, bool]:
     """(PNG bytes to display, whether the image was found)."""
-    from facebias.browser import png_bytes
+    from facebias.faces.images import png_bytes
 
     img = load(path)
     if img is None:

@@ -45,6 +45,16 @@ def upscale(image: np.ndarray, min_size: int = 256) -> np.ndarray:
     return cv2.resize(im, size, interpolation=cv2.INTER_CUBIC)
 
 
+def png_bytes(image: np.ndarray) -> bytes:
+    """PNG encoding of an RGB uint8 image (for widgets and pages)."""
+    import cv2
+
+    ok, buf = cv2.imencode(".png", np.ascontiguousarray(np.asarray(image)[..., ::-1]))
+    if not ok:
+        raise RuntimeError("PNG encoding failed")
+    return buf.tobytes()
+
+
 def read_image(path: str | Path) -> np.ndarray:
     """Read an image file as an RGB uint8 array of shape (H, W, 3).
 
