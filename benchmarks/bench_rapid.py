@@ -1,6 +1,6 @@
 """Benchmark: the rapid test's label estimation (paper 001), per query and at Athletes scale.
 
-Data: simulated worlds (``facebias.world.make_rapid_world``, 5 simulated systems) whose
+Data: simulated worlds (``facebias.worlds.rapid.make_rapid_world``, 5 simulated systems) whose
 queries all have exactly ``n`` faces, so "per query" means one ``n x n`` matrix per
 system. Timed (best of ``--repeat``):
 
@@ -30,7 +30,7 @@ import numpy as np
 from timing import best_time
 
 from facebias.studies import rapid as R
-from facebias.world import RapidWorldConfig, make_rapid_world
+from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
 
 
 def world_of(n_faces: int, queries: int, seed: int = 1):

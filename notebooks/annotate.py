@@ -50,7 +50,13 @@ from pathlib import Path
 import pandas as pd
 from IPython.display import display
 
-from facebias.annotate import SCALES_000, SCALES_004, AnnotationStore, pair_item_ids
+from facebias.annotate import (
+    SCALES_000,
+    SCALES_004,
+    AnnotationStore,
+    pair_item_ids,
+    synthetic_image_path,
+)
 from facebias.annotate.widgets import ImageAnnotator, PairAnnotator
 from facebias.io import repo_root
 
@@ -90,15 +96,13 @@ if task == "pair":
         "path_a": [str(images / f"{i}.png") for i in pick["image_a"]],
         "path_b": [str(images / f"{i}.png") for i in pick["image_b"]],
     })
-    db.add_items(pd.DataFrame({"item_id": items["item_id"], "kind": "pair",
-                               "image_a": [f"hcic/images/{i}.png" for i in pick["image_a"]],
-                               "image_b": [f"hcic/images/{i}.png" for i in pick["image_b"]]}))
+    db.register_items(items["item_id"], image_a=[synthetic_image_path(subset, i) for i in pick["image_a"]],
+                      image_b=[synthetic_image_path(subset, i) for i in pick["image_b"]])
     tool = PairAnnotator(db, items, annotator)
 else:
     items = pd.DataFrame({"item_id": pick["image_id"].astype(str).to_numpy(),
                           "path": [str(images / f"{i}.png") for i in pick["image_id"]]})
-    db.add_items(pd.DataFrame({"item_id": items["item_id"], "kind": "image",
-                               "image": [f"{subset}/images/{i}.png" for i in items["item_id"]]}))
+    db.register_items(items["item_id"], image=[synthetic_image_path(subset, i) for i in items["item_id"]])
     scales = SCALES_000 if image_set == "hcic" else SCALES_004
     tool = ImageAnnotator(db, items, annotator, scales={f"{subset}/{q}": s for q, s in scales.items()})
 print(f"{task} task, {len(items)} items from {table.relative_to(root) if table.is_relative_to(root) else table}; "

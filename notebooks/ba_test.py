@@ -23,7 +23,7 @@
 # 3. report d′ per group, the female–male d′ gap (Table 1), FMR of every group at a
 #    reference group's threshold (Table 3) and TPR at a fixed FMR (Table 4).
 #
-# **Default backend: the synthetic known-truth world** (`facebias.world.BAWorldConfig`): a
+# **Default backend: the synthetic known-truth world** (`facebias.worlds.batest.BAWorldConfig`): a
 # genuine gender gap (male − female mean score) of 0.04 is *planted* in every race, and
 # factor distributions differ by gender (females smaller face area, males facial hair),
 # so the unbalanced evaluation overstates the gap. Its numbers are not the paper's.
@@ -33,7 +33,7 @@
 params_file = "params.yaml"  # reads the `batest_world` and `batest` sections
 reports_dir = "reports"
 name = "batest"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json
-overrides = {}  # replaces keys of the `batest` section (smoke tests use small n_boot)
+overrides = {}  # replaces keys of the `batest` section (BATestConfig; smoke tests use small n_boot)
 world_overrides = {}  # replaces keys of the `batest_world` section
 real_images = True  # run the factor pipeline on real photos shipped in scikit-image
 compute = None  # where the LFW factor measurement runs: None = params.yaml `compute` (Dask); "serial"
@@ -45,19 +45,21 @@ import pandas as pd
 
 from facebias import plots
 from facebias.compute import load_compute
-from facebias.io import load_params, repo_root, write_json_atomic
+from facebias.datasets.bfw import BFW_GROUPS
+from facebias.io import load_params, repo_root
+from facebias.schema import write_metrics
 from facebias.studies import batest as study
-from facebias.world import BFW_GROUPS, BAWorldConfig, batest_pairs, make_batest_world
+from facebias.worlds.batest import BAWorldConfig, batest_pairs, make_batest_world
 
 root = repo_root()
-cfg = {**load_params(root / params_file, "batest"), **overrides}
+cfg = study.BATestConfig.from_params({**load_params(root / params_file, "batest"), **overrides})
 wcfg = BAWorldConfig.from_params({**load_params(root / params_file, "batest_world"), **world_overrides})
 fig_dir = root / reports_dir / "figures"
 images = make_batest_world(wcfg)
 truth = wcfg.true_gender_gap()
-provenance = (f"backend: synthetic BA-test world (facebias.world, seed {wcfg.seed}); planted "
+provenance = (f"backend: synthetic BA-test world (facebias.worlds.batest, seed {wcfg.seed}); planted "
               f"genuine gap M-F {truth['W']:.2f} per race — not the paper's data")
-factors = list(cfg["balance_on"])
+factors = list(cfg.balance_on)
 print(provenance)
 print(f"{len(images):,} images, {images['identity'].nunique()} identities; balance on {factors}")
 
@@ -65,7 +67,7 @@ print(f"{len(images):,} images, {images['identity'].nunique()} identities; balan
 # ## Selection (the paper's filters), with accounting per filter and group
 
 # %%
-filters = {k: dict(v) for k, v in cfg["filters"].items()}
+filters = cfg.filters
 kept, accounting = study.apply_filters(images, filters)
 print(f"kept {len(kept):,} of {len(images):,} images")
 accounting.pivot_table(index="filter", columns="group", values="n_after", observed=True, sort=False)
@@ -77,8 +79,8 @@ accounting.pivot_table(index="filter", columns="group", values="n_after", observ
 # (SMD) and Kolmogorov–Smirnov statistics of each gender against the other, before and after.
 
 # %%
-balanced = study.balance_within(kept, factors, method=cfg["method"], bins=int(cfg["bins"]),
-                                caliper=float(cfg["caliper"]), seed=int(cfg["seed"]))
+balanced = study.balance_within(kept, factors, method=cfg.method, bins=cfg.bins, caliper=cfg.caliper,
+                                seed=cfg.seed)
 report = study.balance_report(kept, balanced, factors, by="gender")
 print(f"balanced set: {len(balanced):,} images")
 report.round(3)
@@ -110,14 +112,12 @@ plt.show()
 # here facial hair lowers male scores, so balancing without it *understates* the gap.
 
 # %%
-ipg = float(cfg["impostors_per_genuine"])
 pair_sets = {
-    "original": batest_pairs(kept, wcfg, ipg, seed=int(cfg["seed"])),
-    "balanced": batest_pairs(balanced, wcfg, ipg, seed=int(cfg["seed"])),
+    "original": batest_pairs(kept, wcfg, cfg.impostors_per_genuine, seed=cfg.seed),
+    "balanced": batest_pairs(balanced, wcfg, cfg.impostors_per_genuine, seed=cfg.seed),
 }
 pair_sets["balanced_nfh"] = study.exclude_facial_hair(pair_sets["balanced"])
-gaps = pd.concat({k: study.gender_gap(p) for k, p in pair_sets.items()}, names=["set"])
-gaps["planted_gap"] = [truth[r] for r in gaps.index.get_level_values("race")]
+gaps = study.gender_gaps(pair_sets, planted=truth)
 display(gaps[["gap_genuine", "planted_gap", "dprime_genuine", "dprime_impostor"]].round(4))  # noqa: F821
 
 fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
@@ -143,20 +143,20 @@ plt.show()
 # %%
 dprimes = pd.DataFrame({k: study.dprime_by_group(p) for k, p in pair_sets.items()})
 display(dprimes.round(3))  # noqa: F821
-ref = cfg["reference_group"]
-fmr_ref = {(k, float(f)): study.fmr_at_reference(p, ref, float(f))["fmr"]
-           for k, p in pair_sets.items() if k != "balanced_nfh" for f in cfg["reference_fmr"]}
+ref = cfg.reference_group
+fmr_ref = {(k, f): study.fmr_at_reference(p, ref, f)["fmr"]
+           for k, p in pair_sets.items() if k != "balanced_nfh" for f in cfg.reference_fmr}
 fmr_ref = pd.DataFrame(fmr_ref)
-fig, axes = plt.subplots(1, len(cfg["reference_fmr"]), figsize=(5.5 * len(cfg["reference_fmr"]), 3.4),
+fig, axes = plt.subplots(1, len(cfg.reference_fmr), figsize=(5.5 * len(cfg.reference_fmr), 3.4),
                          layout="constrained", squeeze=False)
-for ax, f in zip(axes[0], cfg["reference_fmr"], strict=True):
+for ax, f in zip(axes[0], cfg.reference_fmr, strict=True):
     for k, (set_name, color) in enumerate((("original", "0.6"), ("balanced", "#4393c3"))):
-        v = fmr_ref[(set_name, float(f))].reindex(list(BFW_GROUPS))
+        v = fmr_ref[(set_name, f)].reindex(list(BFW_GROUPS))
         ax.bar(np.arange(8) + (k - 0.5) * 0.4, v, 0.4, color=color, label=set_name)
-    ax.axhline(float(f), color="k", ls="--", lw=1, label=f"target at {ref}")
+    ax.axhline(f, color="k", ls="--", lw=1, label=f"target at {ref}")
     ax.set_yscale("log")
     ax.set_xticks(range(8), BFW_GROUPS)
-    ax.set_title(f"FMR at {ref}'s threshold (FMR {float(f):g})", fontsize=10)
+    ax.set_title(f"FMR at {ref}'s threshold (FMR {f:g})", fontsize=10)
 axes[0, 0].legend(fontsize=8)
 plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_fmr_at_reference.png")
@@ -167,7 +167,7 @@ fmr_ref.round(5)
 # ## TPR per group at one global threshold (Table 4 style), identity-bootstrap intervals
 
 # %%
-tpr = {k: study.tpr_at_fmr(p, float(cfg["tpr_fmr"]), n_boot=int(cfg["n_boot"]), seed=int(cfg["seed"]))
+tpr = {k: study.tpr_at_fmr(p, cfg.tpr_fmr, n_boot=cfg.n_boot, seed=cfg.seed)
        for k, p in pair_sets.items() if k != "balanced_nfh"}
 tpr_table = pd.concat(tpr, names=["set"])
 fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
@@ -177,7 +177,7 @@ for k, (set_name, color) in enumerate((("original", "0.5"), ("balanced", "#4393c
     ax.errorbar(x, t["tpr"], yerr=plots.interval_err(t["tpr"], t["tpr_lo"], t["tpr_hi"]), fmt="o", color=color,
                 capsize=3, label=set_name)
 ax.set_xticks(range(8), BFW_GROUPS)
-ax.set_ylabel(f"TPR at FMR = {float(cfg['tpr_fmr']):g}")
+ax.set_ylabel(f"TPR at FMR = {cfg.tpr_fmr:g}")
 ax.set_title("TPR per group at one global threshold (95% identity-bootstrap intervals)")
 ax.legend(fontsize=8)
 plots.stamp(fig, provenance)
@@ -225,8 +225,7 @@ if real_images:
     # real-image pose filter here reads yaw and roll only
     real_filters = {"pose": {"columns": ["yaw", "roll"], "max_abs": 20},
                     "brightness": filters["brightness"], "face_area": filters["face_area"]}
-    rk, real_accounting = study.apply_filters(real_factors, real_filters)
-    real_factors["passes_filters"] = real_factors["id"].isin(rk["id"])
+    real_factors["passes_filters"] = study.passes_filters(real_factors, real_filters)
     display(real_factors.round(2))  # noqa: F821
 
 # %% [markdown]
@@ -314,31 +313,11 @@ if real_images:
 # ## Metrics for DVC
 
 # %%
-head = {
-    "source": "synthetic",
-    "planted_gap_genuine": truth,
-    "gap_genuine": {k: gaps.loc[k, "gap_genuine"].to_dict() for k in pair_sets},
-    "gap_rel_error_mean": study.gap_rel_error_mean(gaps, truth),
-    "n_images": {"all": len(images), "filtered": len(kept), "balanced": len(balanced)},
-}
-details = {
-    "paper": "003", "source": "synthetic", "provenance": provenance, "factors": factors,
-    "method": cfg["method"], "world": {"seed": wcfg.seed},
-    "accounting": accounting.to_dict(orient="records"),
-    "balance_report": report.to_dict(orient="records"),
-    "gender_gap": gaps.reset_index().to_dict(orient="records"),
-    "dprime": dprimes.to_dict(),
-    "fmr_at_reference": {f"{s}@{f:g}": v.to_dict() for (s, f), v in fmr_ref.items()},
-    "tpr_at_fmr": tpr_table.reset_index().to_dict(orient="records"),
-    "real_images": None if real_factors is None else real_factors.to_dict(orient="records"),
-    "real_images_fte": None if real_fte is None else real_fte.to_dict(orient="index"),
-    "lfw_fte": None if lfw_fte is None else lfw_fte.to_dict(orient="index"),
-    "lfw_accounting": None if lfw_accounting is None else lfw_accounting.to_dict(orient="records"),
-    "lfw_balance_report": None if lfw_report is None else lfw_report.to_dict(orient="records"),
-    "lfw_pair_mask_iou": None if lfw_pairs is None else {
-        "n_pairs": len(lfw_pairs), "n_above_0.9": int((lfw_pairs["mask_iou"] > 0.9).sum()),
-        "median": float(lfw_pairs["mask_iou"].median())},
-}
-write_json_atomic(root / reports_dir / "metrics" / f"{name}.json", head)
-write_json_atomic(root / reports_dir / "metrics" / f"{name}_details.json", details)
+head, details = study.summarise(
+    provenance=provenance, config=cfg, world=wcfg, images=images, kept=kept, balanced=balanced,
+    accounting=accounting, report=report, gaps=gaps, dprimes=dprimes, fmr_ref=fmr_ref, tpr_table=tpr_table,
+    real_factors=real_factors, real_fte=real_fte, lfw_fte=lfw_fte, lfw_accounting=lfw_accounting,
+    lfw_report=lfw_report, lfw_pairs=lfw_pairs)
+write_metrics(root / reports_dir / "metrics" / f"{name}.json", head, "batest")
+write_metrics(root / reports_dir / "metrics" / f"{name}_details.json", details, "batest_details")
 pd.DataFrame(head["gap_genuine"]).assign(planted=pd.Series(truth)).round(4)

@@ -26,14 +26,14 @@
 # identities disjoint), then averaged; the released notebook evaluated on the folds it fitted
 # on. Scores are similarities; a pair is a match iff `score > t`. Rates are fractions.
 #
-# **Default backend: the synthetic known-truth world** (`facebias.world`), whose simulated
+# **Default backend: the synthetic known-truth world** (`facebias.worlds.bfw`), whose simulated
 # systems have *planted* subgroup differences. Its numbers are not the paper's. To run on the
 # released BFW datatable, see the README ("Real data").
 
 # %% tags=["parameters"]
 params_file = "params.yaml"  # reads the `bfw` section
 datatable = "artifacts/world/bfw.parquet"  # pair table in the BFW schema
-source = "synthetic"  # "synthetic" (facebias.world) or "real" (a released BFW datatable)
+source = "synthetic"  # "synthetic" (facebias.worlds.bfw) or "real" (a released BFW datatable)
 systems = ""  # comma-separated score columns; empty: bfw.systems of the params file
 name = "bfw"  # outputs: {reports_dir}/figures/{name}_*.png and {reports_dir}/metrics/{name}.json
 reports_dir = "reports"
@@ -46,31 +46,19 @@ import numpy as np
 import pandas as pd
 
 from facebias import metrics, plots
-from facebias.datasets.bfw import bfw_summary, load_bfw
-from facebias.io import load_params, repo_root, write_json_atomic
+from facebias.datasets.bfw import BFW_GROUPS, bfw_summary
+from facebias.io import load_params, repo_root
+from facebias.schema import write_metrics
 from facebias.studies import bfw as study
-from facebias.world import BFW_GROUPS, read_world
 
 root = repo_root()
-cfg = {**load_params(root / params_file, "bfw"), **overrides}
-fars = [float(f) for f in cfg["fmr"]]
-systems_used = [s.strip() for s in (systems or ",".join(cfg["systems"])).split(",") if s.strip()]
+cfg = study.BFWConfig.from_params({**load_params(root / params_file, "bfw"), **overrides})
+fars = list(cfg.fmr)
+systems_used = [s.strip() for s in systems.split(",") if s.strip()] if systems else list(cfg.systems)
 fig_dir = root / reports_dir / "figures"
-path = root / datatable
-if source == "synthetic":
-    df = read_world(path)
-    provenance = (f"backend: synthetic world (facebias.world, seed {df.attrs['world']['seed']}), "
-                  f"simulated systems {', '.join(systems_used)} — not the paper's data")
-elif source == "real":
-    df = load_bfw(path)
-    provenance = f"backend: real BFW datatable {path.name}, systems {', '.join(systems_used)}"
-else:
-    raise ValueError(f"source must be 'synthetic' or 'real', got {source!r}")
-missing = [s for s in systems_used if s not in df.columns]
-if missing:
-    raise ValueError(f"{path}: no score column(s) {missing}; columns are {list(df.columns)}")
+df, provenance = study.load_pair_table(root / datatable, source, systems_used)
 print(provenance)
-print(f"{len(df):,} pairs; FAR grid {fars}; grouping = {cfg['grouping']}")
+print(f"{len(df):,} pairs; FAR grid {fars}; grouping = {cfg.grouping}")
 
 # %% [markdown]
 # ## Data accounting (paper Table 1)
@@ -84,7 +72,7 @@ summary
 # Solid: impostor pairs; dashed: genuine pairs. Pairs grouped by the query's subgroup.
 
 # %%
-pairs = study.select_pairs(df, cfg["grouping"])
+pairs = study.select_pairs(df, cfg.grouping)
 groups = [g for g in BFW_GROUPS if g in set(pairs["group"])]
 fig, axes = plt.subplots(len(systems_used), len(groups), figsize=(2.1 * len(groups), 2.0 * len(systems_used)),
                          squeeze=False, sharex="row", layout="constrained")
@@ -100,38 +88,24 @@ plt.show()
 # ## DET curves per subgroup (log-log)
 
 # %%
-curves, eers, dprimes = {}, {}, {}
-for system in systems_used:
-    curves[system], eers[system], dprimes[system] = {}, {}, {}
-    for g in groups:
-        sub = pairs[pairs["group"] == g]
-        gen, imp = sub.loc[sub["label"] == 1, system], sub.loc[sub["label"] == 0, system]
-        curves[system][g] = metrics.det_curve(gen, imp)
-        eers[system][g] = metrics.eer(gen, imp)
-        dprimes[system][g] = metrics.d_prime(gen, imp)
+sg = study.subgroup_curves(pairs, systems_used, groups)
 fig, axes = plt.subplots(1, len(systems_used), figsize=(5.2 * len(systems_used), 4.4), squeeze=False,
                          layout="constrained")
 for ax, system in zip(axes[0], systems_used, strict=True):
-    plots.plot_det(ax, curves[system], fmr_min=1e-5, fnmr_min=1e-4)
+    plots.plot_det(ax, sg.curves[system], fmr_min=1e-5, fnmr_min=1e-4)
     ax.set_title(system)
 plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_det.png")
 plt.show()
-pd.DataFrame({"EER": pd.DataFrame(eers).stack(), "d'": pd.DataFrame(dprimes).stack()}).unstack(1).round(4)
+sg.table().unstack(0).round(4)
 
 # %% [markdown]
 # The same curves as a DVC data plot (`dvc plots show`, `make plots`): each thinned to at most
 # 200 points spaced on a log grid (`plots.thin_curve`), one tidy row per point.
 
 # %%
-from facebias.io import atomic_path
-
-det_table = pd.concat(
-    [pd.DataFrame({"system": s, "subgroup": g, "fmr": c.fmr, "fnmr": c.fnmr})
-     for s in systems_used for g in groups for c in [plots.thin_curve(curves[s][g], n=198)]],
-    ignore_index=True)
-with atomic_path(root / reports_dir / "plots" / f"{name}_det.csv") as tmp:
-    det_table.to_csv(tmp, index=False, float_format="%.6g")
+det_table = study.det_plot_table(sg.curves, n=198)
+study.write_det_csv(det_table, root / reports_dir / "plots" / f"{name}_det.csv")
 det_table.groupby(["system", "subgroup"]).size().unstack(0)
 
 # %% [markdown]
@@ -140,7 +114,7 @@ det_table.groupby(["system", "subgroup"]).size().unstack(0)
 # top, one global threshold; bottom, a threshold per subgroup.
 
 # %%
-cv = {s: study.cross_validated_rates(df, s, fars, cfg["grouping"]) for s in systems_used}
+cv = {s: study.cross_validated_rates(df, s, fars, cfg.grouping) for s in systems_used}
 avg = {s: study.fold_average(cv[s]) for s in systems_used}
 dev = {(s, p): study.fpr_deviation_table(avg[s], p) for s in systems_used for p in ("global", "group")}
 vmax = max(np.nanmax(np.abs(t.to_numpy())) for t in dev.values())
@@ -194,8 +168,8 @@ for s in systems_used:
 # %%
 legacy = {}
 for system in systems_used:
-    t_glob, t_grp = study.legacy_decision_thresholds(df, system, cfg["grouping_legacy"])
-    legacy[system] = study.legacy_tar_table(df, system, fars, t_glob, t_grp, cfg["grouping_legacy"])
+    t_glob, t_grp = study.legacy_decision_thresholds(df, system, cfg.grouping_legacy)
+    legacy[system] = study.legacy_tar_table(df, system, fars, t_glob, t_grp, cfg.grouping_legacy)
     print(f"{system}: decision thresholds global {t_glob:.4f}; per subgroup",
           {g: round(v, 4) for g, v in t_grp.items()})
     display(legacy[system].round(3))  # noqa: F821
@@ -210,8 +184,8 @@ for system in systems_used:
 reports = {}
 for system in systems_used:
     reports[system] = metrics.group_report(
-        pairs, system, "label", "group", cfg["report_fmr"], ids=("id1", "id2"),
-        n_boot=int(cfg["n_boot"]), seed=int(cfg["seed"]))
+        pairs, system, "label", "group", list(cfg.report_fmr), ids=("id1", "id2"),
+        n_boot=cfg.n_boot, seed=cfg.seed)
     print(system)
     print(reports[system])
     print()
@@ -222,38 +196,9 @@ for system in systems_used:
 # `reports/metrics/{name}_details.json` every table above, group reports included.
 
 # %%
-def by_far(table: pd.DataFrame) -> dict:
-    return {f"{c:g}": {g: float(v) for g, v in table[c].items()} for c in table.columns}
-
-
-def fmr_ratio_global(s: str, f: float) -> float:
-    sub = avg[s][(avg[s]["policy"] == "global") & (avg[s]["fmr_target"] == f)]
-    return float(metrics.max_min_ratio(sub["fmr"]))
-
-
-head = {"source": source, "systems": {}}
-details = {"paper": "002", "source": source, "provenance": provenance, "datatable": str(datatable),
-           "grouping": cfg["grouping"], "fmr": fars, "systems": {}}
-for s in systems_used:
-    d_glob, d_grp = dev[(s, "global")], dev[(s, "group")]
-    head["systems"][s] = {
-        "max_abs_fmr_dev_pct": {"global": {f"{c:g}": float(d_glob[c].abs().max()) for c in d_glob},
-                                "group": {f"{c:g}": float(d_grp[c].abs().max()) for c in d_grp}},
-        "fmr_ratio_global": {f"{f:g}": fmr_ratio_global(s, f) for f in fars},
-        "tar_avg": {p: {f"{c:g}": float(v) for c, v in tar_tables[s].loc["Avg", p].items()}
-                    for p in ("global", "group")},
-        "eer_max": max(eers[s].values()),
-        "eer_min": min(eers[s].values()),
-    }
-    details["systems"][s] = {
-        "eer": eers[s],
-        "d_prime": dprimes[s],
-        "fmr_dev_pct": {"global": by_far(d_glob), "group": by_far(d_grp)},
-        "tar_at_far": {p: by_far(tar_tables[s][p]) for p in ("global", "group")},
-        "legacy_tar": {p: by_far(legacy[s].loc[p]) for p in ("global", "group")},
-        "group_report": reports[s].to_dict(),
-    }
-write_json_atomic(root / reports_dir / "metrics" / f"{name}.json", head)
-write_json_atomic(root / reports_dir / "metrics" / f"{name}_details.json", details)
+head, details = study.summarise(source=source, provenance=provenance, datatable=datatable, config=cfg,
+                                systems=systems_used, fold_averages=avg, curves=sg, legacy=legacy, reports=reports)
+write_metrics(root / reports_dir / "metrics" / f"{name}.json", head, "bfw")
+write_metrics(root / reports_dir / "metrics" / f"{name}_details.json", details, "bfw_details")
 pd.DataFrame({s: v["max_abs_fmr_dev_pct"]["global"] for s, v in head["systems"].items()}).add_prefix("global |dev|% ")\
     .join(pd.DataFrame({s: v["max_abs_fmr_dev_pct"]["group"] for s, v in head["systems"].items()}).add_prefix("group |dev|% ")).round(1)

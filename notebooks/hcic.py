@@ -65,8 +65,6 @@ image_votes = "data/annotations/hcic_image_votes.parquet"  # store-schema votes;
 pair_votes = "data/annotations/hcic_pair_votes.parquet"  # store-schema votes; empty: intended labels
 cache_dir = "artifacts/embeddings"  # embedding cache (by pixel content and model); "" for none
 compute = None  # where uncached embeddings run: None: the params.yaml compute section (Dask); serial: in-process
-smoke = False  # tests: `smoke_seeds` seeds, the first model only, t_main only, 20 bootstrap replicates
-smoke_seeds = 3
 reports_dir = "reports"
 name = "hcic"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json
 
@@ -80,72 +78,47 @@ import numpy as np
 import pandas as pd
 
 from facebias import plots
-from facebias.annotate import SCALES_000, scores_from_votes
 from facebias.compute import load_compute
-from facebias.io import load_params, repo_root, write_json_atomic
+from facebias.io import load_params, repo_root
 from facebias.metrics import failure_to_enrol
+from facebias.schema import write_metrics
 from facebias.studies import hcic as H
+from facebias.worlds.toy_fr import simulate_embeddings
 
 t0 = time.time()
 root = repo_root()
-cfg = {**load_params(root / params_file, section), **overrides}
-models = list(cfg["models"])  # real FR models on the renders: sface, dlib
-t_hcic = list(cfg["t_hcic"])  # HCIC label thresholds (same identity iff HCIC <= t), with pair votes
-t_main = cfg["t_main"]  # the paper's main HCIC threshold (Fig. 6); the others give Supp. 15/16
-t_fixed = cfg["t_fixed"]  # the paper's similarity threshold (Fig. 5 line, Fig. 6 triangles), toy system
-fmr = cfg["fmr"]  # target FMR of the per-group FNMR table
-n_boot = cfg["n_boot"]  # prototype-cluster bootstrap replicates
-toy_noise = dict(cfg["toy_noise"])  # planted extra embedding noise of the toy system, by group
-n_cross = cfg["n_cross"]  # cross-group partner prototypes per prototype (Fig. 5, third panel)
-min_size = int(cfg.get("min_size", 0))  # faces with a shorter side below it are enlarged (bicubic)
-seed = cfg["seed"]
+cfg = H.HCICConfig.from_params({**load_params(root / params_file, section), **overrides}, section)
+models, fmr, n_boot, seed, min_size = list(cfg.models), cfg.fmr, cfg.n_boot, cfg.seed, cfg.min_size
 data = root / synthetic / "hcic"
 fig_dir = root / reports_dir / "figures"
 summary_path = root / synthetic / "summary.json"
 summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-backend = str(summary.get("backend", cfg.get("backend", "unknown")))
+backend = str(summary.get("backend", "unknown"))
 images = pd.read_parquet(data / "images.parquet")
 pairs = pd.read_parquet(data / "pairs.parquet")
-if smoke:
-    keep_seeds = sorted(images["seed"].unique())[:smoke_seeds]
-    images = images[images["seed"].isin(keep_seeds)].reset_index(drop=True)
-    pairs = pairs[pairs["seed_a"].isin(keep_seeds) & pairs["seed_b"].isin(keep_seeds)].reset_index(drop=True)
-    n_boot = min(n_boot, 20)
-    models, t_hcic = list(models)[:1], [t_main]
-cross = H.cross_group_pairs(images, n_per_prototype=n_cross, seed=seed, start_id=int(pairs["pair_id"].max()) + 1)
+cross = H.cross_group_pairs(images, n_per_prototype=cfg.n_cross, seed=seed, start_id=int(pairs["pair_id"].max()) + 1)
 allp = pd.concat([pairs, cross], ignore_index=True)
 allp["relation"] = H.relation(allp)
-GROUPS = H.group_order(images, cfg.get("group_order", ()))  # from the data; the section only orders them
+GROUPS = H.group_order(images, cfg.group_order)  # from the data; the section only orders them
 COLOR = {g: plots.group_color(g, j) for j, g in enumerate(GROUPS)}
 SYSTEMS = [*models, "toy"]
-FIXED = {**H.MODEL_THRESHOLDS, "toy": t_fixed}
+FIXED = {**H.MODEL_THRESHOLDS, "toy": cfg.t_fixed}
 CENTRE = H.centre_levels(images)
 group_kind = summary.get("groups") or ("race_gender" if "race" in images.columns
                                        else "skin_gender" if "skin" in images.columns else "group")
-group_desc = {"race_gender": "race x gender (000's six groups)",
-              "skin_gender": ("measured skin tone (lighter / darker side of the ITA skin-tone hyperplane) x "
-                              "gender (p_male): not race, no race labeller ships offline")
-              }.get(group_kind, "the images table's group column")
+group_desc = H.GROUP_DESCRIPTIONS.get(group_kind, "the images table's group column")
 
 votes_pair = pd.read_parquet(root / pair_votes) if pair_votes else None
 votes_image = pd.read_parquet(root / image_votes) if image_votes else None
 
 
-def who(votes: pd.DataFrame | None) -> str:
-    """The annotators behind a votes table, from its `source` column."""
-    if votes is None:
-        return "none"
-    kinds = {"simulated": "simulated panel", "human": "human annotators", "imported": "imported votes"}
-    src = ", ".join(kinds.get(s, s) for s in sorted(votes["source"].astype(str).unique()))
-    return f"{src} N={votes['annotator'].nunique()}"
-
-
+who = H.annotator_description  # the annotators behind a votes table
 LABELS = "hcic" if votes_pair is not None else "intended"
-labels_desc = (f"HCIC from {who(votes_pair)} (t_hcic = {t_main:g})" if LABELS == "hcic"
+labels_desc = (f"HCIC from {who(votes_pair)} (t_hcic = {cfg.t_main:g})" if LABELS == "hcic"
                else "intended (same seed = same identity; no annotator votes)")
 provenance = (f"faces: {backend} generator ({len(images)} renders, {synthetic}); groups: {', '.join(GROUPS)} "
               f"= {group_desc}; models: {', '.join('SFace' if m == 'sface' else m for m in models)} + toy "
-              f"simulated system (planted noise {toy_noise}); labels: {labels_desc}; annotators: "
+              f"simulated system (planted noise {cfg.toy_noise}); labels: {labels_desc}; annotators: "
               f"{who(votes_pair)} — not the paper's data")
 stamp = textwrap.fill(provenance, 190)  # the figures' provenance line, wrapped
 print(provenance)
@@ -179,7 +152,7 @@ for m in models:
     vectors[m] = pd.DataFrame(v, index=images["image_id"].astype(str))
     fte[m] = failure_to_enrol(ok, images["group"].to_numpy())
     print(f"{m}: {ok.sum()}/{len(ok)} enrolled in {timing[m]:.1f} s")
-vectors["toy"] = H.simulate_embeddings(images, group_noise=toy_noise, seed=seed, centre=CENTRE)
+vectors["toy"] = simulate_embeddings(images, group_noise=cfg.toy_noise, seed=seed, centre=CENTRE)
 for s in SYSTEMS:
     sc = H.pair_scores(allp, vectors[s])
     allp[f"score_{s}"] = sc
@@ -196,34 +169,14 @@ if fte:
 # labels are the intended ones, every pair is kept and the levels are the intended steps.
 
 # %%
-skipped = {}
-if votes_pair is not None:
-    hl, matrix = H.hcic_labels(pairs, votes_pair, t_hcic)
-    pairs = pairs.join(hl)
-    LABEL_SETS = {f"{t:g}": f"label_{t:g}" for t in t_hcic}  # label set -> column
-    MAIN = f"{t_main:g}"
-else:
-    matrix = None
-    LABEL_SETS, MAIN = {"intended": "label"}, "intended"
-    skipped["hcic"] = "no pair votes: labels are the intended ones (same seed = same identity)"
-if votes_image is not None:
-    image_scores = scores_from_votes(votes_image, SCALES_000, agg="mean")  # plain mean / 4, in [0, 1]
-    means = {q: image_scores[q] * 4 for q in image_scores}  # raw 0-4 means (the annotated bins)
-    uncanny = image_scores["uncanny"]
-    pairs["keep"] = H.uncanny_pair_keep(pairs, uncanny)
-    allp["level_human"] = H.human_levels(allp, means)
-    filt = {"intended_positive_kept": int(pairs.loc[pairs["keep"], "label"].sum()),
-            "intended_negative_kept": int((1 - pairs.loc[pairs["keep"], "label"]).sum()),
-            "images_uncanny": int((uncanny >= 0.8).sum()), "images_realistic_share": float((uncanny < 0.8).mean())}
-    print("realism filter:", filt)
-else:
-    pairs["keep"] = True
-    allp["level_human"] = allp["level"].astype(np.int64)
-    filt = None
-    skipped["realism_filter"] = "no image votes: every pair is kept; age / expression levels are intended steps"
-label_counts = {k: H.label_counts(pairs, col, pairs["keep"]) for k, col in LABEL_SETS.items() if k != "intended"}
-if label_counts:
-    display(pd.DataFrame(label_counts))  # noqa: F821
+labels = H.pair_labels(pairs, votes_pair, votes_image, cfg.t_hcic, cfg.t_main)
+pairs, matrix, skipped = labels.pairs, labels.matrix, labels.skipped
+LABEL_SETS, MAIN = labels.label_sets, labels.main
+allp["level_human"] = labels.levels(allp)
+if labels.realism_filter is not None:
+    print("realism filter:", labels.realism_filter)
+if labels.label_counts:
+    display(pd.DataFrame(labels.label_counts))  # noqa: F821
 for what, why in skipped.items():
     print(f"skipped {what}: {why}")
 
@@ -307,9 +260,7 @@ display(pd.concat({s: d.set_index(["attribute", "level"])["delta"] for s, d in d
 # annotations as much as the model. The table with the intended labels separates the two.
 
 # %%
-kept = pairs[pairs["keep"]].copy()
-for s in SYSTEMS:
-    kept[f"score_{s}"] = allp.loc[: len(pairs) - 1, f"score_{s}"].to_numpy()[pairs["keep"].to_numpy()]
+kept = H.kept_pair_scores(pairs, allp, [f"score_{s}" for s in SYSTEMS])
 
 
 def label_title(key: str) -> str:
@@ -427,7 +378,7 @@ else:
     for lab_, ls in ((1, "-"), (0, "--")):
         ax.hist(pairs.loc[pairs["label"] == lab_, "hcic"], bins=np.arange(-0.025, 1.05, 0.05), histtype="step",
                 ls=ls, label="intended same" if lab_ else "intended different")
-    for t in t_hcic:
+    for t in cfg.t_hcic:
         ax.axvline(t, color="0.5", lw=0.8)
     ax.set(xlabel="HCIC (0 = same ... 1 = different)", ylabel="pairs", title="HCIC distribution")
     ax.legend(fontsize=8)
@@ -481,54 +432,13 @@ if matrix is not None:
 # ## Metrics for DVC
 
 # %%
-def fnmr_json(tab: pd.DataFrame) -> dict:
-    return {r["group"]: {"fnmr": r["fnmr_group"], "lo": r.get("fnmr_group_lo"), "hi": r.get("fnmr_group_hi"),
-                         "threshold": r["threshold_group"], "n_genuine": int(r["n_genuine"]),
-                         "n_impostor": int(r["n_impostor"])} for _, r in tab.iterrows()}
-
-
-def fte_json(table: pd.DataFrame) -> dict:
-    return {str(g): {"n": int(r["n"]), "n_fte": int(r["n_fte"]), "rate": float(r["fte_rate"])}
-            for g, r in table.iterrows()}
-
-
-head = {
-    "backend": backend,
-    "source": f"synthetic ({backend} generator, {'annotators: ' + who(votes_pair) if LABELS == 'hcic' else 'no annotators'})",
-    "provenance": provenance,
-    "labels": LABELS,  # intended | hcic: the ground truth of every error rate below
-    "label_description": labels_desc,
-    "groups": GROUPS, "group_kind": group_kind, "group_description": group_desc,
-    "smoke": bool(smoke),
-    "n_images": len(images), "n_pairs": len(pairs), "n_cross_group_pairs": len(cross),
-    "fmr_target": fmr, "n_boot": int(n_boot), "bootstrap_unit": "prototype (anchor) clusters",
-    "fixed_thresholds": FIXED,
-    "upscale": {"min_size": min_size, "interpolation": "bicubic (cv2.INTER_CUBIC)", "description": upscale_desc},
-    "failure_to_enrol": {m: int(f.loc["all", "n_fte"]) for m, f in fte.items()},
-    "failure_to_enrol_by_group": {m: fte_json(f) for m, f in fte.items()},
-    "similarity_by_relation": ordering,
-    "fnmr_at_fmr": {s: {key: fnmr_json(fnmr_tables[(s, key)]) for key in LABEL_SETS} for s in SYSTEMS},
-    "fnmr_at_fmr_intended_labels": {s: fnmr_json(t) for s, t in intended_tables.items()},
-    "fnmr_at_fmr_by_attribute": {s: {a: fnmr_json(t[t["attribute"] == a]) for a in H.ATTRIBUTES}
-                                 for s, t in cell_tables.items()},
-    "fixed_threshold_rates": {s: H.fixed_threshold_points(kept, f"score_{s}", LABEL_SETS[MAIN], t=FIXED[s],
-                                                          by=("group",), missing="drop")
-                              .set_index("group")[["fmr", "fnmr"]].to_dict(orient="index") for s in SYSTEMS},
-    "delta_attr_extension": {s: d[d["level"].isin([0, 4])].set_index(["attribute", "level"])["delta"]
-                             .rename(index=str).to_dict() for s, d in delta.items()},
-    "skipped": skipped,
-}
-head["delta_attr_extension"] = {s: {f"{a}_{lv}": v for (a, lv), v in d.items()}
-                                for s, d in head["delta_attr_extension"].items()}
-if LABELS == "hcic":
-    head["hcic_label_counts"] = label_counts
-if filt is not None:
-    head["realism_filter"] = filt
-if matrix is not None:
-    head["per_pair_sd"] = {"median": float(sd.median()),
-                           "by_attribute": consistency.set_index("attribute")["median"].to_dict()}
-    head["group_independence"] = {"n_tests": len(chi),
-                                  "n_rejected_bonferroni": int(chi["reject"].sum()) if len(chi) else 0}
-write_json_atomic(root / reports_dir / "metrics" / f"{name}.json", head)
+head = H.summarise(
+    backend=backend, provenance=provenance, config=cfg, labels=labels, pair_annotators=who(votes_pair),
+    label_description=labels_desc, groups=GROUPS, group_kind=group_kind, group_description=group_desc,
+    n_images=len(images), n_cross=len(cross), fixed=FIXED, upscale_description=upscale_desc, fte=fte,
+    ordering=ordering, fnmr_tables=fnmr_tables, intended_tables=intended_tables, cell_tables=cell_tables,
+    kept=kept, delta=delta, consistency=None if matrix is None else (sd, consistency),
+    independence=None if matrix is None else chi)
+write_metrics(root / reports_dir / "metrics" / f"{name}.json", head, "hcic")
 print(f"done in {time.time() - t0:.0f} s (embedding: " + ", ".join(f"{m} {t:.0f} s" for m, t in timing.items()) + ")")
 {k: head[k] for k in ("backend", "labels", "groups", "similarity_by_relation", "failure_to_enrol")}

@@ -36,24 +36,24 @@
 #    too small a share p of a query's faces shows that person (the measured breakdown p,
 #    `breakdown.p` in the metrics, is printed at the end of the p sweep).
 #
-# **Backend: a simulated world** (`facebias.world.make_rapid_world`): latent identities in 4
+# **Backend: a simulated world** (`facebias.worlds.rapid.make_rapid_world`): latent identities in 4
 # groups, noisy queries with distractors and co-occurring identities, and 5 **simulated**
 # systems of different quality and score scales (cosine, 0–100 confidence, logit, sigmoid,
 # percent). Every number below is about that world; none is the paper's (its Celebrities and
 # Athletes data and the five commercial services are not available). For real images, see
-# `facebias.datasets.rapid.image_folder_study` (dlib and SFace on your own folders).
+# `facebias.studies.rapid_images.image_folder_study` (dlib and SFace on your own folders).
 #
 # Conventions: scores are similarities; a pair matches iff `score > t`; rates are fractions;
 # curves use the **raw** scores (normalisation is for estimation only). True curves use the
 # true labels of *all* queries; estimated curves use only included queries.
 
 # %% tags=["parameters"]
-params_file = "params.yaml"  # reads the `rapid` (method, fmr, sweep, ...) and `rapid_world` sections
-overrides = {}  # replaces keys of the `rapid` section; {"world": {...}} replaces `rapid_world` keys
+params_file = "params.yaml"  # reads the `rapid` (method), `rapid_experiment` and `rapid_world` sections
+overrides = {}  # replaces keys of the `rapid` section (RapidConfig)
+experiment_overrides = {}  # replaces keys of the `rapid_experiment` section (RapidExperimentConfig)
+world_overrides = {}  # replaces keys of the `rapid_world` section (RapidWorldConfig)
 reports_dir = "reports"
 name = "rapid"  # outputs: {reports_dir}/figures/{name}_*.png and {reports_dir}/metrics/{name}.json
-smoke = False  # tests: small worlds, 3 p values, one seed, 3 annotation fractions
-smoke_queries_per_group = 8
 
 # %%
 import time
@@ -62,39 +62,34 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import yaml
-from scipy.stats import kendalltau
 
 from facebias import plots
-from facebias.io import load_params, repo_root, write_json_atomic
+from facebias.io import load_params, repo_root
+from facebias.schema import write_metrics
 from facebias.studies import rapid as R
-from facebias.world import RapidWorldConfig, make_rapid_world
+from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
 
 t0 = time.time()
 root = repo_root()
-if isinstance(overrides, str):  # `papermill -p overrides '{...}'` passes a string
-    overrides = yaml.safe_load(overrides) or {}
-cfg = {**load_params(root / params_file, "rapid"), **overrides}
-method = R.RapidConfig.from_params({k: v for k, v in cfg.items()
-                                    if k in R.RapidConfig.__dataclass_fields__})
-# the default world: RapidWorldConfig fields from `rapid_world`, then overrides["world"]
-world_params = {**load_params(root / params_file, "rapid_world"), **dict(cfg.get("world") or {})}
-fmrs = [float(f) for f in cfg["fmr"]]  # FNMR is read at these FMRs (the first is the headline)
-p_sweep = [float(p) for p in cfg["p_sweep"]]  # correct-identity fractions for the sweep
-sweep_seeds = [int(s) for s in cfg["sweep_seeds"]]  # world seeds per p
-sweep_qpg = int(cfg["sweep_queries_per_group"])  # world size in the sweep
-semi_p = float(cfg["semi_p"])  # the world of the partial-annotation curve
-semi_fractions = [float(f) for f in cfg["semi_fractions"]]
-semi_seed = int(cfg["semi_seed"])
-if smoke:
-    world_params["queries_per_group"] = smoke_queries_per_group
-    sweep_qpg = smoke_queries_per_group
-    p_sweep = sorted({p_sweep[0], p_sweep[len(p_sweep) // 2], p_sweep[-1]})
-    sweep_seeds = sweep_seeds[:1]
-    semi_fractions = sorted({semi_fractions[0], 0.5, semi_fractions[-1]})
+overrides, experiment_overrides, world_overrides = (  # `papermill -p NAME '{...}'` passes a string
+    (yaml.safe_load(o) or {}) if isinstance(o, str) else o
+    for o in (overrides, experiment_overrides, world_overrides))
+method = R.RapidConfig.from_params({**load_params(root / params_file, "rapid"), **overrides})
+experiment = R.RapidExperimentConfig.from_params(
+    {**load_params(root / params_file, "rapid_experiment"), **experiment_overrides})
+# the default world: RapidWorldConfig fields from `rapid_world`, then world_overrides
+world_params = {**load_params(root / params_file, "rapid_world"), **world_overrides}
+fmrs = list(experiment.fmr)  # FNMR is read at these FMRs (the first is the headline)
+p_sweep = list(experiment.p_sweep)  # correct-identity fractions for the sweep
+sweep_seeds = list(experiment.sweep_seeds)  # world seeds per p
+sweep_qpg = experiment.sweep_queries_per_group  # world size in the sweep
+semi_p = experiment.semi_p  # the world of the partial-annotation curve
+semi_fractions = list(experiment.semi_fractions)
+semi_seed = experiment.semi_seed
 world_cfg = RapidWorldConfig.from_params(world_params)
 fig_dir = root / reports_dir / "figures"
 systems = list(world_cfg.systems)
-provenance = (f"backend: simulated world (facebias.world.make_rapid_world, seed {world_cfg.seed}), "
+provenance = (f"backend: simulated world (facebias.worlds.rapid.make_rapid_world, seed {world_cfg.seed}), "
               f"simulated systems {', '.join(systems)} — not the paper's data or services")
 print(provenance)
 print(f"method: {method}")
@@ -168,10 +163,7 @@ plt.show()
 d_method, d_naive = delta(est_pairs, truth_pairs), delta(naive_pairs, truth_pairs)
 oracle_pairs = R.world_pairs(world, R.oracle_labels(labels, world.faces))
 d_type_a, d_type_b = delta(oracle_pairs, truth_pairs), delta(est_pairs, oracle_pairs)
-fnmr_est = R.fnmr_table(est_pairs, fmrs, by_group=False)
-fnmr_true = R.fnmr_table(truth_pairs, fmrs, by_group=False)
-tau_rank = kendalltau(fnmr_est[fnmr_est["fmr"] == fmrs[0]]["fnmr"],
-                      fnmr_true[fnmr_true["fmr"] == fmrs[0]]["fnmr"]).statistic
+tau_rank = R.ranking_agreement(est_pairs, truth_pairs, fmrs[0])
 pd.concat({"|ΔFNMR| method": d_method, "naive": d_naive, "Type A (oracle vs true)": d_type_a,
            "Type B (estimate vs oracle)": d_type_b}, axis=1).round(4)
 
@@ -204,8 +196,7 @@ fig.suptitle("Equal error rate per group (pale: truth, dark: estimate; 95 % Wils
 plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_eer_groups.png")
 plt.show()
-eer_cmp = eer_est.merge(eer_true, on=["system", "group"], suffixes=("_est", "_true"))
-eer_cmp["delta"] = (eer_cmp["eer_est"] - eer_cmp["eer_true"]).abs()
+eer_cmp = R.eer_comparison(est_pairs, truth_pairs)
 eer_cmp.pivot(index="system", columns="group", values=["eer_true", "eer_est"]).round(4)
 
 # %% [markdown]
@@ -255,7 +246,7 @@ tc = semi_truth[semi_truth["system"] == weakest]
 t = plots.thin_curve(R.curves_by_system_group(tc)[(weakest, R.ALL)])
 ax2.plot(t.fmr, t.fnmr, lw=5, alpha=0.3, color="k", label="true")
 for j, f in enumerate(semi_fractions):
-    if semi_curves[f] is not None and (f in (0.0, 0.5, 1.0) or smoke):
+    if semi_curves[f] is not None and f in (0.0, 0.5, 1.0):
         t = plots.thin_curve(semi_curves[f])
         ax2.plot(t.fmr, t.fnmr, lw=1.1, color=plt.cm.viridis(j / max(len(semi_fractions) - 1, 1)),
                  label=f"f = {f:g}")
@@ -346,36 +337,10 @@ else:
 # annotation curve and the p sweep.
 
 # %%
-def per_fmr(table: pd.DataFrame) -> dict:
-    return {f"{f:g}": {s: float(v) for s, v in table[f].items()} for f in table.columns}
-
-
-metrics_out = {
-    "paper": "001",
-    "provenance": provenance,
-    "world": {"seed": world_cfg.seed, "p": world_cfg.p, "groups": groups,
-              "queries_per_group": world_cfg.queries_per_group, "systems": systems},
-    "smoke": bool(smoke),
-    "n_faces": int(len(world.faces)),
-    "queries_included": float(est.queries["included"].mean()),
-    "label_agreement": agree["agreement"],
-    "coverage": agree["coverage"],
-    "type_a": agree["type_a"],
-    "type_b": agree["type_b"],
-    "kendall_tau_fnmr": float(tau_rank),
-    "delta_fnmr": per_fmr(d_method),
-    "delta_fnmr_naive": per_fmr(d_naive),
-    "delta_fnmr_type_a": per_fmr(d_type_a),
-    "delta_fnmr_type_b": per_fmr(d_type_b),
-    "eer_abs_error_max": float(eer_cmp["delta"].max()),
-    "voting": {c: {s: float(v) for s, v in ablation[c].items()} for c in ablation.columns},
-    "semi_supervised": {"p": semi_p, "fmr": fmrs[0],
-                        "delta_mean": {f"{f:g}": float(semi.loc[f].mean()) for f in semi.index}},
-    "p_sweep": by_p.reset_index().to_dict(orient="records"),
-    # R.breakdown_p: the largest swept p where the method's worst |ΔFNMR| >= the naive best
-    "breakdown": {"p": p_break, "fmr": f0,
-                  "agreement": None if p_break is None else float(by_p.loc[p_break, "agreement"])},
-}  # no run times in the metrics: the same params give the same bytes
-write_json_atomic(root / reports_dir / "metrics" / f"{name}.json", metrics_out)
+metrics_out = R.summarise(
+    provenance=provenance, world_config=world_cfg, world=world, estimate=est, agreement=agree,
+    deltas={"method": d_method, "naive": d_naive, "type_a": d_type_a, "type_b": d_type_b}, kendall_tau=tau_rank,
+    eer=eer_cmp, voting=ablation, semi=semi, semi_p=semi_p, fmr=fmrs, by_p=by_p, breakdown=p_break)
+write_metrics(root / reports_dir / "metrics" / f"{name}.json", metrics_out, "rapid")
 print(f"done in {time.time() - t0:.0f} s")
 pd.Series({k: v for k, v in metrics_out.items() if isinstance(v, float | int)}).round(4)

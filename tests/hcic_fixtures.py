@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 import pandas as pd
 import pytest
 
-from facebias import latent
+from facebias.generate import plan
 from facebias.studies import hcic as H
 
 
@@ -37,9 +37,9 @@ def make_images(n_seeds: int, groups: Mapping[str, tuple[str, str]],
 
 
 def make_pairs(images: pd.DataFrame, n_negative: int = 3, seed: int = 0) -> pd.DataFrame:
-    """The HCIC pairs of ``images`` (latent.hcic_pairs on its prototypes and slots)."""
+    """The HCIC pairs of ``images`` (plan.hcic_pairs on its prototypes and slots)."""
     protos = images[images["is_prototype"]][["seed", "group", "prototype_id"]]
-    return latent.hcic_pairs(protos, H.slots_from_images(images), n_negative=n_negative, seed=seed)
+    return plan.hcic_pairs(protos, H.slots_from_images(images), n_negative=n_negative, seed=seed)
 
 
 def table_fixtures(make: Callable[[int], pd.DataFrame], n_seeds: int = 50):

@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from facebias import latent
 from facebias.annotate import (
     PAIR_SCALE,
     SCALES_000,
@@ -29,6 +28,7 @@ from facebias.annotate.simulate import (
     pair_dissimilarity,
     realism_truth,
 )
+from facebias.generate import plan
 
 
 def _truth(n: int, seed: int = 0) -> pd.DataFrame:
@@ -188,8 +188,8 @@ def synthetic_dir(tmp_path_factory):
     np.save(out / "transects" / "latents.npy", tz)
     hz, himg, slots = plan_hcic(gen, hp, gen.sample(cfg.n_seeds, seed=4), cfg)
     himg = pd.concat([himg, gen.truth(hz).add_prefix("true_").reset_index(drop=True)], axis=1)
-    pairs = latent.hcic_pairs(himg[himg["is_prototype"]][["seed", "group", "prototype_id"]],
-                              slots, n_negative=cfg.n_negative, seed=0)
+    pairs = plan.hcic_pairs(himg[himg["is_prototype"]][["seed", "group", "prototype_id"]],
+                            slots, n_negative=cfg.n_negative, seed=0)
     (out / "hcic").mkdir()
     himg.to_parquet(out / "hcic" / "images.parquet")
     pairs.to_parquet(out / "hcic" / "pairs.parquet")

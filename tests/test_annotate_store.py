@@ -159,6 +159,33 @@ def test_add_items_idempotent_and_conflicts(store):
     assert store.items()["item_id"].tolist() == ["a", "b", "c", "p1", "d"]
 
 
+def test_register_items_equals_add_items(tmp_path, store):
+    """register_items stores exactly what the hand-built add_items frames of the fixture do."""
+    with AnnotationStore(tmp_path / "other.sqlite") as other:
+        assert other.register_items(pd.Series(["a", "b", "c"], index=[5, 3, 9]),
+                                    image=pd.Series(["a.png", "b.png", "c.png"], index=[0, 1, 2])) == 3
+        assert other.register_items(["p1"], image_a="a.png", image_b=["b.png"]) == 1
+        pd.testing.assert_frame_equal(other.items(), store.items())
+        assert other.register_items(["a"], image=["a.png"]) == 0  # idempotent
+        assert other.register_items(["d", "e"]) == 2  # no path
+        assert other.items().set_index("item_id").loc[["d", "e"], "image"].isna().all()
+
+
+def test_register_items_bad_input_changes_nothing(store):
+    before = _dump(store.path)
+    with pytest.raises(ValueError, match="redefine"):
+        store.register_items(["d", "a"], image=["d.png", "other.png"])
+    with pytest.raises(ValueError, match="image: 1 values for 2 items"):
+        store.register_items(["d", "e"], image=["d.png"])
+    with pytest.raises(ValueError, match="both image_a and image_b"):
+        store.register_items(["q"], image_a="a.png")
+    with pytest.raises(ValueError, match="both image_a and image_b"):
+        store.register_items(["q"], image="a.png", image_a="a.png", image_b="b.png")
+    with pytest.raises(ValueError, match="non-empty string"):
+        store.register_items([3])
+    assert _dump(store.path) == before
+
+
 def test_export_parquet_roundtrip(store, tmp_path):
     store.add_vote("ann1", "a", "age", 2, scale=AGE, time=5.0)
     store.add_vote("ann2", "p1", "identity", 1, scale=PAIR_SCALE, source="simulated", time=6.0)

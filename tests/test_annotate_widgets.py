@@ -205,7 +205,7 @@ def test_image_scales_004_missing_image_and_bad_input(db, images, tmp_path):
     with pytest.raises(ValueError, match="not registered"):
         ImageAnnotator(db, pd.DataFrame({"item_id": ["zzz"], "path": ["x.png"]}), "a",
                        scales=SCALES_004)
-    with pytest.raises(ValueError, match="missing column"):
+    with pytest.raises(ValueError, match="items: column 'path' not found"):
         ImageAnnotator(db, items.drop(columns="path"), "a", scales=SCALES_004)
     with pytest.raises(ValueError, match="annotator"):
         ImageAnnotator(db, items, " ", scales=SCALES_004)

@@ -66,7 +66,7 @@ def _write(tmp_path: Path, edit) -> Path:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d.pop("Asian"), "missing column"),
+        (lambda d: d.pop("Asian"), "column 'Asian' not found"),
         (lambda d: d.__setitem__("Male", d["Male"].where(d.index != 4, "0")), r"line 6, column 'Male'.*\+1/-1"),
         (lambda d: d.__setitem__("Black", d["Black"].where(d.index != 0, "1")), r"line 2.*one-hot"),
         (lambda d: d.__setitem__("Young", d["Young"].where(d.index != 3, d["Middle_Aged"])), r"line 5.*age must be one-hot"),

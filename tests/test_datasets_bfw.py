@@ -13,11 +13,12 @@ import pytest
 
 from facebias.datasets.bfw import (
     BFW_COLUMNS,
+    BFW_GROUPS,
     BFW_PUBLISHED_SCORE_COLUMNS,
     bfw_summary,
     load_bfw,
 )
-from facebias.world import BFW_GROUPS, BFWWorldConfig, make_bfw_world, write_world
+from facebias.worlds.bfw import BFWWorldConfig, make_bfw_world, write_world
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE = FIXTURES / "bfw_datatable_small.csv"

@@ -9,7 +9,7 @@ import pytest
 
 from facebias.annotate import SCALES_004
 from facebias.datasets import transects as D
-from facebias.studies.transects import prune
+from facebias.studies import transects as T
 
 REPO_KEYS = {"age": "age", "facial-hair": "facial_hair", "gender": "gender",
              "hair-length": "hair_length", "makeup": "makeup", "skin-color": "skin_color",
@@ -83,7 +83,7 @@ def test_the_ordering_is_inferred_from_the_annotations(pkl):
     assert len(table) == 6 and tuple(table.loc[0, "ordering"]) == TRUE_ORDER
     assert table.loc[0, "score"] > 0.9 > table.loc[1, "score"]
     assert (table.loc[0, ["polarity_skin", "polarity_hair", "polarity_gender"]] == 1).all()
-    kept, info = D.load_transects(scores, ordering="infer")
+    kept, info = T.released_transects(scores, ordering="infer")
     assert info["ordering"] == list(TRUE_ORDER) and info["ordering_inferred"]
     truth = cells.set_index(pd.Index([f"{i:04d}" for i in range(len(cells))]))
     for axis in ("transect", "skin_idx", "hair_idx", "gender_idx"):
@@ -96,7 +96,7 @@ def test_the_ordering_is_inferred_from_the_annotations(pkl):
 def test_the_default_ordering_is_an_assumption(pkl):
     """On data laid out differently, the assumed order puts the cells in the wrong place."""
     path, _, cells = pkl
-    kept, info = D.load_transects(D.load_annotations_pkl(path))
+    kept, info = T.released_transects(D.load_annotations_pkl(path))
     assert info["ordering"] == list(D.DEFAULT_ORDERING) and not info["ordering_inferred"]
     assert (kept["gender_male"] != kept["gender_idx"]).any()
 
@@ -104,13 +104,13 @@ def test_the_default_ordering_is_an_assumption(pkl):
 def test_pruning_counts_match_prune(pkl):
     path, _, _ = pkl
     scores = D.load_annotations_pkl(path)
-    kept, info = D.load_transects(scores, drop_children=True)
-    _, counts = prune(scores, drop_children=True)
+    kept, info = T.released_transects(scores, drop_children=True)
+    _, counts = T.prune(scores, drop_children=True)
     assert {k: info[k] for k in counts} == counts
     assert info["children"] > 0 and info["fake"] > 0
     assert (kept["age"] >= 0.4).all() and (kept["uncanny"] < 0.75).all()
     assert not kept["gender"].between(0.4, 0.6).any() and not kept["hair_length"].between(0.3, 0.5).any()
-    _, repo = D.load_transects(scores, fakeness_rule="repo")
+    _, repo = T.released_transects(scores, fakeness_rule="repo")
     assert repo["fake"] <= info["fake"]
 
 

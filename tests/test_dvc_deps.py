@@ -375,10 +375,10 @@ def test_closure_reads_import_module_with_an_fstring_package_prefix(tmp_path):
 
 
 def test_cli_imports_only_the_subcommands_own_handler():
-    """`facebias world` reaches facebias.world, not the modules other handlers import lazily."""
+    """`facebias world` reaches facebias.worlds.bfw, not the modules other handlers import lazily."""
     handlers = cli_handlers()
     assert handlers["world"] == "_run_world" and handlers["synth"] == "_run_synth"
     files, _ = closure(cli_imports("world"), LIB)
     rel = {str(f.relative_to(LIB)) for f in files}
-    assert {"facebias/__init__.py", "facebias/world.py", "facebias/io.py"} <= rel
+    assert {"facebias/__init__.py", "facebias/worlds/bfw.py", "facebias/io.py"} <= rel
     assert "facebias/generate/build.py" not in rel and "facebias/report.py" not in rel

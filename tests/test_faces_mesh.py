@@ -7,7 +7,6 @@ import pytest
 from skimage import data as skdata  # noqa: E402
 
 from facebias.faces import mesh as M  # noqa: E402
-from facebias.latent import normalize_mesh  # noqa: E402
 
 # astronaut's face (YuNet box ~ (178, 63, 90, 114)), padded for forehead and jaw points
 FACE_BOX = (165, 50, 120, 140)
@@ -84,7 +83,22 @@ def test_auto_falls_back_without_mediapipe(astronaut, monkeypatch):
 def test_mesh_vector_is_normalised(astronaut):
     v = M.mesh_vector(astronaut)
     assert v.shape == (M.MESH_POINTS * 3,)
-    assert np.allclose(v, normalize_mesh(M.face_mesh(astronaut)))
+    assert np.allclose(v, M.normalize_mesh(M.face_mesh(astronaut)))
+
+
+def test_normalize_mesh():
+    rng = np.random.default_rng(15)
+    p = rng.standard_normal((478, 3))
+    v = M.normalize_mesh(p)
+    assert v.shape == (478 * 3,)
+    c = v.reshape(478, 3)
+    assert np.allclose(c.mean(axis=0), 0, atol=1e-12)
+    assert np.sqrt((c**2).sum(axis=1).mean()) == pytest.approx(1.0)
+    assert np.allclose(M.normalize_mesh(5 * p + 7), v)  # position and scale invariant
+    with pytest.raises(ValueError, match="coincide"):
+        M.normalize_mesh(np.ones((10, 2)))
+    with pytest.raises(ValueError, match=r"\(P, 2\) or \(P, 3\)"):
+        M.normalize_mesh(np.ones((10, 4)))
 
 
 def test_bad_input():

@@ -25,6 +25,7 @@ from facebias.generate.build import (
     plan_transects,
     render_products,
 )
+from facebias.generate.hyperplanes import Hyperplanes
 from facebias.generate.procedural import ProceduralGenerator
 
 SMALL = SynthConfig(n_fit=1500, n_transects=3, n_candidates=7, n_seeds=3, n_negative=2, size=128)
@@ -184,7 +185,7 @@ def test_render_products_is_complete_and_byte_identical(gen, tmp_path):
     assert n_png == 18 * 17
     render_products(gen, SMALL, tmp_path / "b")
     assert _digest(tmp_path / "a") == _digest(tmp_path / "b")
-    assert latent.orthogonalize(np.load(tmp_path / "a" / "hyperplanes.npz")["normals"]).shape[0] == 10
+    assert latent.orthogonalize(Hyperplanes.load(tmp_path / "a" / "hyperplanes.npz").normals).shape[0] == 10
     # the selected prototypes are rendered once (for seed selection) and that render is the
     # one written: it equals a fresh frontal, front-lit render of the prototype's latent
     img = pd.read_parquet(tmp_path / "a" / "hcic" / "images.parquet")

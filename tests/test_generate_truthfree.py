@@ -227,7 +227,7 @@ def test_dcgan_race_from_peoples_votes_and_the_rest_from_machines(tmp_path):
     assert {n: hp.n_labelled[n] for n in QUESTIONS} == dict.fromkeys(QUESTIONS, cfg.n_fit)
     assert all(0 < hp.n_labelled[n] <= cfg.n_fit for n in MACHINE)
     assert len(list((out / "dz" / "images").glob("dz_*.png"))) == cfg.n_fit
-    # (c) latent.prototypes: own race at +c_race, the other races at -c_race, gender +-c_gender,
+    # (c) plan.prototypes: own race at +c_race, the other races at -c_race, gender +-c_gender,
     # and the sequence attributes held at their neutral hyperplanes
     hz = np.load(out / "hcic" / "latents.npy")
     proto = images["is_prototype"].to_numpy()

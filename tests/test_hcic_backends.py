@@ -17,6 +17,7 @@ import pytest
 from hcic_fixtures import make_pairs
 
 from facebias.studies import hcic as H
+from facebias.worlds.toy_fr import simulate_embeddings
 
 SKIN = {"LM": ("lighter", "male"), "LF": ("lighter", "female"),
         "DM": ("darker", "male"), "DF": ("darker", "female")}
@@ -33,7 +34,8 @@ PLANTED = {"DF": 0.5, "LM": 0.5}
 
 
 def scored(images, pairs, group_noise, seed=1):
-    vec = H.simulate_embeddings(images, dim=64, group_noise=group_noise, seed=seed)
+    vec = simulate_embeddings(images, dim=64, group_noise=group_noise, seed=seed,
+                              centre=H.centre_levels(images))
     cross = H.cross_group_pairs(images, n_per_prototype=1, seed=2, start_id=len(pairs))
     allp = pd.concat([pairs, cross], ignore_index=True)
     allp["relation"] = H.relation(allp)

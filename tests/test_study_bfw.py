@@ -6,8 +6,9 @@ import pytest
 from scipy.stats import spearmanr
 
 from facebias import metrics
+from facebias.datasets.bfw import BFW_GROUPS
 from facebias.studies import bfw as study
-from facebias.world import BFW_GROUPS, SIM_A, BFWWorldConfig, SystemSpec, make_bfw_world
+from facebias.worlds.bfw import SIM_A, BFWWorldConfig, SystemSpec, make_bfw_world
 
 FARS = [0.1, 0.01, 0.001]
 
@@ -151,3 +152,59 @@ def test_legacy_decision_thresholds_follow_a_planted_shift_and_not_a_null():
     assert t_grp["AF"] < t_glob < t_grp["WM"]
     _, null = study.legacy_decision_thresholds(_legacy_pairs(seed=2), "s", "intra")
     assert null["AF"] == null["WM"]
+
+
+# --------------------------------------------------------------------------- the study's steps
+def test_bfw_config_parses_params_and_rejects_bad_keys():
+    from pathlib import Path
+
+    from facebias.io import load_params
+
+    cfg = study.BFWConfig.from_params(load_params(Path(__file__).resolve().parents[1] / "params.yaml", "bfw"))
+    assert cfg.grouping in study.GROUPINGS and all(0 < f <= 1 for f in cfg.fmr)
+    for bad, match in (({"fmrs": [0.1]}, "unknown key"), ({"fmr": [0.1, 0]}, r"bfw.fmr\[1\]"),
+                       ({"grouping": "pair"}, "bfw.grouping"), ({"n_boot": "5"}, "bfw.n_boot"),
+                       ({"systems": "sim_a"}, "bfw.systems must be a list"),
+                       ({"real": {"v1": {"datatable": "x.csv"}}}, "bfw.real.v1")):
+        with pytest.raises(ValueError, match=match):
+            study.BFWConfig.from_params(bad)
+
+
+def test_subgroup_curves_agree_with_metrics_per_group(default_world):
+    pairs = study.select_pairs(default_world, "query")
+    sg = study.subgroup_curves(pairs, ["sim_a"], ["AF", "WM"])
+    for g in ("AF", "WM"):
+        sub = pairs[pairs["group"] == g]
+        gen, imp = sub.loc[sub["label"] == 1, "sim_a"], sub.loc[sub["label"] == 0, "sim_a"]
+        assert sg.eer["sim_a"][g] == metrics.eer(gen, imp)
+        assert sg.d_prime["sim_a"][g] == metrics.d_prime(gen, imp)
+        c = metrics.det_curve(gen, imp)
+        np.testing.assert_array_equal(sg.curves["sim_a"][g].fmr, c.fmr)
+    t = sg.table()
+    assert list(t.index) == [("sim_a", "AF"), ("sim_a", "WM")] and t.loc[("sim_a", "AF"), "EER"] == sg.eer["sim_a"]["AF"]
+    det = study.det_plot_table(sg.curves, n=20)
+    assert list(det.columns) == ["system", "subgroup", "fmr", "fnmr"]
+    assert det.groupby("subgroup").size().max() <= 22 and set(det["subgroup"]) == {"AF", "WM"}
+
+
+def test_summarise_headline_is_derived_from_the_details(default_world, cv_default, tmp_path):
+    cfg = study.BFWConfig(fmr=(0.01, 0.001), report_fmr=(0.01,), n_boot=0)
+    pairs = study.select_pairs(default_world, cfg.grouping)
+    sg = study.subgroup_curves(pairs, ["sim_a"], list(BFW_GROUPS))
+    avg = {"sim_a": study.fold_average(study.cross_validated_rates(default_world, "sim_a", cfg.fmr))}
+    t_glob, t_grp = study.legacy_decision_thresholds(default_world, "sim_a", "intra")
+    legacy = {"sim_a": study.legacy_tar_table(default_world, "sim_a", cfg.fmr, t_glob, t_grp, "intra")}
+    rep = {"sim_a": metrics.group_report(pairs, "sim_a", "label", "group", [0.01], ids=("id1", "id2"), n_boot=0)}
+    head, details = study.summarise(source="synthetic", provenance="p", datatable="w.parquet", config=cfg,
+                                    systems=["sim_a"], fold_averages=avg, curves=sg, legacy=legacy, reports=rep)
+    h, d = head["systems"]["sim_a"], details["systems"]["sim_a"]
+    assert h["eer_max"] == max(d["eer"].values()) and h["eer_min"] == min(d["eer"].values())
+    for policy in ("global", "group"):
+        for f in ("0.01", "0.001"):
+            assert h["max_abs_fmr_dev_pct"][policy][f] == max(abs(v) for v in d["fmr_dev_pct"][policy][f].values())
+    sub = avg["sim_a"][(avg["sim_a"]["policy"] == "global") & (avg["sim_a"]["fmr_target"] == 0.01)]
+    assert h["fmr_ratio_global"]["0.01"] == pytest.approx(sub["fmr"].max() / sub["fmr"].min())
+    # the group thresholds level the held-out FMR better than the global one (the planted effect)
+    assert h["max_abs_fmr_dev_pct"]["group"]["0.01"] < h["max_abs_fmr_dev_pct"]["global"]["0.01"]
+    written = study.write_det_csv(study.det_plot_table(sg.curves, n=10), tmp_path / "det.csv")
+    assert written.read_text().splitlines()[0] == "system,subgroup,fmr,fnmr"

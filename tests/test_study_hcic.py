@@ -10,8 +10,10 @@ import pandas as pd
 import pytest
 from hcic_fixtures import make_images, table_fixtures
 
+from facebias.annotate.labels import annotated_bins, label_pairs
 from facebias.generate.build import GROUPS
 from facebias.studies import hcic as H
+from facebias.worlds.toy_fr import simulate_embeddings
 
 images, pairs = table_fixtures(partial(make_images, groups=GROUPS))
 
@@ -21,7 +23,7 @@ PLANTED = {"BF": 0.5, "AM": 0.5}
 @pytest.fixture(scope="module")
 def toy(images, pairs):
     """Toy system with planted noise on BF and AM; pairs scored, plus cross-group pairs."""
-    vec = H.simulate_embeddings(images, dim=64, group_noise=PLANTED, seed=1)
+    vec = simulate_embeddings(images, dim=64, group_noise=PLANTED, seed=1, centre=H.centre_levels(images))
     cross = H.cross_group_pairs(images, n_per_prototype=1, seed=2, start_id=len(pairs))
     allp = pd.concat([pairs, cross], ignore_index=True)
     allp["relation"] = H.relation(allp)
@@ -96,11 +98,12 @@ def test_toy_similarity_ordering_and_pose_effect(toy):
 
 
 def test_toy_is_deterministic_and_order_independent(images):
-    a = H.simulate_embeddings(images, dim=16, group_noise=PLANTED, seed=3)
-    b = H.simulate_embeddings(images.iloc[::-1], dim=16, group_noise=PLANTED, seed=3)
+    a = simulate_embeddings(images, dim=16, group_noise=PLANTED, seed=3, centre=H.centre_levels(images))
+    b = simulate_embeddings(images.iloc[::-1], dim=16, group_noise=PLANTED, seed=3,
+                            centre=H.centre_levels(images))
     pd.testing.assert_frame_equal(a, b.loc[a.index])
     np.testing.assert_allclose(np.linalg.norm(a.to_numpy(), axis=1), 1.0, atol=1e-6)
-    assert not np.allclose(a.to_numpy(), H.simulate_embeddings(images, dim=16, seed=4).to_numpy())
+    assert not np.allclose(a.to_numpy(), simulate_embeddings(images, dim=16, seed=4, centre=H.centre_levels(images)).to_numpy())
 
 
 def test_delta_attr_hand_case():
@@ -206,15 +209,15 @@ def test_bootstrap_interval_covers_the_true_fnmr():
 def test_labels_non_decreasing_in_t_hcic_and_aligned_by_pair_id(pairs):
     rng = np.random.default_rng(0)
     h = rng.integers(0, 21, len(pairs)) / 20  # HCIC lives on a 0.05 grid
-    counts = [H.label_pairs(pairs, h, t).sum() for t in (0.0, 0.2, 0.3, 0.4, 1.0)]
+    counts = [label_pairs(pairs, h, t).sum() for t in (0.0, 0.2, 0.3, 0.4, 1.0)]
     assert counts == sorted(counts) and counts[-1] == len(pairs)
     assert counts[0] == (h == 0).sum()
-    lab = H.label_pairs(pairs, h, 0.3)
+    lab = label_pairs(pairs, h, 0.3)
     assert ((lab == 1) == (h <= 0.3)).all()
     series = pd.Series(h, index=pairs["pair_id"]).iloc[::-1]
-    pd.testing.assert_series_equal(H.label_pairs(pairs, series, 0.3), lab)
+    pd.testing.assert_series_equal(label_pairs(pairs, series, 0.3), lab)
     with pytest.raises(ValueError, match="outside"):
-        H.label_pairs(pairs, np.r_[h[:-1], 1.5], 0.3)
+        label_pairs(pairs, np.r_[h[:-1], 1.5], 0.3)
 
 
 def test_pair_item_ids():
@@ -233,9 +236,9 @@ def test_uncanny_filter_needs_both_images():
 
 def test_annotated_bins_edges():
     x = [0, 0.79, 0.8, 1.59, 1.6, 2.4, 3.19, 3.2, 4.0]
-    assert list(H.annotated_bins(x)) == [0, 0, 1, 1, 2, 3, 3, 4, 4]
+    assert list(annotated_bins(x)) == [0, 0, 1, 1, 2, 3, 3, 4, 4]
     with pytest.raises(ValueError, match="within"):
-        H.annotated_bins([4.1])
+        annotated_bins([4.1])
     pairs = pd.DataFrame({"image_b": ["x", "y", "z"], "attribute": ["age", "pose", "expression"],
                           "level": [0, 3, 4]})
     lv = H.human_levels(pairs, {"age": pd.Series({"x": 3.5}), "expression": pd.Series({"z": 1.0})})
@@ -328,3 +331,77 @@ def test_sface_same_prototype_more_similar_than_different_identity(tmp_path):
     assert np.mean(same) > np.mean(diff) + 0.1
     again, ok2 = H.embed_images(paths, "sface", cache_dir=tmp_path / "cache")  # from the cache
     np.testing.assert_array_equal(again, vec)
+
+
+# --------------------------------------------------------------------------- the study's steps
+def _image_votes(images: pd.DataFrame, uncanny_raw: dict[str, int]) -> pd.DataFrame:
+    """9 identical votes per image and question (store schema): uncanny from ``uncanny_raw``
+    (default 0), age = expression = 2."""
+    rows = []
+    for iid in images["image_id"].astype(str):
+        for q in ("age", "expression", "gender", "skin_color", "uncanny"):
+            v = uncanny_raw.get(iid, 0) if q == "uncanny" else 2
+            rows += [{"annotator": f"a{j}", "item_id": iid, "question": q, "value": v} for j in range(9)]
+    df = pd.DataFrame(rows)
+    return df.assign(vote_id=np.arange(len(df)).astype(str), k=5, time=0.0, source="human")
+
+
+def test_pair_labels_intended_without_votes_and_hcic_with(pairs, images):
+    none = H.pair_labels(pairs, None, None, (0.2, 0.3), 0.3)
+    assert none.kind == "intended" and none.label_sets == {"intended": "label"} and none.main == "intended"
+    assert none.pairs["keep"].all() and none.matrix is None and none.label_counts == {}
+    assert set(none.skipped) == {"hcic", "realism_filter"}
+    assert (none.levels(pairs) == pairs["level"]).all()
+    votes = _pair_votes(pairs, np.random.default_rng(3), {})
+    bad = str(images["image_id"].iloc[0])  # one uncanny image: every pair holding it is dropped
+    with_votes = H.pair_labels(pairs, votes, _image_votes(images, {bad: 4}), (0.2, 0.3), 0.3)
+    assert with_votes.kind == "hcic" and with_votes.label_sets == {"0.2": "label_0.2", "0.3": "label_0.3"}
+    p = with_votes.pairs
+    holds_bad = (p["image_a"].astype(str) == bad) | (p["image_b"].astype(str) == bad)
+    assert holds_bad.any() and (p["keep"] == ~holds_bad).all()
+    assert with_votes.realism_filter["images_uncanny"] == 1
+    assert with_votes.realism_filter["intended_positive_kept"] == int(p.loc[~holds_bad, "label"].sum())
+    counts = with_votes.label_counts["0.3"]  # agrees with a direct count of the label column
+    assert counts["positive_kept"] == int(p.loc[~holds_bad, "label_0.3"].sum())
+    assert counts["intended_same_judged_different"] == int(((p["label"] == 1) & (p["label_0.3"] == 0)).sum())
+    lv = with_votes.levels(pairs)  # age / expression: annotated bin of a mean raw 2 -> bin 2
+    is_ae = pairs["attribute"].isin(["age", "expression"])
+    assert (lv[is_ae] == 2).all() and (lv[~is_ae] == pairs.loc[~is_ae, "level"]).all()
+
+
+def test_kept_pair_scores_align_by_pair_id_not_by_position(pairs):
+    p = pairs.assign(keep=np.arange(len(pairs)) % 3 != 0)
+    scored = pairs[["pair_id"]].assign(score_x=pairs["pair_id"] * 0.001)
+    cross = pd.DataFrame({"pair_id": [10**6], "score_x": [9.0]})
+    shuffled = pd.concat([cross, scored], ignore_index=True).sample(frac=1, random_state=0)
+    kept = H.kept_pair_scores(p, shuffled, ["score_x"])
+    assert len(kept) == int(p["keep"].sum()) and kept.index.equals(p.index[p["keep"]])
+    np.testing.assert_allclose(kept["score_x"], kept["pair_id"] * 0.001)
+    with pytest.raises(ValueError, match="no row for pair_id"):
+        H.kept_pair_scores(p, scored.drop(index=pairs.index[1]), ["score_x"])  # row 1 is kept
+    with pytest.raises(ValueError, match="unique"):
+        H.kept_pair_scores(p, pd.concat([scored, scored.iloc[:1]]), ["score_x"])
+
+
+def test_hcic_config_parses_both_sections_and_rejects_bad_keys():
+    from pathlib import Path
+
+    from facebias.io import load_params
+
+    root = Path(__file__).resolve().parents[1]
+    for section in ("hcic", "hcic_dcgan"):
+        cfg = H.HCICConfig.from_params(load_params(root / "params.yaml", section), section)
+        assert cfg.t_main in cfg.t_hcic and set(cfg.models) <= set(H.MODEL_THRESHOLDS)
+    for bad, match in (({"modles": ["sface"]}, "unknown key"), ({"models": ["arcface"]}, "hcic.models"),
+                       ({"t_main": 0.5}, "one of t_hcic"), ({"n_boot": 2.0}, "hcic.n_boot"),
+                       ({"toy_noise": {"BF": "x"}}, "toy_noise.BF"), ({"section": "x"}, "unknown key")):
+        with pytest.raises(ValueError, match=match):
+            H.HCICConfig.from_params(bad)
+    with pytest.raises(ValueError, match="hcic_dcgan.fmr"):
+        H.HCICConfig.from_params({"fmr": 0}, "hcic_dcgan")
+
+
+def test_annotator_description():
+    votes = pd.DataFrame({"source": ["human", "human", "simulated"], "annotator": ["a", "b", "a"]})
+    assert H.annotator_description(votes) == "human annotators, simulated panel N=2"
+    assert H.annotator_description(None) == "none"

@@ -1,17 +1,22 @@
 """Paper 001, the rapid test (facebias.studies.rapid): the spectral step on hand-built
 matrices, the inclusion and voting rules, GMM normalisation, the evaluation pair sets
 against a brute-force loop, the baselines, and the method-level checks of the issue
-(section 3) on the known-truth world (facebias.world.make_rapid_world)."""
+(section 3) on the known-truth world (facebias.worlds.rapid.make_rapid_world)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.linalg import block_diag
 
+from facebias.io import load_params
 from facebias.studies import rapid as R
-from facebias.world import RapidWorldConfig, make_rapid_world
+from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
+
+ROOT = Path(__file__).resolve().parents[1]
 
 RAW = R.RapidConfig(normalise="none")  # hand-built scores are already in [0, 1]
 
@@ -159,6 +164,50 @@ def test_config_validation_and_params():
     assert R.RapidConfig.from_params({"tau": 0.3}).tau == 0.3
     with pytest.raises(ValueError, match="column 'system' not found"):
         R.estimate_labels(pd.DataFrame({"query": [1], "face_a": [1], "face_b": [2], "score": [1.0]}))
+
+
+def test_the_committed_params_sections_parse_whole():
+    """Every key of `rapid` is a method field and every key of `rapid_experiment` an
+    experiment field: the notebook passes each section whole, unfiltered."""
+    method = R.RapidConfig.from_params(load_params(ROOT / "params.yaml", "rapid"))
+    section = load_params(ROOT / "params.yaml", "rapid_experiment")
+    exp = R.RapidExperimentConfig.from_params(section)
+    assert method.rule == "gap" and method.eig_threshold == 4.0
+    assert set(vars(exp)) == set(section)
+    assert exp.fmr == tuple(section["fmr"]) and exp.sweep_seeds == tuple(section["sweep_seeds"])
+
+
+def test_configs_reject_an_unknown_key():
+    with pytest.raises(ValueError, match=r"rapid_experiment: unknown key\(s\) \['p_swep'\]"):
+        R.RapidExperimentConfig.from_params({"p_swep": [0.5]})
+    with pytest.raises(ValueError, match=r"rapid_experiment: unknown key\(s\) \['tau'\]"):
+        R.RapidExperimentConfig.from_params({"tau": 0.2})  # a method key, in the wrong section
+    with pytest.raises(ValueError, match=r"rapid: unknown key\(s\) \['fmr'\]"):
+        R.RapidConfig.from_params({"fmr": [0.01]})  # an experiment key, in the wrong section
+
+
+@pytest.mark.parametrize("cls, key, value, match", [
+    (R.RapidExperimentConfig, "fmr", 0.01, "rapid_experiment.fmr must be a list"),
+    (R.RapidExperimentConfig, "fmr", [0.01, "0.001"], r"rapid_experiment.fmr\[1\] must be a number"),
+    (R.RapidExperimentConfig, "fmr", [0.0], r"rapid_experiment.fmr\[0\] must lie in \(0.0, 1.0\)"),
+    (R.RapidExperimentConfig, "p_sweep", [], "rapid_experiment.p_sweep needs at least 1"),
+    (R.RapidExperimentConfig, "p_sweep", [0.5, 1.2], r"rapid_experiment.p_sweep\[1\] must lie in"),
+    (R.RapidExperimentConfig, "sweep_seeds", [1001.0], r"rapid_experiment.sweep_seeds\[0\] must be an integer"),
+    (R.RapidExperimentConfig, "sweep_queries_per_group", 0, "sweep_queries_per_group must be >= 1"),
+    (R.RapidExperimentConfig, "semi_p", "0.5", "rapid_experiment.semi_p must be a number"),
+    (R.RapidExperimentConfig, "semi_fractions", [0.0, 1.5], r"semi_fractions\[1\] must lie in \[0.0, 1.0\]"),
+    (R.RapidExperimentConfig, "semi_seed", True, "rapid_experiment.semi_seed must be an integer"),
+    (R.RapidConfig, "tau", "0.2", "rapid.tau must be a number"),
+    (R.RapidConfig, "eig_threshold", -1.0, "rapid.eig_threshold must lie in"),
+    (R.RapidConfig, "gap_ratio", 0.5, "rapid.gap_ratio must lie in"),
+    (R.RapidConfig, "min_faces_query", 8.0, "rapid.min_faces_query must be an integer"),
+    (R.RapidConfig, "gmm_seed", "42", "rapid.gmm_seed must be an integer"),
+    (R.RapidConfig, "normalise", "zscore", "rapid.normalise must be one of"),
+    (R.RapidConfig, "modes", [], "rapid.modes must be a mapping"),
+])
+def test_configs_reject_a_mistyped_value(cls, key, value, match):
+    with pytest.raises(ValueError, match=match):
+        cls.from_params({key: value})
 
 
 # --------------------------------------------------------------------------- evaluation sets
@@ -402,3 +451,47 @@ def test_breakdown_where_the_queried_person_is_not_the_prevalent_identity():
         np.testing.assert_allclose(got[key], values, atol=1e-12, err_msg=str(key))
     assert R.breakdown_p(sweep) == 0.3
 
+
+
+# --------------------------------------------------------------------------- the study's summary
+def test_ranking_agreement_is_one_on_the_truth_and_falls_for_a_reversed_ranking(runs):
+    w, est, truth = runs[0.8, 1001]
+    pairs = R.world_pairs(w, est.labels)
+    assert R.ranking_agreement(truth, truth) == pytest.approx(1.0)
+    # the estimate ranks the systems as the truth does (test above), so tau = 1 here too
+    assert R.ranking_agreement(pairs, truth) == pytest.approx(1.0)
+    # scores negated for one system: its FNMR jumps, the ranking changes, tau < 1
+    bad = truth.copy()
+    worst = R.system_ranking(truth)["system"].iloc[0]
+    m = bad["system"] == worst
+    bad.loc[m, "score"] = -bad.loc[m, "score"]
+    assert R.ranking_agreement(bad, truth) < 0.9
+    with pytest.raises(ValueError, match="2 systems"):
+        R.ranking_agreement(truth[truth["system"] == worst], truth[truth["system"] == worst])
+
+
+def test_eer_comparison_and_summarise_are_derived_from_their_inputs(runs):
+    from facebias.schema import check_metrics
+
+    w, est, truth = runs[0.6, 7]
+    pairs = R.world_pairs(w, est.labels)
+    eer = R.eer_comparison(pairs, truth)
+    np.testing.assert_allclose(eer["delta"], (eer["eer_est"] - eer["eer_true"]).abs())
+    assert (eer["delta"] < 0.05).all()  # the planted world is recovered
+    fmrs = [0.01, 0.001]
+    d = {k: R.delta_fnmr_by_system(p, truth, fmrs)
+         for k, p in (("method", pairs), ("naive", R.world_pairs(w, R.naive_labels(w.scores))))}
+    d["type_a"] = d["type_b"] = d["method"]
+    by_p = pd.DataFrame({"agreement": [0.6, 0.99]}, index=pd.Index([0.3, 0.5], name="p"))
+    semi = pd.DataFrame({"a": [0.2, 0.1], "b": [0.4, 0.0]}, index=[0.0, 1.0])
+    m = R.summarise(provenance="p", world_config=RapidWorldConfig(p=0.6, seed=7), world=w, estimate=est,
+                    agreement=R.label_agreement(est.labels, w.faces), deltas=d, kendall_tau=1.0, eer=eer,
+                    voting=pd.DataFrame({"vote": {"s": 0.1}}), semi=semi, semi_p=0.5, fmr=fmrs, by_p=by_p,
+                    breakdown=0.3)
+    check_metrics(m, "rapid")
+    assert m["eer_abs_error_max"] == float(eer["delta"].max())
+    assert m["queries_included"] == float(est.queries["included"].mean())
+    assert m["breakdown"] == {"p": 0.3, "fmr": 0.01, "agreement": 0.6}
+    assert m["semi_supervised"]["delta_mean"] == {"0": 0.30000000000000004, "1": 0.05}
+    assert m["delta_fnmr"]["0.01"] == {s: float(v) for s, v in d["method"][0.01].items()}
+    assert max(m["delta_fnmr"]["0.01"].values()) < min(m["delta_fnmr_naive"]["0.01"].values())

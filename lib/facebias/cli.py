@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from facebias import __version__
+from facebias.validate import column_error
 
 __all__ = ["main", "build_parser", "read_pairs", "InputError"]
 
@@ -195,11 +196,9 @@ def _describe(exc: BaseException) -> str:
 
 
 def _check_columns(path: str, header: list[str], columns: list[str]) -> None:
-    missing = [c for c in dict.fromkeys(columns) if c not in header]
-    if missing:
-        raise InputError(
-            path, f"column {missing[0]!r} not found; the file has columns {list(map(str, header))}"
-        )
+    message = column_error(header, columns)
+    if message is not None:
+        raise InputError(path, message)
 
 
 _ROW = re.compile(r"\brow (-?\d+)\b")
@@ -330,7 +329,7 @@ def _add_world(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "world",
         help="write the synthetic known-truth BFW pair table (DVC stage `world`)",
-        description="Generate the known-truth world of facebias.world from the `world` section "
+        description="Generate the known-truth world of facebias.worlds.bfw from the `world` section "
         "of a params file and write it as parquet (atomically). Everything in it is synthetic.",
     )
     p.add_argument("--params", default="params.yaml", help="params file [default: params.yaml]")
@@ -341,7 +340,7 @@ def _add_world(sub: argparse._SubParsersAction) -> None:
 
 def _run_world(args: argparse.Namespace) -> int:
     from facebias.io import load_params
-    from facebias.world import BFWWorldConfig, make_bfw_world, write_world
+    from facebias.worlds.bfw import BFWWorldConfig, make_bfw_world, write_world
 
     try:
         config = BFWWorldConfig.from_params(load_params(args.params, "world"))

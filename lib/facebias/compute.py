@@ -60,11 +60,32 @@ class ComputeConfig:
 
     @property
     def serial(self) -> bool:
+        """Whether work runs in this process, without Dask (``scheduler == "serial"``)."""
         return self.scheduler == "serial"
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any] | None) -> ComputeConfig:
-        """From the ``compute`` section of ``params.yaml`` (``None`` gives the defaults)."""
+        """From the ``compute`` section of ``params.yaml`` (``None`` gives the defaults).
+
+        Parameters
+        ----------
+        params : Mapping or None
+            The section's keys and values; missing keys take the defaults.
+
+        Returns
+        -------
+        ComputeConfig
+
+        Raises
+        ------
+        ValueError
+            For an unknown key or an invalid value.
+
+        Examples
+        --------
+        >>> ComputeConfig.from_params({"scheduler": "serial", "chunk_size": 8})
+        ComputeConfig(scheduler='serial', n_workers=2, threads_per_worker=1, chunk_size=8)
+        """
         from facebias.io import config_from_params
 
         return config_from_params(cls, dict(params or {}), "compute")
@@ -79,7 +100,30 @@ def _is_client(obj: Any) -> bool:
 
 def as_compute(compute: ComputeConfig | Mapping[str, Any] | str | None) -> ComputeConfig:
     """A :class:`ComputeConfig` from a config, a params mapping, a scheduler string, or
-    ``None`` (serial: library calls stay in-process unless asked otherwise)."""
+    ``None`` (serial: library calls stay in-process unless asked otherwise).
+
+    Parameters
+    ----------
+    compute : ComputeConfig, Mapping, str or None
+        A config (returned as is), a ``compute`` params section, a scheduler string
+        (``"local"``, ``"serial"``, an address or a ``*.json`` scheduler file), or ``None``.
+
+    Returns
+    -------
+    ComputeConfig
+
+    Raises
+    ------
+    ValueError
+        For an invalid scheduler, an unknown key or an invalid value.
+
+    Examples
+    --------
+    >>> as_compute(None).serial
+    True
+    >>> as_compute("tcp://10.0.0.5:8786").scheduler
+    'tcp://10.0.0.5:8786'
+    """
     if compute is None:
         return ComputeConfig(scheduler="serial")
     if isinstance(compute, ComputeConfig):
@@ -92,7 +136,31 @@ def as_compute(compute: ComputeConfig | Mapping[str, Any] | str | None) -> Compu
 def load_compute(params_file: str | Path = "params.yaml", override: Any = None) -> ComputeConfig:
     """The ``compute`` section of ``params_file`` (defaults when absent), or ``override``
     (a config, a mapping or a scheduler string) when given: what a notebook parameter
-    ``compute = None`` resolves to."""
+    ``compute = None`` resolves to.
+
+    Parameters
+    ----------
+    params_file : str or Path, default "params.yaml"
+        The parameter file, read only when ``override`` is None.
+    override : ComputeConfig, Mapping, str or None
+        Used instead of the file when given (see :func:`as_compute`).
+
+    Returns
+    -------
+    ComputeConfig
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``override`` is None and ``params_file`` does not exist.
+    ValueError
+        For an invalid section or override.
+
+    Examples
+    --------
+    >>> load_compute(override="serial").serial
+    True
+    """
     if override is not None:
         return as_compute(override)
     from facebias.io import load_params
@@ -101,7 +169,30 @@ def load_compute(params_file: str | Path = "params.yaml", override: Any = None) 
 
 
 def chunk_slices(n: int, size: int) -> list[slice]:
-    """``[0:size], [size:2 size], ...`` covering ``range(n)``; independent of any cluster."""
+    """``[0:size], [size:2 size], ...`` covering ``range(n)``; independent of any cluster.
+
+    Parameters
+    ----------
+    n : int
+        Number of items.
+    size : int
+        Items per chunk (>= 1); the last chunk may be shorter.
+
+    Returns
+    -------
+    list of slice
+        Empty when ``n == 0``.
+
+    Raises
+    ------
+    ValueError
+        If ``size < 1``.
+
+    Examples
+    --------
+    >>> chunk_slices(5, 2)
+    [slice(0, 2, None), slice(2, 4, None), slice(4, 5, None)]
+    """
     if size < 1:
         raise ValueError(f"chunk size must be >= 1, got {size}")
     return [slice(s, min(s + size, n)) for s in range(0, n, size)]
@@ -112,7 +203,29 @@ def dask_client(compute: ComputeConfig | Mapping | str | None) -> Iterator[Any]:
     """A ``distributed.Client`` for ``compute`` (a LocalCluster is closed on exit; a remote
     cluster is only disconnected from; a Client passed in is yielded as is, and for
     ``"serial"`` this yields ``None``). Open one around several :func:`map_chunks` calls to
-    start the cluster once."""
+    start the cluster once.
+
+    Parameters
+    ----------
+    compute : ComputeConfig, Mapping, str, distributed.Client or None
+        Where to run (see :func:`as_compute`); ``None`` is serial.
+
+    Yields
+    ------
+    distributed.Client or None
+        ``None`` for a serial config.
+
+    Raises
+    ------
+    ValueError
+        For an invalid config.
+
+    Examples
+    --------
+    >>> with dask_client("serial") as client:
+    ...     print(client)
+    None
+    """
     if _is_client(compute):
         yield compute
         return
@@ -149,6 +262,42 @@ def iter_chunks(fn: Callable[..., Any], items: Sequence[Any], compute: Any,
     ``functools.partial`` of one). ``compute`` is a :class:`ComputeConfig`, a ``compute``
     params mapping, a scheduler string, an open ``distributed.Client``, or ``None``
     (serial). No chunks: no cluster is started.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(chunk, *shared)``, where ``chunk`` is a slice of ``items``.
+    items : Sequence
+        The items, sliced into chunks by :func:`chunk_slices`.
+    compute : ComputeConfig, Mapping, str, distributed.Client or None
+        Where to run.
+    chunk_size : int, optional
+        Items per chunk (default: the config's ``chunk_size``).
+    shared : tuple, default ()
+        Extra arguments of ``fn``, sent to every worker once.
+    desc : str, default "chunks"
+        Label of the progress bar.
+    progress : bool, default True
+        Show a tqdm progress bar (counted in items).
+
+    Yields
+    ------
+    tuple of (int, slice, Any)
+        Chunk index, the chunk's slice of ``items``, and ``fn``'s result for it.
+
+    Raises
+    ------
+    ValueError
+        For an invalid config or ``chunk_size < 1``.
+
+    Examples
+    --------
+    >>> for i, sl, total in iter_chunks(sum, [1, 2, 3, 4, 5], "serial", chunk_size=2,
+    ...                                 progress=False):
+    ...     print(i, sl, total)
+    0 slice(0, 2, None) 3
+    1 slice(2, 4, None) 7
+    2 slice(4, 5, None) 5
     """
     from tqdm.auto import tqdm
 
@@ -178,7 +327,29 @@ def iter_chunks(fn: Callable[..., Any], items: Sequence[Any], compute: Any,
 def map_chunks(fn: Callable[..., Any], items: Sequence[Any], compute: Any,
                **kwargs: Any) -> list[Any]:
     """``[fn(chunk, *shared) for chunk in chunks]`` in chunk order, serially or on Dask
-    (keyword arguments as :func:`iter_chunks`)."""
+    (keyword arguments as :func:`iter_chunks`).
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(chunk, *shared)``; importable by the workers when run on Dask.
+    items : Sequence
+        The items to split into chunks.
+    compute : ComputeConfig, Mapping, str, distributed.Client or None
+        Where to run.
+    **kwargs
+        ``chunk_size``, ``shared``, ``desc``, ``progress`` of :func:`iter_chunks`.
+
+    Returns
+    -------
+    list
+        One result per chunk, in chunk order whatever order they finished in.
+
+    Examples
+    --------
+    >>> map_chunks(sum, [1, 2, 3, 4, 5], None, chunk_size=2, progress=False)
+    [3, 7, 5]
+    """
     out: dict[int, Any] = {}
     for i, _, result in iter_chunks(fn, items, compute, **kwargs):
         out[i] = result
@@ -191,6 +362,28 @@ def _apply_each(chunk: Sequence[Any], fn: Callable[[Any], Any]) -> list[Any]:
 
 def map_items(fn: Callable[[Any], Any], items: Sequence[Any], compute: Any, **kwargs: Any) -> list[Any]:
     """``[fn(item) for item in items]``, in chunks, serially or on Dask (keyword arguments
-    as :func:`iter_chunks`; ``fn`` is sent to every worker once)."""
+    as :func:`iter_chunks`; ``fn`` is sent to every worker once).
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(item)``; picklable when run on Dask.
+    items : Sequence
+        The items.
+    compute : ComputeConfig, Mapping, str, distributed.Client or None
+        Where to run.
+    **kwargs
+        ``chunk_size``, ``desc``, ``progress`` of :func:`iter_chunks`.
+
+    Returns
+    -------
+    list
+        One result per item, in input order.
+
+    Examples
+    --------
+    >>> map_items(abs, [-1, 2, -3], "serial", chunk_size=2, progress=False)
+    [1, 2, 3]
+    """
     chunks = map_chunks(_apply_each, items, compute, shared=(fn,), **kwargs)
     return [out for chunk in chunks for out in chunk]

@@ -8,19 +8,37 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["write_text_atomic", "write_json_atomic", "jsonable", "atomic_path", "repo_root",
-           "load_params", "file_sha256"]
+           "load_params", "file_sha256", "write_parquet", "read_parquet"]
+
+_PARQUET_ATTRS_KEY = b"facebias"  # parquet schema-metadata key holding ``df.attrs`` as JSON
 
 
 class atomic_path:
     """Context manager yielding a temporary path next to ``path``; renamed onto it on success.
 
-    >>> with atomic_path("out.parquet") as tmp:
-    ...     df.to_parquet(tmp)
+    The temporary file sits in ``path``'s folder (created if missing), so the rename is
+    atomic; on an exception ``path`` is left untouched and the temporary file is removed.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write.
+
+    Examples
+    --------
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with atomic_path(Path(d) / "out.txt") as tmp:
+    ...         _ = tmp.write_text("done")
+    ...     print((Path(d) / "out.txt").read_text())
+    done
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -45,6 +63,26 @@ class atomic_path:
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (through :class:`atomic_path`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write; missing parent folders are created.
+    text : str
+        The content, written with the platform's default encoding.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Examples
+    --------
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     print(write_text_atomic(Path(d) / "a" / "b.txt", "hi").read_text())
+    hi
+    """
     with atomic_path(path) as tmp:
         tmp.write_text(text)
     return Path(path)
@@ -53,6 +91,21 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
 def jsonable(obj: Any) -> Any:
     """Plain-JSON copy of ``obj``: numpy scalars and arrays become Python values, NaN
     becomes ``null`` and infinities the strings ``"inf"`` / ``"-inf"`` (strict JSON has none).
+
+    Parameters
+    ----------
+    obj : Any
+        Nested dicts, lists, tuples, numpy arrays and scalars, and plain values.
+
+    Returns
+    -------
+    Any
+        The copy: dict keys become strings and tuples lists; other values pass unchanged.
+
+    Examples
+    --------
+    >>> jsonable({"n": np.int64(3), 1: (np.nan, np.inf), "v": np.array([0.5])})
+    {'n': 3, '1': [None, 'inf'], 'v': [0.5]}
     """
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
@@ -71,7 +124,35 @@ def jsonable(obj: Any) -> Any:
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any, indent: int = 2) -> Path:
-    """Write ``jsonable(obj)`` as strict JSON, atomically."""
+    """Write ``jsonable(obj)`` as strict JSON, atomically, with a final newline.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write.
+    obj : Any
+        What to write; converted with :func:`jsonable`.
+    indent : int, default 2
+        Indentation of ``json.dumps``.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    TypeError
+        If ``obj`` holds a value JSON cannot represent (e.g. a ``set``).
+
+    Examples
+    --------
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     print(write_json_atomic(Path(d) / "m.json", {"x": np.nan}, indent=0).read_text())
+    {
+    "x": null
+    }
+    """
     return write_text_atomic(path, json.dumps(jsonable(obj), indent=indent, allow_nan=False) + "\n")
 
 
@@ -80,6 +161,21 @@ def repo_root(start: str | os.PathLike | None = None) -> Path:
 
     Notebooks run from the repo root under papermill but from ``notebooks/`` in
     JupyterLab; resolving paths from here makes both work.
+
+    Parameters
+    ----------
+    start : str or os.PathLike, optional
+        Where to start the search (default: the current working directory).
+
+    Returns
+    -------
+    pathlib.Path
+        The absolute repository root.
+
+    Raises
+    ------
+    FileNotFoundError
+        If neither ``start`` nor any parent folder holds a ``dvc.yaml``.
     """
     here = Path(start or Path.cwd()).resolve()
     for p in (here, *here.parents):
@@ -89,7 +185,27 @@ def repo_root(start: str | os.PathLike | None = None) -> Path:
 
 
 def load_params(path: str | os.PathLike = "params.yaml", section: str | None = None) -> dict:
-    """Read ``params.yaml`` (or one of its sections), with a clear error when absent."""
+    """Read ``params.yaml`` (or one of its sections), with a clear error when absent.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, default "params.yaml"
+        The YAML file, relative to the current working directory.
+    section : str, optional
+        A top-level key to return instead of the whole file.
+
+    Returns
+    -------
+    dict
+        The parsed file (``{}`` when empty), or its ``section``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    KeyError
+        If ``section`` is given and absent; the message lists the sections.
+    """
     import yaml
 
     p = Path(path)
@@ -104,7 +220,29 @@ def load_params(path: str | os.PathLike = "params.yaml", section: str | None = N
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Returns
+    -------
+    str
+        64 lowercase hex characters.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+
+    Examples
+    --------
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     print(file_sha256(write_text_atomic(Path(d) / "e.txt", ""))[:16])
+    e3b0c44298fc1c14
+    """
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -112,9 +250,63 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def write_parquet(df: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write ``df`` to parquet atomically; ``df.attrs`` go in the schema metadata as JSON."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[_PARQUET_ATTRS_KEY] = json.dumps(df.attrs, allow_nan=False).encode("utf-8")
+    table = table.replace_schema_metadata(meta)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+
+
+def read_parquet(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a table written by :func:`write_parquet`, restoring ``df.attrs`` (``{}`` if none)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    df = table.to_pandas()
+    raw = (table.schema.metadata or {}).get(_PARQUET_ATTRS_KEY)
+    df.attrs = json.loads(raw) if raw else {}
+    return df
+
+
 def config_from_params(cls: type, params: Any, section: str) -> Any:
     """Build the dataclass ``cls`` from a ``params.yaml`` section (missing keys take the
-    defaults); an unknown key raises ``ValueError`` naming the section and the known keys."""
+    defaults); an unknown key raises ``ValueError`` naming the section and the known keys.
+
+    Parameters
+    ----------
+    cls : type
+        A dataclass; its ``__post_init__`` validates the values.
+    params : dict
+        The section's keys and values.
+    section : str
+        The section's name, for error messages.
+
+    Returns
+    -------
+    Any
+        ``cls(**params)``.
+
+    Raises
+    ------
+    ValueError
+        If ``params`` is not a dict or has a key that is not a field of ``cls``.
+
+    Examples
+    --------
+    >>> from facebias.compute import ComputeConfig
+    >>> config_from_params(ComputeConfig, {"scheduler": "serial"}, "compute").n_workers
+    2
+    >>> config_from_params(ComputeConfig, {"workers": 4}, "compute")
+    Traceback (most recent call last):
+    ...
+    ValueError: compute: unknown key(s) ['workers']; known keys are [...]
+    """
     if not isinstance(params, dict):
         raise ValueError(f"{section}: expected a mapping, got {type(params).__name__}")
     known = set(cls.__dataclass_fields__)
@@ -122,3 +314,51 @@ def config_from_params(cls: type, params: Any, section: str) -> Any:
     if unknown:
         raise ValueError(f"{section}: unknown key(s) {unknown}; known keys are {sorted(known)}")
     return cls(**params)
+
+
+# Typed values of a params.yaml section, for configs' ``__post_init__``: each returns the
+# value in its Python type or raises ``ValueError`` naming the key (``name``, e.g.
+# ``"batest.bins"``) and the value it got. bool is never a number here (YAML ``true``).
+def param_int(value: Any, name: str, minimum: int | None = None) -> int:
+    """``value`` as an ``int`` (a YAML integer; float, str and bool raise), ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def param_float(value: Any, name: str, low: float | None = None, high: float | None = None,
+                open_low: bool = False, open_high: bool = False) -> float:
+    """``value`` (a YAML int or float) as a ``float`` in ``[low, high]``; ``open_low`` /
+    ``open_high`` exclude that end. NaN, str and bool raise."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    below = low is not None and (v <= low if open_low else v < low)
+    above = high is not None and (v >= high if open_high else v > high)
+    if math.isnan(v) or below or above:
+        lo, hi = ("-inf" if low is None else low), ("inf" if high is None else high)
+        interval = f"{'(' if open_low else '['}{lo}, {hi}{')' if open_high else ']'}"
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
+    return v
+
+
+def param_str(value: Any, name: str, choices: tuple[str, ...] | None = None) -> str:
+    """``value`` as a ``str``, one of ``choices`` when given."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, got {value!r}")
+    if choices is not None and value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+    return value
+
+
+def param_list(value: Any, name: str, item: Any, min_len: int = 1) -> tuple:
+    """``value`` (a YAML list) as a tuple of ``item(v, f"{name}[i]")`` of its elements
+    (``item``: one of the ``param_*`` checks, bounds bound with ``functools.partial``),
+    with at least ``min_len`` elements."""
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"{name} must be a list, got {value!r}")
+    if len(value) < min_len:
+        raise ValueError(f"{name} needs at least {min_len} value(s), got {list(value)!r}")
+    return tuple(item(v, f"{name}[{i}]") for i, v in enumerate(value))

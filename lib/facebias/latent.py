@@ -14,8 +14,9 @@ Conventions (used everywhere in this module)
   decision value is the signed Euclidean distance to the hyperplane (A1.5).
 * Sign: positive = more of the attribute (higher level on the annotation scale; male for
   gender, the target class for a one-vs-all race SVM).
-* Grid values ``c`` (transects, prototypes) are decision values, i.e. latent-space
-  distances for unit normals. They are generator specific and must be re-tuned.
+* Grid values ``c`` (transects; 000's prototypes in :mod:`facebias.generate.plan`) are
+  decision values, i.e. latent-space distances for unit normals. They are generator
+  specific and must be re-tuned.
 * The "dual basis" ``orthogonalize(normals)`` (rows ``d_j`` with ``d_j @ n_k = [j == k]``)
   moves one attribute's decision value by exactly 1 per unit step and leaves the others
   unchanged. The paper's printed Algorithm 2 does not (:func:`orthogonalize_printed`).
@@ -34,65 +35,76 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from facebias.metrics import require_columns
+from facebias.validate import require_columns
 
 __all__ = [
-    "POSE_SEQUENCE",
-    "LIGHT_SEQUENCE",
-    "LIGHT_POWER",
     "AGE_TARGET",
     "EXPRESSION_TARGET",
     "SEQUENCE_N",
-    "RACE_CODES",
-    "GENDER_CODES",
-    "GROUPS",
     "MAX_CONDITION",
     "Hyperplane",
     "Calibration",
     "SequenceCalibrationWarning",
+    "finite_array",
     "check_hyperplanes",
     "decision_values",
     "orthogonalize",
     "orthogonalize_printed",
+    "orthogonality_error",
     "project_to_intersection",
     "project_alternating",
+    "transect_frame",
     "transect",
     "fit_hyperplane",
     "fit_hyperplanes",
-    "prototypes",
     "calibrate_distance",
     "attribute_sequence",
-    "normalize_mesh",
-    "maxmin_select",
-    "hcic_pairs",
-    "pair_counts",
 ]
 
-# --------------------------------------------------------------------------- constants (000)
-#: EG3D camera yaw angles in degrees of the pose sequence (0 is the prototype itself).
-POSE_SEQUENCE: tuple[int, ...] = (-30, -15, 0, 15, 30)
-#: Light-source directions of the DPR relighting sequence (the 5th slot is the prototype).
-LIGHT_SEQUENCE: tuple[str, ...] = ("up", "down", "left", "right")
-#: DPR light power of the lighting sequence ("strong but not overwhelming").
-LIGHT_POWER: float = 0.7
+# --------------------------------------------------------------------------- constants
 #: Normalised score the age / expression traversal must reach at offset +d (B1.3).
 AGE_TARGET: float = 0.8
 EXPRESSION_TARGET: float = 0.9
 #: Steps on each side of the prototype in an age / expression sequence (2n + 1 = 5 images).
 SEQUENCE_N: int = 2
-#: Race name -> one-letter group code (000's groups WM, WF, BM, BF, AM, AF).
-RACE_CODES: dict[str, str] = {"White": "W", "Black": "B", "East Asian": "A"}
-#: Gender code -> sign of the gender decision value (positive = male).
-GENDER_CODES: dict[str, int] = {"M": 1, "F": -1}
-#: The six protected groups of 000 in the paper's order.
-GROUPS: tuple[str, ...] = ("WM", "WF", "BM", "BF", "AM", "AF")
 #: Normals whose condition number (largest / smallest singular value) exceeds this are
 #: treated as rank deficient: the dual basis and the projection would be meaningless.
 MAX_CONDITION: float = 1e8
 
 
 # --------------------------------------------------------------------------- validation
-def _finite_array(x: Any, name: str, ndim: tuple[int, ...]) -> np.ndarray:
+def finite_array(x: Any, name: str, ndim: tuple[int, ...]) -> np.ndarray:
+    """``x`` as a non-empty, finite float64 array with one of the dimensionalities ``ndim``.
+
+    Parameters
+    ----------
+    x : array_like
+        Real numbers.
+    name : str
+        Name of the argument, used in error messages.
+    ndim : tuple of int
+        Accepted numbers of dimensions, e.g. ``(1, 2)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x`` as float64.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``: for non-numbers, a dimensionality not in ``ndim``, an empty
+        array, or a NaN/inf (with the index of the first).
+
+    Examples
+    --------
+    >>> finite_array([1, 2], "z", (1,))
+    array([1., 2.])
+    >>> finite_array([1.0, np.inf], "z", (1,))
+    Traceback (most recent call last):
+    ...
+    ValueError: z: 1 non-finite value(s) (NaN or inf), first at index (1,)
+    """
     try:
         a = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -129,20 +141,51 @@ def _check_rank(normals: np.ndarray, name: str, max_condition: float = MAX_CONDI
 
 def check_hyperplanes(normals: Any, offsets: Any = None, name: str = "normals",
                       check_rank: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-    """Validate ``normals`` (K, D) (a single (D,) normal is promoted to (1, D)) and
-    ``offsets`` (K,) (a scalar is accepted for K = 1); return them as float64.
+    """Validate attribute hyperplanes and return them as float64.
 
-    With ``check_rank`` the normals must be linearly independent (condition number at most
-    :data:`MAX_CONDITION`); otherwise ``ValueError``.
+    Parameters
+    ----------
+    normals : array_like
+        (K, D) normals, one per row; a single (D,) normal is promoted to (1, D). Need not
+        be unit length.
+    offsets : array_like, optional
+        (K,) offsets; a scalar is accepted for K = 1.
+    name : str, default "normals"
+        Name of the normals argument, used in error messages.
+    check_rank : bool, default True
+        Require linearly independent normals (K <= D and condition number at most
+        :data:`MAX_CONDITION`).
+
+    Returns
+    -------
+    normals : numpy.ndarray
+        (K, D) float64.
+    offsets : numpy.ndarray or None
+        (K,) float64, or None when no offsets were given.
+
+    Raises
+    ------
+    ValueError
+        For empty or non-finite input, offsets whose length is not K, or (with
+        ``check_rank``) rank-deficient normals.
+
+    Examples
+    --------
+    >>> check_hyperplanes([3.0, 4.0], 0.5)
+    (array([[3., 4.]]), array([0.5]))
+    >>> check_hyperplanes([[1.0, 0.0], [2.0, 0.0]])
+    Traceback (most recent call last):
+    ...
+    ValueError: normals: normals are rank deficient or nearly so ...
     """
-    n = _finite_array(normals, name, (1, 2))
+    n = finite_array(normals, name, (1, 2))
     if n.ndim == 1:
         n = n[None, :]
     if check_rank:
         _check_rank(n, name)
     if offsets is None:
         return n, None
-    b = _finite_array(offsets, "offsets", (0, 1))
+    b = finite_array(offsets, "offsets", (0, 1))
     b = np.atleast_1d(b)
     if b.shape != (n.shape[0],):
         raise ValueError(
@@ -152,7 +195,7 @@ def check_hyperplanes(normals: Any, offsets: Any = None, name: str = "normals",
 
 
 def _check_latents(z: Any, dim: int, name: str = "z") -> np.ndarray:
-    a = _finite_array(z, name, (1, 2))
+    a = finite_array(z, name, (1, 2))
     if a.shape[-1] != dim:
         raise ValueError(
             f"{name}: latent dimension {a.shape[-1]} does not match the normals' {dim} "
@@ -165,7 +208,34 @@ def _check_latents(z: Any, dim: int, name: str = "z") -> np.ndarray:
 def decision_values(z: Any, normals: Any, offsets: Any) -> np.ndarray:
     """Decision values ``z @ normals.T + offsets``: ``(..., D)`` latents -> ``(..., K)``.
 
-    Accepts any leading shape (e.g. the ``(L1, ..., LK, D)`` output of :func:`transect`).
+    Positive = more of the attribute; for unit normals the value is the signed Euclidean
+    distance to the hyperplane.
+
+    Parameters
+    ----------
+    z : array_like
+        Latents ``(..., D)``, any leading shape (e.g. the ``(L1, ..., LK, D)`` output of
+        :func:`transect`).
+    normals : array_like
+        (K, D) attribute normals, one per row (a (D,) normal is one attribute).
+    offsets : array_like
+        (K,) offsets.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(..., K)`` float64 decision values.
+
+    Raises
+    ------
+    ValueError
+        If the last axis of ``z`` is not D, ``z`` holds a NaN/inf, or the hyperplanes are
+        invalid (see :func:`check_hyperplanes`).
+
+    Examples
+    --------
+    >>> decision_values([1.0, 2.0, 3.0], [[1, 0, 0], [1, 1, 0]], [0, -1])
+    array([1., 2.])
     """
     n, b = check_hyperplanes(normals, offsets, check_rank=False)
     a = np.asarray(z, dtype=np.float64)
@@ -184,8 +254,34 @@ def orthogonalize(normals: Any) -> np.ndarray:
     column layout), computed from the SVD ``N = U S Vᵀ`` as ``U S⁻¹ Vᵀ``. Moving a latent
     by ``c * directions[j]`` changes attribute ``j``'s decision value by exactly ``c`` and
     no other attribute's. ``directions[j]`` is ``normals[j]`` minus its projection on the
-    span of the other normals, rescaled. Raises ``ValueError`` for rank-deficient normals.
-    This corrects the paper's Algorithm 2 (see :func:`orthogonalize_printed`).
+    span of the other normals, rescaled. This corrects the paper's Algorithm 2 (see
+    :func:`orthogonalize_printed`).
+
+    Parameters
+    ----------
+    normals : array_like
+        (K, D) linearly independent attribute normals, one per row.
+
+    Returns
+    -------
+    numpy.ndarray
+        (K, D) float64 directions, one per row.
+
+    Raises
+    ------
+    ValueError
+        For non-finite or rank-deficient normals.
+
+    Examples
+    --------
+    >>> normals = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]])  # correlated attributes
+    >>> d = orthogonalize(normals)
+    >>> np.round(d, 6) + 0.0
+    array([[ 1., -1.,  0.],
+           [ 0.,  1.,  0.]])
+    >>> np.round(d @ normals.T, 6) + 0.0  # each direction moves one decision value by 1
+    array([[1., 0.],
+           [0., 1.]])
     """
     n, _ = check_hyperplanes(normals)
     u, s, vt = np.linalg.svd(n, full_matrices=False)
@@ -198,7 +294,29 @@ def orthogonalize_printed(normals: Any) -> np.ndarray:
     ``Q, R = QR([n_1 … n_K])``; ``ñ_i = n_i - Σ_{j≠i} Q_j <Q_j, ñ_i> / <Q_j, Q_j>``
     (sequentially). Since Q spans the normals this leaves ``ñ_i = R_ii Q_i``, which is
     orthogonal to the *earlier* normals ``n_k, k < i`` but not to the later ones:
-    ``<ñ_i, n_k> = R_ii R_ik ≠ 0`` for ``k > i``. Returns (K, D) rows.
+    ``<ñ_i, n_k> = R_ii R_ik ≠ 0`` for ``k > i``.
+
+    Parameters
+    ----------
+    normals : array_like
+        (K, D) linearly independent attribute normals, one per row.
+
+    Returns
+    -------
+    numpy.ndarray
+        (K, D) float64 rows ``ñ_i``.
+
+    Raises
+    ------
+    ValueError
+        For non-finite or rank-deficient normals.
+
+    Examples
+    --------
+    >>> normals = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]])
+    >>> np.abs(orthogonalize_printed(normals) @ normals.T)  # leaks: entry (0, 1) is not 0
+    array([[1., 1.],
+           [0., 1.]])
     """
     n, _ = check_hyperplanes(normals)
     q, _ = np.linalg.qr(n.T)  # (D, K)
@@ -213,14 +331,80 @@ def orthogonalize_printed(normals: Any) -> np.ndarray:
     return out
 
 
+def orthogonality_error(normals: Any, directions: Any = None) -> float:
+    """How far ``directions`` are from the dual basis of ``normals``:
+    ``max_jk |directions[j] @ normals[k] - [j == k]|``.
+
+    0 for an exact dual basis (:func:`orthogonalize`); for it, float64 round-off (about
+    1e-15 for well-conditioned normals). Units: decision value per unit step along a
+    direction, so the error is how much stepping one attribute by 1 moves another
+    (off-diagonal) or itself by other than 1 (diagonal).
+
+    Parameters
+    ----------
+    normals : array_like
+        (K, D) attribute normals, one per row; a single (D,) normal is promoted to (1, D).
+    directions : array_like, optional
+        (K, D) directions to check, one per row; default :func:`orthogonalize` ``(normals)``
+        (then the normals must be linearly independent).
+
+    Returns
+    -------
+    float
+        The largest absolute deviation from the identity.
+
+    Raises
+    ------
+    ValueError
+        For empty or non-finite input, or ``directions`` whose shape differs from the
+        normals'.
+    """
+    n, _ = check_hyperplanes(normals, check_rank=directions is None)
+    if directions is None:
+        d = orthogonalize(n)
+    else:
+        d = finite_array(directions, "directions", (1, 2))
+        if d.ndim == 1:
+            d = d[None, :]
+        if d.shape != n.shape:
+            raise ValueError(f"directions: expected shape {n.shape} to match normals, got {d.shape}")
+    return float(np.abs(d @ n.T - np.eye(n.shape[0])).max())
+
+
 def project_to_intersection(z: Any, normals: Any, offsets: Any) -> np.ndarray:
     """Closest point to ``z`` on the intersection of the K hyperplanes (all decision values 0).
 
     Closed form ``z0 = z - N (NᵀN)⁻¹ (Nᵀ z + b)`` in column layout, i.e.
-    ``z0 = z - decision_values(z) @ orthogonalize(normals)`` for row normals. ``z`` is
-    ``(D,)`` or ``(n, D)``; the result has the same shape. The intersection is a
-    (D - K)-dimensional affine subspace (not a point, as 004 says); this is the orthogonal
-    projection onto it, the limit of :func:`project_alternating`.
+    ``z0 = z - decision_values(z) @ orthogonalize(normals)`` for row normals. The
+    intersection is a (D - K)-dimensional affine subspace (not a point, as 004 says); this
+    is the orthogonal projection onto it, the limit of :func:`project_alternating`.
+
+    Parameters
+    ----------
+    z : array_like
+        One latent ``(D,)`` or a batch ``(n, D)``.
+    normals : array_like
+        (K, D) linearly independent attribute normals, one per row.
+    offsets : array_like
+        (K,) offsets.
+
+    Returns
+    -------
+    numpy.ndarray
+        Projected latents, the shape of ``z``.
+
+    Raises
+    ------
+    ValueError
+        For non-finite input, a latent dimension other than D, offsets whose length is
+        not K, or rank-deficient normals.
+
+    Examples
+    --------
+    >>> normals, offsets = [[1, 0, 0], [1, 1, 0]], [0, -1]
+    >>> z0 = project_to_intersection([1.0, 2.0, 3.0], normals, offsets)
+    >>> np.round(z0, 6) + 0.0, np.round(decision_values(z0, normals, offsets), 6) + 0.0
+    (array([0., 1., 3.]), array([0., 0.]))
     """
     n, b = check_hyperplanes(normals, offsets)
     a = _check_latents(z, n.shape[1])
@@ -235,6 +419,36 @@ def project_alternating(z: Any, normals: Any, offsets: Any, n_iter: int = 50,
     Runs ``n_iter`` sweeps, or stops early once a sweep moves every latent by at most
     ``tol`` (Euclidean). Converges to :func:`project_to_intersection`; exact after one
     sweep if the normals are orthogonal. Kept as a cross-check; the closed form is exact.
+
+    Parameters
+    ----------
+    z : array_like
+        One latent ``(D,)`` or a batch ``(n, D)``.
+    normals : array_like
+        (K, D) attribute normals, one per row (rank is not checked).
+    offsets : array_like
+        (K,) offsets.
+    n_iter : int, default 50
+        Maximum number of sweeps (>= 1).
+    tol : float, default 0.0
+        Stop once a sweep moves every latent by at most ``tol``; 0 = run all sweeps.
+
+    Returns
+    -------
+    numpy.ndarray
+        Projected latents, the shape of ``z``.
+
+    Raises
+    ------
+    ValueError
+        For non-finite input, a latent dimension other than D, offsets whose length is
+        not K, ``n_iter`` not a positive integer, a negative ``tol``, or a zero normal.
+
+    Examples
+    --------
+    >>> z = project_alternating([1.0, 2.0, 3.0], [[1, 0, 0], [1, 1, 0]], [0, -1], n_iter=200)
+    >>> np.round(z, 6) + 0.0  # = project_to_intersection
+    array([0., 1., 3.])
     """
     n, b = check_hyperplanes(normals, offsets, check_rank=False)
     a = _check_latents(z, n.shape[1]).copy()
@@ -285,13 +499,60 @@ def _check_fixed(fixed: Any, dim: int) -> np.ndarray | None:
     return f
 
 
+def transect_frame(z: Any, normals: Any, offsets: Any, orthogonal: bool = True,
+                   fixed: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Base point and step vectors of :func:`transect`: ``(base, steps)``.
+
+    ``base`` (the shape of ``z``, ``(D,)`` or ``(n, D)``) is the closest point to ``z``
+    with every decision value of ``normals`` 0 and, when ``fixed`` (M, D) is given, every
+    fixed attribute at the seed's value. ``steps`` (K, D) are per-unit-decision-value
+    moves: ``base + c @ steps`` has decision values ``c`` (K,), exactly with
+    ``orthogonal=True`` (dual basis of the normals stacked with ``fixed``), along the
+    leaky unit normals with ``orthogonal=False``. See :func:`transect` for the modes.
+
+    Parameters
+    ----------
+    z : array_like
+        Seed latent ``(D,)`` or seeds ``(n, D)``.
+    normals : array_like
+        (K, D) linearly independent transect normals, one per row.
+    offsets : array_like
+        (K,) offsets of the transect normals.
+    orthogonal : bool, default True
+        Dual-basis steps (exact) instead of the paper's plain normal steps.
+    fixed : array_like, optional
+        (M, D) normals of attributes held at the seed's decision values.
+
+    Returns
+    -------
+    base : numpy.ndarray
+        The shape of ``z``.
+    steps : numpy.ndarray
+        (K, D), one step per unit decision value of each transect attribute.
+
+    Raises
+    ------
+    ValueError
+        For invalid hyperplanes or latents, or when the normals stacked with ``fixed``
+        are rank deficient.
+
+    Examples
+    --------
+    >>> base, steps = transect_frame([1.0, 2.0, 3.0], [[1, 0, 0], [1, 1, 0]], [0, -1])
+    >>> np.round(base, 6) + 0.0
+    array([0., 1., 3.])
+    """
+    n, b = check_hyperplanes(normals, offsets)
+    a = _check_latents(z, n.shape[1])
+    f = _check_fixed(fixed, n.shape[1])
+    if f is not None:
+        check_hyperplanes(np.vstack([n, f]), name="normals stacked with fixed")
+    return _base_point(a, n, b, f), _steps(n, f, orthogonal)
+
+
 def transect(z: Any, normals: Any, offsets: Any, grids: Sequence[Any], orthogonal: bool = True,
              fixed: Any = None) -> np.ndarray:
     """004 Algorithm 1: a K-attribute grid of latents around one seed.
-
-    ``grids`` is a list of K non-empty 1-D arrays of decision values (e.g.
-    ``np.linspace(c_min, c_max, 5)``). Returns ``(len(grids[0]), ..., len(grids[K-1]), D)``
-    for a ``(D,)`` seed, or ``(n, len(grids[0]), ..., D)`` for ``(n, D)`` seeds.
 
     1. Base point: the closest point to ``z`` with every transect decision value 0 (and,
        when ``fixed`` is given, every fixed attribute at the seed's value); without
@@ -309,44 +570,96 @@ def transect(z: Any, normals: Any, offsets: Any, grids: Sequence[Any], orthogona
     Each attribute would move by exactly ``c`` alone, but correlated normals leak into
     each other (004 Fig. 5). The base point is the same as with ``orthogonal=True``, so the
     two modes differ only in the step directions.
+
+    Parameters
+    ----------
+    z : array_like
+        Seed latent ``(D,)`` or seeds ``(n, D)``.
+    normals : array_like
+        (K, D) linearly independent transect normals, one per row.
+    offsets : array_like
+        (K,) offsets of the transect normals.
+    grids : sequence of array_like
+        K non-empty 1-D arrays of decision values (e.g. ``np.linspace(c_min, c_max, 5)``),
+        latent-space distances for unit normals.
+    orthogonal : bool, default True
+        Dual-basis steps (exact) instead of the paper's plain normal steps.
+    fixed : array_like, optional
+        (M, D) normals of attributes held at the seed's decision values.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(len(grids[0]), ..., len(grids[K-1]), D)`` for a ``(D,)`` seed, or
+        ``(n, len(grids[0]), ..., D)`` for ``(n, D)`` seeds.
+
+    Raises
+    ------
+    ValueError
+        For invalid hyperplanes or latents, a number of grids other than K, or an empty,
+        non-1-D or non-finite grid.
+
+    Examples
+    --------
+    >>> normals, offsets = [[1, 0, 0], [1, 1, 0]], [0, -1]
+    >>> grid = transect([1.0, 2.0, 3.0], normals, offsets, [[-1, 1], [0, 2]])
+    >>> grid.shape
+    (2, 2, 3)
+    >>> np.round(decision_values(grid[1, 1], normals, offsets), 6) + 0.0  # exactly (1, 2)
+    array([1., 2.])
     """
-    n, b = check_hyperplanes(normals, offsets)
-    a = _check_latents(z, n.shape[1])
-    f = _check_fixed(fixed, n.shape[1])
-    if f is not None:
-        check_hyperplanes(np.vstack([n, f]), name="normals stacked with fixed")
+    base, steps = transect_frame(z, normals, offsets, orthogonal=orthogonal, fixed=fixed)
+    k = steps.shape[0]
     if isinstance(grids, np.ndarray) and grids.ndim == 1:
         raise ValueError("grids: expected a list of K 1-D arrays (one per normal), got one array")
     grids = list(grids)
-    if len(grids) != n.shape[0]:
-        raise ValueError(f"grids: expected {n.shape[0]} grids (one per normal), got {len(grids)}")
+    if len(grids) != k:
+        raise ValueError(f"grids: expected {k} grids (one per normal), got {len(grids)}")
     gs = []
     for i, g in enumerate(grids):
         g = np.asarray(g, dtype=np.float64)
         if g.ndim != 1 or g.size == 0:
             raise ValueError(f"grids[{i}]: expected a non-empty 1-D array, got shape {g.shape}")
-        gs.append(_finite_array(g, f"grids[{i}]", (1,)))
-    steps = _steps(n, f, orthogonal)
-    base = _base_point(a, n, b, f)
+        gs.append(finite_array(g, f"grids[{i}]", (1,)))
     mesh = np.meshgrid(*gs, indexing="ij")  # K arrays of shape (L1, ..., LK)
     values = np.stack(mesh, axis=-1)  # (L1, ..., LK, K)
     offsets_grid = values @ steps  # (L1, ..., LK, D)
-    if a.ndim == 1:
+    if base.ndim == 1:
         return base + offsets_grid
-    return base.reshape((a.shape[0],) + (1,) * len(gs) + (a.shape[1],)) + offsets_grid
+    return base.reshape((base.shape[0],) + (1,) * len(gs) + (base.shape[1],)) + offsets_grid
 
 
 # --------------------------------------------------------------------------- attribute models
 @dataclass(frozen=True, eq=False)
 class Hyperplane:
-    """A fitted attribute hyperplane in decision-value convention (A1.5).
+    """A fitted attribute hyperplane in decision-value convention (A1.5); made by
+    :func:`fit_hyperplane`.
 
-    ``normal`` (D,) is unit length and ``offset`` ``b = (a0 - tau) / ||a||``, so
     ``normal @ z + offset`` is the signed Euclidean distance to the neutral hyperplane
-    (positive = more of the attribute). ``raw_weight`` / ``raw_intercept`` are the model's
-    own ``a`` and ``a0`` in latent coordinates (after undoing any standardisation).
-    ``score`` is the training R² (ridge) or accuracy (svm); ``n_positive`` the number of
-    binarised positives (svm only, else None).
+    (positive = more of the attribute).
+
+    Attributes
+    ----------
+    normal : numpy.ndarray
+        (D,) unit normal ``a / ||a||``.
+    offset : float
+        ``b = (a0 - tau) / ||a||``.
+    kind : str
+        ``"ridge"`` or ``"svm"``.
+    tau : float
+        Neutral level of the model's output (0 for the SVM).
+    raw_weight, raw_intercept : numpy.ndarray, float
+        The model's own ``a`` and ``a0`` in latent coordinates (after undoing any
+        standardisation).
+    score : float
+        Training R² (ridge) or accuracy (svm).
+    n_samples : int
+        Number of training latents.
+    n_positive : int or None
+        Number of binarised positives (svm only).
+    threshold, alpha, C : float or None
+        The SVM's binarisation threshold and ``C``, or the ridge's ``alpha`` (None for
+        the other kind).
     """
 
     normal: np.ndarray
@@ -368,7 +681,18 @@ class Hyperplane:
         return float(np.linalg.norm(self.raw_weight))
 
     def decision(self, z: Any) -> np.ndarray:
-        """Signed distance of latents ``(..., D)`` to the hyperplane, shape ``(...)``."""
+        """Signed distance of latents to the hyperplane (positive = more of the attribute).
+
+        Parameters
+        ----------
+        z : array_like
+            Latents ``(..., D)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 distances, shape ``(...)``.
+        """
         return decision_values(z, self.normal[None, :], np.array([self.offset]))[..., 0]
 
 
@@ -389,17 +713,58 @@ def fit_hyperplane(latents: Any, y: Any, kind: str = "ridge", alpha: float = 1.0
     (A1.5). The SVM uses ``intercept_scaling=10`` so its offset is essentially
     unregularised; ``max_iter`` bounds liblinear (a ``ConvergenceWarning`` is passed on).
     ``standardize`` fits on z-scored latents (as B1.2 recommends for the SVM) and
-    maps the hyperplane back to raw latent coordinates. Rows are never dropped: NaN/inf
-    in ``latents`` or ``y`` raises ``ValueError``.
+    maps the hyperplane back to raw latent coordinates. Rows are never dropped.
+
+    Parameters
+    ----------
+    latents : array_like
+        (n, D) latents, n >= 2.
+    y : array_like
+        (n,) targets: continuous (ridge), or continuous / bool (svm).
+    kind : {"ridge", "svm"}, default "ridge"
+        Model.
+    alpha : float, default 1.0
+        Ridge penalty (>= 0).
+    C : float, default 1.0
+        SVM regularisation (> 0).
+    threshold : float, default 0.5
+        SVM positives are ``y >= threshold``.
+    tau : float, default 0.5
+        Ridge neutral level.
+    standardize : bool, default False
+        Fit on z-scored latents.
+    max_iter : int, default 20000
+        liblinear's iteration bound.
+
+    Returns
+    -------
+    Hyperplane
+        Unit normal, offset and the fit's details.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``, NaN/inf in ``latents`` or ``y``, mismatched lengths,
+        fewer than 2 samples, a constant column with ``standardize``, a negative
+        ``alpha``, a non-positive ``C``, a single SVM class, or a zero weight vector.
+
+    Examples
+    --------
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 1.0]])
+    >>> h = fit_hyperplane(x, x[:, 0] / 3, alpha=0.0)  # score = x0 / 3; neutral 0.5 at x0 = 1.5
+    >>> np.round(h.normal, 6) + 0.0, round(h.offset, 6)
+    (array([1., 0.]), -1.5)
+    >>> np.round(h.decision([[3.0, 0.0]]), 6)  # 1.5 units on the positive side
+    array([1.5])
     """
     if kind not in KINDS:
         raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
-    x = _finite_array(latents, "latents", (2,))
+    x = finite_array(latents, "latents", (2,))
     yy = np.asarray(y)
     if yy.ndim != 1 or yy.shape[0] != x.shape[0]:
         raise ValueError(f"y: expected shape ({x.shape[0]},) to match latents {x.shape}, got {yy.shape}")
     if yy.dtype != bool:
-        yy = _finite_array(yy, "y", (1,))
+        yy = finite_array(yy, "y", (1,))
     if x.shape[0] < 2:
         raise ValueError(f"latents: need at least 2 samples, got {x.shape[0]}")
     mu = x.mean(axis=0) if standardize else np.zeros(x.shape[1])
@@ -452,23 +817,52 @@ def fit_hyperplane(latents: Any, y: Any, kind: str = "ridge", alpha: float = 1.0
 
 def fit_hyperplanes(latents: Any, table: pd.DataFrame, spec: Mapping[str, str | Mapping[str, Any]]
                     ) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Fit one hyperplane per attribute: ``spec`` maps a column of ``table`` to a kind
-    (``"ridge"`` / ``"svm"``) or to keyword arguments of :func:`fit_hyperplane` (e.g.
-    ``{"kind": "svm", "C": 0.1}``). Row ``i`` of ``table`` belongs to ``latents[i]``.
+    """Fit one hyperplane per attribute with :func:`fit_hyperplane`.
 
-    Returns ``(names, normals (K, D), offsets (K,))`` in ``spec`` order (unit normals).
+    Parameters
+    ----------
+    latents : array_like
+        (n, D) latents.
+    table : pandas.DataFrame
+        n rows of targets; row ``i`` belongs to ``latents[i]``.
+    spec : mapping
+        Maps a column of ``table`` to a kind (``"ridge"`` / ``"svm"``) or to keyword
+        arguments of :func:`fit_hyperplane` (e.g. ``{"kind": "svm", "C": 0.1}``).
+
+    Returns
+    -------
+    names : list of str
+        The attributes, in ``spec`` order.
+    normals : numpy.ndarray
+        (K, D) unit normals.
+    offsets : numpy.ndarray
+        (K,) offsets.
+
+    Raises
+    ------
+    ValueError
+        If ``table`` is not a DataFrame or its length differs from ``latents``, ``spec`` is
+        empty, a column is missing or holds a missing value, or a fit fails (the message
+        names the attribute).
+
+    Examples
+    --------
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 1.0]])
+    >>> names, normals, offsets = fit_hyperplanes(
+    ...     x, pd.DataFrame({"age": x[:, 0] / 3}), {"age": {"kind": "ridge", "alpha": 0.0}})
+    >>> names, np.round(offsets, 6)
+    (['age'], array([-1.5]))
     """
     if not isinstance(table, pd.DataFrame):
         raise ValueError(f"table: expected a DataFrame, got {type(table).__name__}")
-    x = _finite_array(latents, "latents", (2,))
+    x = finite_array(latents, "latents", (2,))
     if len(table) != x.shape[0]:
         raise ValueError(f"table: {len(table)} rows but latents has {x.shape[0]}")
     if not spec:
         raise ValueError("spec: no attributes to fit")
     names, normals, offsets = [], [], []
     for name, how in spec.items():
-        if name not in table.columns:
-            raise ValueError(f"table: missing column {name!r} (have {list(table.columns)})")
+        require_columns(table, [name], "table")
         kwargs = {"kind": how} if isinstance(how, str) else dict(how)
         col = table[name]
         if col.isna().any():
@@ -484,85 +878,6 @@ def fit_hyperplanes(latents: Any, table: pd.DataFrame, spec: Mapping[str, str | 
     return names, np.vstack(normals), np.asarray(offsets)
 
 
-# --------------------------------------------------------------------------- prototypes (000)
-def prototypes(z: Any, gender: tuple[Any, Any], races: Mapping[str, tuple[Any, Any]],
-               c_gender: float = 1.75, c_race: float = 1.5, orthogonal: bool = True,
-               others: str = "negative", fixed: Any = None) -> dict[str, np.ndarray]:
-    """000's race x gender prototypes of one seed latent ``z`` (D,) (B1.2).
-
-    ``gender = (normal, offset)`` with positive = male; ``races`` maps a race name to its
-    one-vs-all ``(normal, offset)`` (positive = that race). Race names map to group codes
-    through :data:`RACE_CODES` (White -> W, Black -> B, East Asian -> A; a one-letter name
-    is used as its own code); gender M = +``c_gender``, F = -``c_gender``. The default
-    races give the keys ``WM, WF, BM, BF, AM, AF`` (:data:`GROUPS`, in that order).
-
-    Procedure: project ``z`` onto the intersection of the gender and race hyperplanes
-    (keeping the ``fixed`` (M, D) attributes at the seed's value, see :func:`transect`),
-    then set the target race's decision value to ``+c_race``, every other race's to
-    ``-c_race`` (``others="negative"``, so the target is the argmax with margin
-    ``2 c_race``) or 0 (``others="zero"``), and gender to ``±c_gender``. With
-    ``orthogonal=True`` (dual basis) these decision values are exact and the prototypes
-    of a seed differ only in the span of the gender and race normals. With
-    ``orthogonal=False`` the moves are along the unit normals (leaky, as in the paper's
-    "move along the normal directions"). The ``c`` values are generator specific.
-    """
-    if others not in ("negative", "zero"):
-        raise ValueError(f"others: expected 'negative' or 'zero', got {others!r}")
-    if not (c_gender > 0 and c_race > 0):
-        raise ValueError(f"c_gender and c_race must be positive, got {c_gender!r}, {c_race!r}")
-    if not isinstance(races, Mapping) or len(races) == 0:
-        raise ValueError("races: expected a non-empty dict race -> (normal, offset)")
-    try:
-        gn, gb = gender
-    except (TypeError, ValueError) as exc:
-        raise ValueError("gender: expected a (normal, offset) pair") from exc
-    codes = []
-    for race in races:
-        code = RACE_CODES.get(race, race if isinstance(race, str) and len(race) == 1 else None)
-        if code is None:
-            raise ValueError(
-                f"races: unknown race {race!r}; use one of {list(RACE_CODES)} or a one-letter code"
-            )
-        codes.append(code)
-    if len(set(codes)) != len(codes):
-        raise ValueError(f"races: group codes {codes} are not unique")
-    def offset(x: Any, name: str) -> float:
-        v = np.ravel(np.asarray(x, dtype=np.float64))
-        if v.size != 1:
-            raise ValueError(f"{name}: the offset must be one number, got shape {np.shape(x)}")
-        return float(v[0])
-
-    rows, offs = [np.ravel(np.asarray(gn, dtype=np.float64))], [offset(gb, "gender")]
-    for race, pair in races.items():
-        try:
-            rn, rb = pair
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"races[{race!r}]: expected a (normal, offset) pair") from exc
-        rows.append(np.ravel(np.asarray(rn, dtype=np.float64)))
-        offs.append(offset(rb, f"races[{race!r}]"))
-    if len({r.shape for r in rows}) != 1:
-        raise ValueError(f"gender and race normals differ in length: {[r.shape for r in rows]}")
-    n, b = check_hyperplanes(np.vstack(rows), np.asarray(offs, dtype=np.float64),
-                             name="gender and race normals")
-    a = _check_latents(z, n.shape[1])
-    if a.ndim != 1:
-        raise ValueError(f"z: expected one seed latent (D,), got shape {a.shape}")
-    f = _check_fixed(fixed, n.shape[1])
-    if f is not None:
-        check_hyperplanes(np.vstack([n, f]), name="normals stacked with fixed")
-    steps = _steps(n, f, orthogonal)
-    base = _base_point(a, n, b, f)
-    other = -c_race if others == "negative" else 0.0
-    out: dict[str, np.ndarray] = {}
-    for r, code in enumerate(codes):
-        for g, sign in GENDER_CODES.items():
-            target = np.full(n.shape[0], other, dtype=np.float64)
-            target[0] = sign * c_gender
-            target[1 + r] = c_race
-            out[code + g] = base + target @ steps
-    return out
-
-
 # --------------------------------------------------------------------------- sequences (000)
 class SequenceCalibrationWarning(UserWarning):
     """An age / expression traversal did not calibrate normally (already at the target,
@@ -573,10 +888,17 @@ class SequenceCalibrationWarning(UserWarning):
 class Calibration:
     """Result of :func:`calibrate_distance`.
 
-    ``d``: distance along the unit direction; ``status``: ``"reached"``,
-    ``"already_at_target"`` (score at ``z`` >= target, ``d = 0``) or ``"not_reached"``
-    (``d = max_distance``); ``score_start`` / ``score_end``: scores at ``z`` and at the
-    last evaluated step; ``n_evaluated``: latents passed to ``score_fn``.
+    Attributes
+    ----------
+    d : float
+        Distance along the unit direction (latent-space units).
+    status : str
+        ``"reached"``, ``"already_at_target"`` (score at ``z`` >= target, ``d = 0``) or
+        ``"not_reached"`` (``d = max_distance``).
+    score_start, score_end : float
+        Scores at ``z`` and at the last evaluated step.
+    n_evaluated : int
+        Latents passed to ``score_fn``.
     """
 
     d: float
@@ -587,7 +909,7 @@ class Calibration:
 
 
 def _unit(direction: Any, dim: int) -> np.ndarray:
-    u = _finite_array(direction, "direction", (1,))
+    u = finite_array(direction, "direction", (1,))
     if u.shape != (dim,):
         raise ValueError(f"direction: expected shape ({dim},) to match z, got {u.shape}")
     norm = np.linalg.norm(u)
@@ -616,8 +938,45 @@ def calibrate_distance(z: Any, direction: Any, score_fn: Callable[[np.ndarray], 
     batch and returns ``m`` scores; it may render images). ``d`` is the first ``t`` with
     score >= target; with ``refine`` the crossing is interpolated linearly between the two
     bracketing steps (exact for a linear ``score_fn``: ``d = (target - s(z)) / ||a||``).
+
+    Parameters
+    ----------
+    z : array_like
+        (D,) start latent.
+    direction : array_like
+        (D,) direction, normalised to unit length.
+    score_fn : callable
+        ``(m, D)`` latents -> ``m`` finite scores (e.g. a normalised attribute score).
+    target : float
+        Score to reach (e.g. :data:`AGE_TARGET`).
+    step : float, default 0.05
+        Distance between scored latents (> 0).
+    max_distance : float, default 10.0
+        Furthest distance scored (> 0).
+    batch_size : int, default 16
+        Latents per ``score_fn`` call.
+    refine : bool, default True
+        Interpolate the crossing linearly.
+
+    Returns
+    -------
+    Calibration
+        ``d``, ``status`` and the scores at both ends.
+
+    Raises
+    ------
+    ValueError
+        For non-finite or mismatched ``z``/``direction``, a zero direction, a non-positive
+        ``step`` or ``max_distance``, a non-positive integer ``batch_size``, a non-finite
+        ``target``, or ``score_fn`` returning the wrong number of scores or a NaN/inf.
+
+    Examples
+    --------
+    >>> cal = calibrate_distance(np.zeros(2), [2.0, 0.0], lambda b: 0.5 * b[:, 0], target=0.8)
+    >>> round(cal.d, 6), cal.status  # 0.5 * d = 0.8
+    (1.6, 'reached')
     """
-    a = _finite_array(z, "z", (1,))
+    a = finite_array(z, "z", (1,))
     u = _unit(direction, a.shape[0])
     if not step > 0:
         raise ValueError(f"step: expected a positive number, got {step!r}")
@@ -665,6 +1024,39 @@ def attribute_sequence(z: Any, direction: Any, score_fn: Callable[[np.ndarray], 
     ``z``). If ``z`` already scores >= target, ``d = 0`` (all copies of ``z``); if the
     target is not reached, ``d = max_distance``; both emit a
     :class:`SequenceCalibrationWarning`. Use :func:`calibrate_distance` for the status.
+
+    Parameters
+    ----------
+    z : array_like
+        (D,) prototype latent.
+    direction : array_like
+        (D,) attribute direction (normalised to unit length).
+    score_fn : callable
+        ``(m, D)`` latents -> ``m`` finite scores.
+    target : float
+        Score the + side must reach.
+    step, max_distance, batch_size, refine
+        As in :func:`calibrate_distance`.
+    n : int, default :data:`SEQUENCE_N`
+        Steps on each side (>= 1).
+
+    Returns
+    -------
+    latents : numpy.ndarray
+        (2n + 1, D) float64, ``latents[n]`` = ``z``.
+    d : float
+        The calibrated distance.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` is not a positive integer, or as :func:`calibrate_distance`.
+
+    Examples
+    --------
+    >>> lat, d = attribute_sequence(np.zeros(2), [1.0, 0.0], lambda b: 0.5 * b[:, 0], 0.8)
+    >>> np.round(lat[:, 0], 6) + 0.0, round(d, 6)
+    (array([-1.6, -0.8,  0. ,  0.8,  1.6]), 1.6)
     """
     if int(n) != n or n < 1:
         raise ValueError(f"n: expected a positive integer, got {n!r}")
@@ -681,192 +1073,3 @@ def attribute_sequence(z: Any, direction: Any, score_fn: Callable[[np.ndarray], 
     u = _unit(direction, a.shape[0])
     k = np.arange(-int(n), int(n) + 1, dtype=np.float64)
     return a[None, :] + (k * cal.d / n)[:, None] * u[None, :], cal.d
-
-
-# --------------------------------------------------------------------------- max-min seeds (000)
-def normalize_mesh(points: Any) -> np.ndarray:
-    """Centre a ``(P, 2|3)`` landmark mesh on its centroid, scale it to unit RMS distance
-    from the centroid and flatten to ``(P * dims,)``, so distances measure shape rather
-    than position or size (B4 #5)."""
-    p = _finite_array(points, "points", (2,))
-    if p.shape[1] not in (2, 3):
-        raise ValueError(f"points: expected shape (P, 2) or (P, 3), got {p.shape}")
-    c = p - p.mean(axis=0)
-    rms = float(np.sqrt(np.mean(np.einsum("pd,pd->p", c, c))))
-    if not rms > 0:
-        raise ValueError("points: all landmarks coincide; the mesh has no shape")
-    return (c / rms).reshape(-1)
-
-
-def maxmin_select(features: Any, n_select: int, first: int = 0,
-                  return_distances: bool = False) -> list[int] | tuple[list[int], np.ndarray]:
-    """000 Supp. Algorithm 1: greedy max-min (farthest-point) selection of seeds.
-
-    ``features`` is ``(n_seeds, n_groups, F)`` (e.g. :func:`normalize_mesh` of each
-    group's prototype; ``(n_seeds, F)`` is one group). Starting from ``first``, repeatedly
-    add the unselected seed ``s`` maximising
-    ``D(s) = min_{f selected, g} ||features[s, g] - features[f, g]||`` (same-group
-    comparisons only). Ties go to the lowest index, so the result is deterministic.
-    Returns the ``n_select`` seed indices in selection order; with ``return_distances``
-    also ``D`` of each added seed (``inf`` for the first; non-increasing).
-    """
-    x = _finite_array(features, "features", (2, 3))
-    if x.ndim == 2:
-        x = x[:, None, :]
-    n_seeds = x.shape[0]
-    if int(n_select) != n_select or not 1 <= n_select <= n_seeds:
-        raise ValueError(f"n_select: expected an integer in [1, {n_seeds}], got {n_select!r}")
-    if int(first) != first or not 0 <= first < n_seeds:
-        raise ValueError(f"first: expected a seed index in [0, {n_seeds}), got {first!r}")
-    chosen = [int(first)]
-    dists = [np.inf]
-    dmin = np.full(n_seeds, np.inf)
-    taken = np.zeros(n_seeds, dtype=bool)
-    taken[first] = True
-    for _ in range(int(n_select) - 1):
-        f = chosen[-1]
-        d_new = np.sqrt(np.einsum("sgf,sgf->sg", x - x[f], x - x[f])).min(axis=1)
-        dmin = np.minimum(dmin, d_new)
-        cand = np.where(taken, -np.inf, dmin)
-        s = int(np.argmax(cand))
-        chosen.append(s)
-        dists.append(float(dmin[s]))
-        taken[s] = True
-    if return_distances:
-        return chosen, np.asarray(dists)
-    return chosen
-
-
-# --------------------------------------------------------------------------- pairs (000)
-PROTOTYPE_COLUMNS = ("seed", "group", "prototype_id")
-SEQUENCE_COLUMNS = ("prototype_id", "attribute", "level", "image_id", "is_self")
-PAIR_COLUMNS = ("pair_id", "image_a", "image_b", "prototype_a", "prototype_b", "seed_a", "seed_b",
-                "group", "attribute", "level", "label", "is_self_pair", "b_is_prototype")
-
-
-def _require(table: Any, cols: Sequence[str], name: str) -> None:
-    if not isinstance(table, pd.DataFrame):
-        raise ValueError(f"{name}: expected a DataFrame, got {type(table).__name__}")
-    require_columns(table, cols, name)
-    if table.empty:
-        raise ValueError(f"{name}: no rows")
-    na = table[list(cols)].isna().any()
-    if na.any():
-        raise ValueError(f"{name}: missing values in column {na[na].index[0]!r}")
-
-
-def hcic_pairs(prototype_table: pd.DataFrame, sequence_table: pd.DataFrame, n_negative: int = 3,
-               seed: int = 0) -> pd.DataFrame:
-    """000's annotation pairs (B1.5): positives and same-group negatives.
-
-    ``prototype_table``: one row per prototype, columns ``seed, group, prototype_id``
-    (unique) and optionally ``image_id`` (the prototype's own image; default: the
-    ``prototype_id``). ``sequence_table``: one row per sequence slot, columns
-    ``prototype_id, attribute, level, image_id, is_self`` (``is_self`` = the slot is the
-    prototype image: pose 0, original light, age / expression centre).
-
-    * Positives: each prototype with every sequence slot of itself (600 x 20 = 12,000 at
-      full scale, of which the ``is_self`` slots, 2,400, are identical-image pairs tagged
-      ``is_self_pair``).
-    * Negatives: each prototype with every sequence slot of ``n_negative`` other
-      prototypes of the same group from different seeds, drawn uniformly without
-      replacement with ``numpy.random.default_rng(seed)`` (600 x 3 x 20 = 36,000).
-
-    Columns: ``pair_id, image_a`` (the prototype image) ``, image_b, prototype_a,
-    prototype_b, seed_a, seed_b, group, attribute, level, label`` (1 = same identity
-    intended, 0 = different) ``, is_self_pair, b_is_prototype`` (``image_b`` is
-    ``prototype_b``'s own image). Positives come first, each block ordered by
-    ``prototype_id`` and then by the slots' order in ``sequence_table``; the negative
-    partners depend only on the tables' content, not on their row order.
-    """
-    _require(prototype_table, PROTOTYPE_COLUMNS, "prototype_table")
-    _require(sequence_table, SEQUENCE_COLUMNS, "sequence_table")
-    if int(n_negative) != n_negative or n_negative < 0:
-        raise ValueError(f"n_negative: expected a non-negative integer, got {n_negative!r}")
-    protos = prototype_table.copy()
-    if "image_id" not in protos.columns:
-        protos["image_id"] = protos["prototype_id"]
-    dup = protos["prototype_id"].duplicated()
-    if dup.any():
-        raise ValueError(f"prototype_table: duplicate prototype_id {protos.loc[dup, 'prototype_id'].iloc[0]!r}")
-    protos = protos.sort_values("prototype_id", kind="mergesort").reset_index(drop=True)
-    seq = sequence_table[list(SEQUENCE_COLUMNS)].copy()
-    known = seq["prototype_id"].isin(protos["prototype_id"])
-    if not known.all():
-        raise ValueError(
-            f"sequence_table: prototype_id {seq.loc[~known, 'prototype_id'].iloc[0]!r} is not in prototype_table"
-        )
-    dup = seq.duplicated(["prototype_id", "attribute", "level"])
-    if dup.any():
-        r = seq.loc[dup].iloc[0]
-        raise ValueError(
-            f"sequence_table: duplicate slot prototype_id={r['prototype_id']!r}, "
-            f"attribute={r['attribute']!r}, level={r['level']!r}"
-        )
-    if seq["is_self"].dtype != bool and not seq["is_self"].isin([0, 1]).all():
-        raise ValueError("sequence_table: is_self must be bool or 0/1")
-    seq["is_self"] = seq["is_self"].astype(bool)
-    without = ~protos["prototype_id"].isin(seq["prototype_id"])
-    if without.any():
-        raise ValueError(
-            f"sequence_table: prototype {protos.loc[without, 'prototype_id'].iloc[0]!r} has no sequence slots"
-        )
-    seq["_slot"] = np.arange(len(seq))  # slots keep the sequence_table's order
-    seq = seq.rename(columns={"prototype_id": "prototype_b", "image_id": "image_b",
-                              "is_self": "b_is_prototype"})
-    a_cols = protos.rename(columns={"prototype_id": "prototype_a", "seed": "seed_a",
-                                    "image_id": "image_a"})[["prototype_a", "seed_a", "group", "image_a"]]
-
-    # partners: prototype_a -> prototype_b (itself for positives, n_negative others for negatives)
-    rng = np.random.default_rng(seed)
-    neg_a, neg_b = [], []
-    ids = protos["prototype_id"].to_numpy()
-    seeds = protos["seed"].to_numpy()
-    groups = protos["group"].to_numpy()
-    for i in range(len(protos)):
-        cand = np.flatnonzero((groups == groups[i]) & (seeds != seeds[i]))
-        if cand.size < n_negative:
-            raise ValueError(
-                f"prototype {ids[i]!r} (group {groups[i]!r}): only {cand.size} prototypes of the same "
-                f"group from other seeds, need n_negative={n_negative}"
-            )
-        pick = np.sort(rng.choice(cand, size=int(n_negative), replace=False))
-        neg_a.extend([ids[i]] * pick.size)
-        neg_b.extend(ids[pick])
-    partners = pd.concat([
-        pd.DataFrame({"prototype_a": ids, "prototype_b": ids, "label": 1}),
-        pd.DataFrame({"prototype_a": neg_a, "prototype_b": neg_b, "label": 0}),
-    ], ignore_index=True)
-    partners["_order"] = np.arange(len(partners))
-    b_info = protos.rename(columns={"prototype_id": "prototype_b", "seed": "seed_b"})[["prototype_b", "seed_b"]]
-    pairs = (partners.merge(a_cols, on="prototype_a", how="left")
-             .merge(b_info, on="prototype_b", how="left")
-             .merge(seq, on="prototype_b", how="inner"))
-    pairs = pairs.sort_values(["_order", "_slot"], kind="mergesort").reset_index(drop=True)
-    pairs["label"] = pairs["label"].astype(np.int64)
-    pairs["is_self_pair"] = (pairs["label"] == 1) & pairs["b_is_prototype"]
-    pairs["pair_id"] = np.arange(len(pairs), dtype=np.int64)
-    return pairs[list(PAIR_COLUMNS)]
-
-
-def pair_counts(pairs: pd.DataFrame) -> pd.DataFrame:
-    """Summary of :func:`hcic_pairs`: one row per group plus ``"all"``, columns
-    ``n_pairs, n_positive, n_negative, n_self_pairs, n_prototypes``."""
-    _require(pairs, ("group", "label", "is_self_pair", "prototype_a"), "pairs")
-    g = pairs.groupby("group", sort=True)
-    out = pd.DataFrame({
-        "n_pairs": g.size(),
-        "n_positive": g["label"].apply(lambda s: int((s == 1).sum())),
-        "n_negative": g["label"].apply(lambda s: int((s == 0).sum())),
-        "n_self_pairs": g["is_self_pair"].apply(lambda s: int(s.sum())),
-        "n_prototypes": g["prototype_a"].nunique(),
-    })
-    total = pd.DataFrame({
-        "n_pairs": [len(pairs)],
-        "n_positive": [int((pairs["label"] == 1).sum())],
-        "n_negative": [int((pairs["label"] == 0).sum())],
-        "n_self_pairs": [int(pairs["is_self_pair"].sum())],
-        "n_prototypes": [int(pairs["prototype_a"].nunique())],
-    }, index=["all"])
-    out.index = out.index.astype(object)
-    return pd.concat([out, total]).astype(np.int64)

@@ -21,6 +21,7 @@ Everything is vectorised and sort based, O(n log n) in the number of scores.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -30,6 +31,7 @@ import pandas as pd
 
 from facebias.io import jsonable, write_text_atomic
 from facebias.stats import bootstrap_weights, percentile_interval, wilson_interval
+from facebias.validate import require_columns
 
 __all__ = [
     "DetCurve",
@@ -64,10 +66,39 @@ def _row(label: Any) -> Any:
 
 
 def check_scores(scores: Any, name: str = "scores", index: Any = None) -> np.ndarray:
-    """Return ``scores`` as a non-empty 1-D float array; raise ``ValueError`` otherwise.
+    """Return ``scores`` as a non-empty 1-D float array of finite similarity scores.
 
     float32 input stays float32 (no copy); integers and bools become float64.
-    ``index``: row labels used in error messages (e.g. a DataFrame's index).
+
+    Parameters
+    ----------
+    scores : array_like
+        1-D similarity scores (higher = more alike).
+    name : str, default "scores"
+        Name of the argument or column, used in error messages.
+    index : sequence, optional
+        Row labels used in error messages (e.g. a DataFrame's index); without it the
+        message names the position.
+
+    Returns
+    -------
+    numpy.ndarray
+        The scores as a 1-D float array (float32 kept, anything else float64).
+
+    Raises
+    ------
+    ValueError
+        If ``scores`` is not 1-D, is empty, is not real numbers, or holds a NaN or an
+        infinity (never dropped silently).
+
+    Examples
+    --------
+    >>> check_scores([1, 2])
+    array([1., 2.])
+    >>> check_scores([0.5, float("nan")], "genuine")
+    Traceback (most recent call last):
+    ...
+    ValueError: genuine: 1 non-finite score(s) (NaN or inf), first in position 1 ...
     """
     a = np.asarray(scores)
     if a.ndim != 1:
@@ -93,9 +124,37 @@ def check_scores(scores: Any, name: str = "scores", index: Any = None) -> np.nda
 
 
 def check_rates(rates: Any, name: str = "fmr") -> tuple[np.ndarray, bool]:
-    """Validate target rates in the open interval (0, 1).
+    """Validate target rates: fractions in the open interval (0, 1), never percentages.
 
-    Returns the rates as a 1-D float64 array and whether the input was a scalar.
+    Parameters
+    ----------
+    rates : float or sequence of float
+        One target rate or a 1-D list of them.
+    name : str, default "fmr"
+        Name of the argument, used in error messages.
+
+    Returns
+    -------
+    rates : numpy.ndarray
+        The rates as a 1-D float64 array.
+    scalar : bool
+        Whether the input was a single number.
+
+    Raises
+    ------
+    ValueError
+        If the input is empty or not 1-D, or a rate lies outside (0, 1).
+
+    Examples
+    --------
+    >>> check_rates(0.1)
+    (array([0.1]), True)
+    >>> check_rates([1e-3, 1e-2])
+    (array([0.001, 0.01 ]), False)
+    >>> check_rates(5)  # a percentage, not a fraction
+    Traceback (most recent call last):
+    ...
+    ValueError: fmr: target rates must lie in (0, 1), got 5.0
     """
     a = np.asarray(rates, dtype=np.float64)
     scalar = a.ndim == 0
@@ -104,12 +163,40 @@ def check_rates(rates: Any, name: str = "fmr") -> tuple[np.ndarray, bool]:
         raise ValueError(f"{name}: expected a number or a 1-D list of numbers, got {rates!r}")
     bad = ~((a > 0) & (a < 1))
     if bad.any():
-        raise ValueError(f"{name}: target rates must lie in (0, 1), got {a[bad][0]!r}")
+        raise ValueError(f"{name}: target rates must lie in (0, 1), got {float(a[bad][0])!r}")
     return a, scalar
 
 
 def check_labels(labels: Any, name: str = "label") -> np.ndarray:
-    """Return labels as a bool array (True = genuine); raise unless every value is 0/1 or bool."""
+    """Return pair labels as a bool array (True = genuine, False = impostor).
+
+    Parameters
+    ----------
+    labels : array_like or pandas.Series
+        One label per pair: 0/1 (1 = genuine) or bool. A Series' index names the row in
+        error messages.
+    name : str, default "label"
+        Name of the argument or column, used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        1-D bool array, True for genuine pairs.
+
+    Raises
+    ------
+    ValueError
+        If a label is missing or is anything other than 0/1 or bool.
+
+    Examples
+    --------
+    >>> check_labels([1, 0, True])
+    array([ True, False,  True])
+    >>> check_labels([1, 2])
+    Traceback (most recent call last):
+    ...
+    ValueError: label: labels must be 0/1 or bool (1 = genuine), got 2 in row 1
+    """
     s = pd.Series(labels) if not isinstance(labels, pd.Series) else labels
     if s.isna().any():
         raise ValueError(f"{name}: missing label in row {_row(s.index[s.isna().to_numpy()][0])!r}")
@@ -148,8 +235,34 @@ def _maybe_scalar(values: np.ndarray, scalar: bool):
 def threshold_at_fmr(impostor: Any, fmr: float | Sequence[float]) -> float | np.ndarray:
     """Smallest impostor score ``t`` with ``FMR(t) = mean(impostor > t) <= fmr``.
 
-    ``fmr`` may be a number (returns a float) or a list (returns an array of the
-    impostor dtype). With n impostors at most ``floor(fmr * n)`` of them exceed ``t``.
+    With n impostors at most ``floor(fmr * n)`` of them exceed ``t``, so the achieved
+    FMR can be below the target when scores tie or ``fmr * n`` is not an integer.
+
+    Parameters
+    ----------
+    impostor : array_like
+        1-D similarity scores of impostor (different-identity) pairs.
+    fmr : float or sequence of float
+        Target false match rate(s), fractions in (0, 1).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The threshold: a float for a scalar ``fmr``, otherwise an array of the impostor
+        dtype, one threshold per target. A pair matches iff ``score > t``.
+
+    Raises
+    ------
+    ValueError
+        If the scores are empty or non-finite, or a target lies outside (0, 1).
+
+    Examples
+    --------
+    >>> impostor = [0.1, 0.2, 0.3, 0.5, 0.6]
+    >>> threshold_at_fmr(impostor, 0.2)  # one of five impostors (0.6) lies above 0.5
+    0.5
+    >>> threshold_at_fmr(impostor, [0.2, 0.5])
+    array([0.5, 0.3])
     """
     imp = check_scores(impostor, "impostor")
     rates, scalar = check_rates(fmr, "fmr")
@@ -160,7 +273,33 @@ def threshold_at_fmr(impostor: Any, fmr: float | Sequence[float]) -> float | np.
 
 
 def fmr_at(impostor: Any, threshold: float | Sequence[float]) -> float | np.ndarray:
-    """``FMR(t) = mean(impostor > t)`` for one threshold or a list of thresholds."""
+    """False match rate ``FMR(t) = mean(impostor > t)`` (also FAR, FPR).
+
+    Parameters
+    ----------
+    impostor : array_like
+        1-D similarity scores of impostor pairs.
+    threshold : float or sequence of float
+        Decision threshold(s) ``t``; a pair matches iff ``score > t``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The fraction of impostor scores above each threshold, in [0, 1]: a float for a
+        scalar threshold, otherwise a float64 array.
+
+    Raises
+    ------
+    ValueError
+        If the scores are empty or non-finite.
+
+    Examples
+    --------
+    >>> fmr_at([0.1, 0.2, 0.3, 0.5, 0.6], 0.5)  # a score equal to t does not match
+    0.2
+    >>> fmr_at([0.1, 0.2, 0.3, 0.5, 0.6], [0.3, 0.5])
+    array([0.4, 0.2])
+    """
     imp = check_scores(impostor, "impostor")
     t = np.atleast_1d(np.asarray(threshold, dtype=np.float64))
     above = imp.size - np.searchsorted(np.sort(imp), t, side="right")
@@ -168,7 +307,31 @@ def fmr_at(impostor: Any, threshold: float | Sequence[float]) -> float | np.ndar
 
 
 def fnmr_at(genuine: Any, threshold: float | Sequence[float]) -> float | np.ndarray:
-    """``FNMR(t) = mean(genuine <= t)`` for one threshold or a list of thresholds."""
+    """False non-match rate ``FNMR(t) = mean(genuine <= t)`` (also FRR, FNR; TAR = 1 - FNMR).
+
+    Parameters
+    ----------
+    genuine : array_like
+        1-D similarity scores of genuine (same-identity) pairs.
+    threshold : float or sequence of float
+        Decision threshold(s) ``t``; a pair matches iff ``score > t``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The fraction of genuine scores at or below each threshold, in [0, 1]: a float
+        for a scalar threshold, otherwise a float64 array.
+
+    Raises
+    ------
+    ValueError
+        If the scores are empty or non-finite.
+
+    Examples
+    --------
+    >>> fnmr_at([0.9, 0.8, 0.7, 0.4], 0.4)  # a score equal to t is a non-match
+    0.25
+    """
     gen = check_scores(genuine, "genuine")
     t = np.atleast_1d(np.asarray(threshold, dtype=np.float64))
     if t.size <= 16:  # a few thresholds: counting beats sorting
@@ -179,20 +342,95 @@ def fnmr_at(genuine: Any, threshold: float | Sequence[float]) -> float | np.ndar
 
 
 def fnmr_at_fmr(genuine: Any, impostor: Any, fmr: float | Sequence[float]) -> float | np.ndarray:
-    """FNMR at the threshold ``threshold_at_fmr(impostor, fmr)``."""
+    """FNMR at the threshold ``threshold_at_fmr(impostor, fmr)``.
+
+    Parameters
+    ----------
+    genuine, impostor : array_like
+        1-D similarity scores of genuine and impostor pairs.
+    fmr : float or sequence of float
+        Target false match rate(s), fractions in (0, 1).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``mean(genuine <= t)`` at each target's threshold ``t``: a float for a scalar
+        ``fmr``, otherwise a float64 array.
+
+    Raises
+    ------
+    ValueError
+        If either score set is empty or non-finite, or a target lies outside (0, 1).
+
+    Examples
+    --------
+    >>> fnmr_at_fmr([0.9, 0.8, 0.7, 0.4], [0.1, 0.2, 0.3, 0.5, 0.6], 0.2)  # t = 0.5
+    0.25
+    """
     gen = check_scores(genuine, "genuine")
     t = threshold_at_fmr(impostor, fmr)
     return fnmr_at(gen, t)
 
 
 def tar_at_far(genuine: Any, impostor: Any, far: float | Sequence[float]) -> float | np.ndarray:
-    """True accept rate ``1 - FNMR`` at the threshold where ``FMR <= far`` (standard TAR@FAR)."""
+    """True accept rate ``1 - FNMR`` at the threshold where ``FMR <= far`` (standard TAR@FAR).
+
+    Parameters
+    ----------
+    genuine, impostor : array_like
+        1-D similarity scores of genuine and impostor pairs.
+    far : float or sequence of float
+        Target false accept (= false match) rate(s), fractions in (0, 1).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``mean(genuine > t)`` at ``t = threshold_at_fmr(impostor, far)``: a float for a
+        scalar ``far``, otherwise a float64 array.
+
+    Raises
+    ------
+    ValueError
+        If either score set is empty or non-finite, or a target lies outside (0, 1).
+
+    Examples
+    --------
+    >>> tar_at_far([0.9, 0.8, 0.7, 0.4], [0.1, 0.2, 0.3, 0.5, 0.6], 0.2)
+    0.75
+    """
     fnmr = fnmr_at_fmr(genuine, impostor, far)
     return 1.0 - fnmr
 
 
 def operating_points(genuine: Any, impostor: Any, fmr: Sequence[float]) -> pd.DataFrame:
-    """Table of ``fmr_target, threshold, fmr`` (achieved), ``fnmr, tar`` at each target FMR."""
+    """Operating points at target false match rates.
+
+    Parameters
+    ----------
+    genuine, impostor : array_like
+        1-D similarity scores of genuine and impostor pairs.
+    fmr : sequence of float
+        Target false match rates, fractions in (0, 1).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per target, columns ``fmr_target``, ``threshold``
+        (:func:`threshold_at_fmr`), ``fmr`` (achieved, <= target), ``fnmr`` and
+        ``tar = 1 - fnmr``.
+
+    Raises
+    ------
+    ValueError
+        If either score set is empty or non-finite, or a target lies outside (0, 1).
+
+    Examples
+    --------
+    >>> operating_points([0.9, 0.8, 0.7, 0.4], [0.1, 0.2, 0.3, 0.5, 0.6], [0.2, 0.5])
+       fmr_target  threshold  fmr  fnmr   tar
+    0         0.2        0.5  0.2  0.25  0.75
+    1         0.5        0.3  0.4  0.00  1.00
+    """
     gen = check_scores(genuine, "genuine")
     imp = check_scores(impostor, "impostor")
     rates, _ = check_rates(fmr, "fmr")
@@ -205,11 +443,19 @@ def operating_points(genuine: Any, impostor: Any, fmr: Sequence[float]) -> pd.Da
 
 # --------------------------------------------------------------------------- curves
 class DetCurve(NamedTuple):
-    """Every distinct operating point, thresholds ascending.
+    """Every distinct operating point, thresholds ascending (returned by :func:`det_curve`).
 
-    ``thresholds[0] = -inf`` (everything matches: FMR 1, FNMR 0); every later threshold
-    is a distinct score value, with ``fmr[i] = FMR(thresholds[i])`` and
-    ``fnmr[i] = FNMR(thresholds[i])``. ``fmr`` is non-increasing, ``fnmr`` non-decreasing.
+    Attributes
+    ----------
+    thresholds : numpy.ndarray
+        ``thresholds[0] = -inf`` (everything matches: FMR 1, FNMR 0); every later
+        threshold is a distinct score value.
+    fmr : numpy.ndarray
+        float64, ``fmr[i] = FMR(thresholds[i]) = mean(impostor > thresholds[i])``;
+        non-increasing.
+    fnmr : numpy.ndarray
+        float64, ``fnmr[i] = FNMR(thresholds[i]) = mean(genuine <= thresholds[i])``;
+        non-decreasing.
     """
 
     thresholds: np.ndarray
@@ -223,6 +469,30 @@ def det_curve(genuine: Any, impostor: Any, chunk: int = 1 << 20) -> DetCurve:
     Scores keep their float dtype (float32 input gives float32 thresholds; mixed float32
     and float64 give float64); the rates are float64. Work is O(n log n): one sort of
     each score set, one linear merge.
+
+    Parameters
+    ----------
+    genuine, impostor : array_like
+        1-D similarity scores of genuine and impostor pairs.
+    chunk : int, default 2**20
+        Thresholds evaluated per step (bounds the int64 temporaries; no effect on the
+        result).
+
+    Returns
+    -------
+    DetCurve
+        ``thresholds`` (``-inf`` first, then every distinct score), ``fmr`` and ``fnmr``.
+
+    Raises
+    ------
+    ValueError
+        If either score set is empty or non-finite.
+
+    Examples
+    --------
+    >>> c = det_curve([0.9, 0.4], [0.1, 0.4])
+    >>> c.thresholds, c.fmr, c.fnmr
+    (array([-inf, 0.1, 0.4, 0.9]), array([1. , 0.5, 0. , 0. ]), array([0. , 0. , 0.5, 1. ]))
     """
     imp = check_scores(impostor, "impostor")
     gen = check_scores(genuine, "genuine")
@@ -261,12 +531,53 @@ def eer(genuine: Any, impostor: Any) -> float:
 
     The crossing lies on the segment between the last point with FMR > FNMR and the
     first with FMR <= FNMR; the result is the common rate at the intersection.
+
+    Parameters
+    ----------
+    genuine, impostor : array_like
+        1-D similarity scores of genuine and impostor pairs.
+
+    Returns
+    -------
+    float
+        The EER, a fraction in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If either score set is empty or non-finite.
+
+    Examples
+    --------
+    >>> eer([0.9, 0.8, 0.7, 0.4], [0.1, 0.2, 0.3, 0.5, 0.6])
+    0.25
     """
     return _eer_from_curve(det_curve(genuine, impostor))
 
 
 def d_prime(genuine: Any, impostor: Any) -> float:
-    """Decidability ``|mu_g - mu_i| / sqrt((var_g + var_i) / 2)`` (population variances)."""
+    """Decidability ``d' = |mu_g - mu_i| / sqrt((var_g + var_i) / 2)`` (population variances).
+
+    Parameters
+    ----------
+    genuine, impostor : array_like
+        1-D similarity scores of genuine and impostor pairs.
+
+    Returns
+    -------
+    float
+        d' >= 0, in units of the pooled standard deviation; larger = better separated.
+
+    Raises
+    ------
+    ValueError
+        If either score set is empty or non-finite, or both are constant.
+
+    Examples
+    --------
+    >>> d_prime([1.0, 3.0], [-1.0, 1.0])  # means 2 and 0, both variances 1
+    2.0
+    """
     gen = check_scores(genuine, "genuine").astype(np.float64, copy=False)
     imp = check_scores(impostor, "impostor").astype(np.float64, copy=False)
     spread = np.sqrt((gen.var() + imp.var()) / 2)
@@ -277,7 +588,28 @@ def d_prime(genuine: Any, impostor: Any) -> float:
 
 def roc_auc(genuine: Any, impostor: Any) -> float:
     """Area under the ROC curve: P(genuine > impostor) + 0.5 P(tie), for similarity
-    scores (higher = more alike); the Mann-Whitney U statistic / (n_genuine n_impostor)."""
+    scores (higher = more alike); the Mann-Whitney U statistic / (n_genuine n_impostor).
+
+    Parameters
+    ----------
+    genuine, impostor : array_like
+        1-D similarity scores of genuine and impostor pairs.
+
+    Returns
+    -------
+    float
+        AUC in [0, 1]; 0.5 = chance, 1 = every genuine score above every impostor score.
+
+    Raises
+    ------
+    ValueError
+        If either score set is empty or non-finite.
+
+    Examples
+    --------
+    >>> roc_auc([0.9, 0.5], [0.1, 0.5])  # 3 of 4 pairs ordered, 1 tie: (3 + 0.5) / 4
+    0.875
+    """
     from scipy.stats import rankdata
 
     gen = check_scores(genuine, "genuine").astype(np.float64, copy=False)
@@ -288,7 +620,25 @@ def roc_auc(genuine: Any, impostor: Any) -> float:
 
 # --------------------------------------------------------------------------- fairness summaries
 def max_min_ratio(rates: Any) -> np.ndarray | float:
-    """max / min across groups (last axis). 0/0 gives 1 (all equal), x/0 gives inf."""
+    """Ratio max / min of a rate across groups (last axis); 1 = all groups equal.
+
+    Parameters
+    ----------
+    rates : array_like
+        Rates (fractions), groups on the last axis.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        max / min per row: 0/0 gives 1 (all equal), x/0 gives inf. A float for 1-D input.
+
+    Examples
+    --------
+    >>> max_min_ratio([0.01, 0.02, 0.04])
+    4.0
+    >>> max_min_ratio([0.0, 0.0]), max_min_ratio([0.0, 0.1])
+    (1.0, inf)
+    """
     x = np.asarray(rates, dtype=np.float64)
     hi, lo = x.max(axis=-1), x.min(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -300,6 +650,29 @@ def gini(rates: Any) -> np.ndarray | float:
     """Gini coefficient across groups (last axis), with the n/(n-1) correction of GARBE.
 
     ``G(x) = n/(n-1) * sum_i sum_j |x_i - x_j| / (2 n^2 mean(x))``; 0 when all equal.
+
+    Parameters
+    ----------
+    rates : array_like
+        Non-negative rates (fractions), groups on the last axis.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Gini per row, in [0, 1]: 0 = all equal (also when every rate is 0). A float for
+        1-D input.
+
+    Raises
+    ------
+    ValueError
+        If there are fewer than two groups.
+
+    Examples
+    --------
+    >>> gini([0.1, 0.1])
+    0.0
+    >>> round(gini([0.0, 0.1]), 6)  # all of the rate in one group of two
+    1.0
     """
     x = np.asarray(rates, dtype=np.float64)
     n = x.shape[-1]
@@ -316,6 +689,24 @@ def fdr(fmr_groups: Any, fnmr_groups: Any, alpha: float = 0.5) -> np.ndarray | f
     """Fairness Discrepancy Rate (de Freitas Pereira & Marcel): 1 = fair.
 
     ``1 - (alpha * max|FMR_i - FMR_j| + (1 - alpha) * max|FNMR_i - FNMR_j|)``.
+
+    Parameters
+    ----------
+    fmr_groups, fnmr_groups : array_like
+        Per-group FMR and FNMR (fractions) at one threshold policy, groups on the last
+        axis.
+    alpha : float, default 0.5
+        Weight of the FMR gap; ``1 - alpha`` weighs the FNMR gap.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        FDR in [0, 1], 1 = no gap; a float for 1-D input.
+
+    Examples
+    --------
+    >>> round(fdr([0.01, 0.03], [0.1, 0.2]), 6)  # 1 - (0.5 * 0.02 + 0.5 * 0.1)
+    0.94
     """
     a = np.ptp(np.asarray(fmr_groups, dtype=np.float64), axis=-1)
     b = np.ptp(np.asarray(fnmr_groups, dtype=np.float64), axis=-1)
@@ -324,7 +715,32 @@ def fdr(fmr_groups: Any, fnmr_groups: Any, alpha: float = 0.5) -> np.ndarray | f
 
 
 def garbe(fmr_groups: Any, fnmr_groups: Any, alpha: float = 0.5) -> np.ndarray | float:
-    """Gini Aggregation Rate for Biometric Equitability (Howard et al.): 0 = fair."""
+    """Gini Aggregation Rate for Biometric Equitability (Howard et al.): 0 = fair.
+
+    ``alpha * gini(FMR) + (1 - alpha) * gini(FNMR)`` with :func:`gini` across groups.
+
+    Parameters
+    ----------
+    fmr_groups, fnmr_groups : array_like
+        Per-group FMR and FNMR (fractions), groups on the last axis.
+    alpha : float, default 0.5
+        Weight of the FMR Gini; ``1 - alpha`` weighs the FNMR Gini.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        GARBE in [0, 1], 0 = all groups equal; a float for 1-D input.
+
+    Raises
+    ------
+    ValueError
+        If there are fewer than two groups.
+
+    Examples
+    --------
+    >>> garbe([0.1, 0.1], [0.2, 0.2])
+    0.0
+    """
     r = alpha * np.asarray(gini(fmr_groups)) + (1 - alpha) * np.asarray(gini(fnmr_groups))
     return r if np.ndim(r) else float(r)
 
@@ -333,6 +749,23 @@ def inequity_rate(fmr_groups: Any, fnmr_groups: Any, alpha: float = 0.5) -> np.n
     """Inequity rate ``(max/min FMR)^alpha * (max/min FNMR)^(1-alpha)``: 1 = fair.
 
     Infinite when some group has a zero rate and another does not.
+
+    Parameters
+    ----------
+    fmr_groups, fnmr_groups : array_like
+        Per-group FMR and FNMR (fractions), groups on the last axis.
+    alpha : float, default 0.5
+        Exponent of the FMR ratio; ``1 - alpha`` is the FNMR ratio's.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Inequity rate >= 1 (or inf); a float for 1-D input.
+
+    Examples
+    --------
+    >>> inequity_rate([0.01, 0.04], [0.1, 0.1])  # FMR ratio 4, FNMR ratio 1: sqrt(4)
+    2.0
     """
     r = np.asarray(max_min_ratio(fmr_groups)) ** alpha * np.asarray(
         max_min_ratio(fnmr_groups)
@@ -435,12 +868,20 @@ def _pooled_threshold(
 class GroupReport:
     """Per-group error rates at global and per-group thresholds, with fairness summaries.
 
-    ``table``: one row per (fmr_target, group). ``*_global`` columns use one threshold set
-    on all impostors pooled (NIST style); ``*_group`` columns use each group's own
-    threshold (BFW style). ``*_lo``/``*_hi`` are bootstrap percentile intervals.
-    ``fmr_dev_*_pct`` = 100 (FMR - target) / target.
-    ``summary``: one row per (fmr_target, policy) with max/min FMR and FNMR ratios, FDR,
-    GARBE and the inequity rate across groups, with intervals.
+    Made by :func:`group_report`; ``str(report)`` prints both tables with intervals.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per (fmr_target, group). ``*_global`` columns use one threshold set on
+        all impostors pooled (NIST style); ``*_group`` columns use each group's own
+        threshold (BFW style). ``*_lo``/``*_hi`` are bootstrap percentile intervals.
+        ``fmr_dev_*_pct`` = 100 (FMR - target) / target.
+    summary : pandas.DataFrame
+        One row per (fmr_target, policy) with max/min FMR and FNMR ratios, FDR, GARBE and
+        the inequity rate across groups, with intervals.
+    meta : dict
+        Column names, counts, bootstrap settings and the conventions used.
     """
 
     table: pd.DataFrame
@@ -448,12 +889,31 @@ class GroupReport:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (NaN becomes null, infinities the strings "inf"/"-inf")."""
+        """JSON-ready dict (NaN becomes null, infinities the strings "inf"/"-inf").
+
+        Returns
+        -------
+        dict
+            ``{"meta": ..., "groups": [table rows], "summary": [summary rows]}``.
+        """
         return jsonable({"meta": self.meta, "groups": self.table.to_dict(orient="records"),
                          "summary": self.summary.to_dict(orient="records")})
 
-    def to_json(self, path=None, indent: int = 2) -> str:
-        """The report as strict JSON; written atomically to ``path`` when given."""
+    def to_json(self, path: str | os.PathLike | None = None, indent: int = 2) -> str:
+        """The report as strict JSON; written atomically to ``path`` when given.
+
+        Parameters
+        ----------
+        path : str or os.PathLike, optional
+            File to write (with a trailing newline); nothing is written without it.
+        indent : int, default 2
+            JSON indentation.
+
+        Returns
+        -------
+        str
+            The JSON text of :meth:`to_dict`.
+        """
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
             write_text_atomic(path, text + "\n")
@@ -492,14 +952,6 @@ class GroupReport:
                 f"{summary.to_string(index=False)}")
 
 
-def require_columns(df: pd.DataFrame, names: Sequence[str], what: str = "frame") -> None:
-    """Raise ``ValueError`` naming the first of ``names`` missing from ``df`` and listing
-    the columns it has."""
-    for name in names:
-        if name not in df.columns:
-            raise ValueError(f"{what}: column {name!r} not found; columns are {list(df.columns)}")
-
-
 def _column(pairs: pd.DataFrame, name: str, role: str) -> pd.Series:
     require_columns(pairs, [name], role)
     return pairs[name]
@@ -520,14 +972,91 @@ def group_report(
 ) -> GroupReport:
     """Per-group FMR/FNMR at a global and at per-group thresholds, with bootstrap CIs.
 
-    pairs: one row per comparison. ``score``: similarity column (match iff score > t).
-    ``label``: 1/True = genuine, 0/False = impostor. ``group``: the pair's group (e.g. the
-    query's subgroup). ``fmr``: target FMR(s) in (0, 1). ``ids``: the two identity columns;
-    when given, the bootstrap resamples identities (a pair's weight is the product of its
-    identities' multiplicities; a genuine pair's is its identity's), otherwise pairs.
-    Thresholds are re-estimated in every replicate. ``alpha`` weights FMR against FNMR
-    in FDR, GARBE and the inequity rate.
+    The global threshold is :func:`threshold_at_fmr` on all impostors pooled; each
+    group's threshold uses that group's impostors only. Thresholds are re-estimated in
+    every bootstrap replicate.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        One row per comparison.
+    score : str
+        Similarity column (match iff score > t).
+    label : str
+        Label column: 1/True = genuine, 0/False = impostor.
+    group : str
+        The pair's group (e.g. the query's subgroup).
+    fmr : float or sequence of float, default (1e-3,)
+        Target FMR(s), fractions in (0, 1).
+    ids : tuple of str, optional
+        The two identity columns; when given, the bootstrap resamples identities (a
+        pair's weight is the product of its identities' multiplicities; a genuine pair's
+        is its identity's), otherwise pairs.
+    n_boot : int, default 200
+        Bootstrap replicates; 0 = no intervals.
+    ci : float, default 0.95
+        Coverage of the percentile intervals, in (0, 1).
+    seed : int, default 0
+        Seed of the bootstrap.
+    alpha : float, default 0.5
+        Weight of FMR against FNMR in FDR, GARBE and the inequity rate.
+
+    Returns
+    -------
+    GroupReport
+        ``table`` (per fmr_target and group), ``summary`` (fairness across groups per
+        policy) and ``meta``.
+
+    Raises
+    ------
+    ValueError
+        If ``pairs`` is not a non-empty DataFrame, a column is missing, a score is
+        non-finite, a label is not 0/1, a group is missing or lacks genuine or impostor
+        pairs, a target lies outside (0, 1), ``ci`` outside (0, 1) or ``n_boot < 0``.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"score": [0.9, 0.8, 0.1, 0.3, 0.7, 0.4, 0.2, 0.6],
+    ...                       "label": [1, 1, 0, 0, 1, 1, 0, 0], "group": list("aaaabbbb")})
+    >>> r = group_report(pairs, "score", "label", "group", fmr=0.25, n_boot=0)
+    >>> r.table[["group", "threshold_global", "fmr_global", "threshold_group", "fnmr_group"]]
+      group  threshold_global  fmr_global  threshold_group  fnmr_group
+    0     a               0.3         0.0              0.3         0.0
+    1     b               0.3         0.5              0.6         0.5
+    >>> r.summary[["policy", "fmr_ratio", "fnmr_ratio"]]  # one threshold: FMR differs
+       policy  fmr_ratio  fnmr_ratio
+    0  global        inf         1.0
+    1   group        1.0         inf
     """
+    s, is_gen, g, rates = _group_report_inputs(pairs, score, label, group, fmr, ci, n_boot)
+    sets = _GroupSets.of(s, is_gen, g, label, group)
+    point = sets.evaluate(None, rates)
+    boots: dict[str, list[np.ndarray]] = {k: [] for k in point}
+    if ids is not None:
+        id1 = _column(pairs, ids[0], "identity").to_numpy()[sets.order]
+        id2 = _column(pairs, ids[1], "identity").to_numpy()[sets.order]
+        unit = "identities"
+    else:
+        id1 = id2 = None
+        unit = "pairs"
+    for w in bootstrap_weights(len(pairs), n_boot, seed, id1=id1, id2=id2):
+        for k, v in sets.evaluate(w, rates).items():
+            boots[k].append(v)
+    meta = {
+        "score": score, "label": label, "group": group, "fmr": rates.tolist(),
+        "n_genuine": int(is_gen.sum()), "n_impostor": int((~is_gen).sum()),
+        "n_boot": int(n_boot), "ci": ci, "seed": seed, "alpha": alpha, "bootstrap_unit": unit,
+        "conventions": "scores are similarities; match iff score > t; rates are fractions",
+    }
+    return GroupReport(_group_table(sets, rates, point, boots, n_boot, ci),
+                       _fairness_summary(rates, point, boots, n_boot, ci, alpha), meta)
+
+
+def _group_report_inputs(
+    pairs: pd.DataFrame, score: str, label: str, group: str, fmr: float | Sequence[float],
+    ci: float, n_boot: int,
+) -> tuple[np.ndarray, np.ndarray, pd.Series, np.ndarray]:
+    """:func:`group_report`'s checked inputs: ``(scores, is_genuine, groups, fmr targets)``."""
     if not isinstance(pairs, pd.DataFrame):
         raise ValueError(f"pairs: expected a pandas DataFrame, got {type(pairs).__name__}")
     if len(pairs) == 0:
@@ -543,57 +1072,71 @@ def group_report(
         raise ValueError(f"ci: must lie in (0, 1), got {ci!r}")
     if n_boot < 0:
         raise ValueError(f"n_boot: must be >= 0, got {n_boot!r}")
-    codes, names = pd.factorize(g, sort=True)
-    if not (~is_gen).any() or not is_gen.any():
-        raise ValueError(f"column {label!r}: needs both genuine (1) and impostor (0) pairs")
-    # one sorted, contiguous run per (group, label): set 2k = impostors, 2k+1 = genuine
-    set_id = 2 * codes + is_gen
-    order = np.lexsort((s, set_id))
-    s_sorted = s[order]
-    bounds = np.searchsorted(set_id[order], np.arange(2 * len(names) + 1))
-    gen_sets, imp_sets = [], []
-    for k, name in enumerate(names):
-        for sets, j, what in ((imp_sets, 2 * k, "impostor"), (gen_sets, 2 * k + 1, "genuine")):
-            if bounds[j + 1] == bounds[j]:
-                raise ValueError(f"column {group!r}: group {name!r} has no {what} pairs")
-            sets.append(_SortedScores(s_sorted, bounds[j], bounds[j + 1]))
-    candidates = np.sort(s[~is_gen])
+    return s, is_gen, g, rates
 
-    def evaluate(weights: np.ndarray | None) -> dict[str, np.ndarray]:
-        """All estimates for one weighting (rows in sorted order): arrays (n_fmr, n_groups)."""
-        cws_imp = [im.weigh(weights) for im in imp_sets]
-        t_glob = _pooled_threshold(candidates, imp_sets, cws_imp, rates)
-        out = {"threshold_global": np.repeat(t_glob[:, None], len(names), axis=1)}
+
+@dataclass
+class _GroupSets:
+    """The scores as one sorted array with a contiguous run per (group, label): run 2k
+    holds group k's impostors, run 2k + 1 its genuine pairs. ``order`` maps the sorted
+    layout to the input rows (bootstrap weights are laid out in it); ``candidates``: all
+    impostor scores sorted (the pooled threshold's search space)."""
+
+    names: pd.Index
+    order: np.ndarray
+    gen: list[_SortedScores]
+    imp: list[_SortedScores]
+    candidates: np.ndarray
+
+    @classmethod
+    def of(cls, s: np.ndarray, is_gen: np.ndarray, g: pd.Series, label: str,
+           group: str) -> _GroupSets:
+        """Sort ``s`` into runs; ``ValueError`` when a label or a group's label is absent
+        (``label``, ``group``: the column names, for the message)."""
+        codes, names = pd.factorize(g, sort=True)
+        if not (~is_gen).any() or not is_gen.any():
+            raise ValueError(f"column {label!r}: needs both genuine (1) and impostor (0) pairs")
+        set_id = 2 * codes + is_gen
+        order = np.lexsort((s, set_id))
+        s_sorted = s[order]
+        bounds = np.searchsorted(set_id[order], np.arange(2 * len(names) + 1))
+        gen_sets, imp_sets = [], []
+        for k, name in enumerate(names):
+            for sets, j, what in ((imp_sets, 2 * k, "impostor"), (gen_sets, 2 * k + 1, "genuine")):
+                if bounds[j + 1] == bounds[j]:
+                    raise ValueError(f"column {group!r}: group {name!r} has no {what} pairs")
+                sets.append(_SortedScores(s_sorted, bounds[j], bounds[j + 1]))
+        return cls(names, order, gen_sets, imp_sets, np.sort(s[~is_gen]))
+
+    def evaluate(self, weights: np.ndarray | None, rates: np.ndarray) -> dict[str, np.ndarray]:
+        """All estimates for one weighting (rows in sorted order; None = unweighted):
+        arrays (n_fmr, n_groups) keyed ``threshold_global``, ``fmr_global``,
+        ``fnmr_global``, ``threshold_group``, ``fmr_group``, ``fnmr_group``."""
+        cws_imp = [im.weigh(weights) for im in self.imp]
+        t_glob = _pooled_threshold(self.candidates, self.imp, cws_imp, rates)
+        out = {"threshold_global": np.repeat(t_glob[:, None], len(self.names), axis=1)}
         cols = {k: [] for k in ("fmr_global", "fnmr_global", "threshold_group", "fmr_group", "fnmr_group")}
-        for gs, im, ci in zip(gen_sets, imp_sets, cws_imp, strict=True):
-            cg = gs.weigh(weights)
-            t_g = im.threshold(rates, ci)
-            cols["fmr_global"].append(im.fraction_above(t_glob, ci))
-            cols["fnmr_global"].append(1 - gs.fraction_above(t_glob, cg))
+        for gs, im, cw_imp in zip(self.gen, self.imp, cws_imp, strict=True):
+            cw_gen = gs.weigh(weights)
+            t_g = im.threshold(rates, cw_imp)
+            cols["fmr_global"].append(im.fraction_above(t_glob, cw_imp))
+            cols["fnmr_global"].append(1 - gs.fraction_above(t_glob, cw_gen))
             cols["threshold_group"].append(t_g)
-            cols["fmr_group"].append(im.fraction_above(t_g, ci))
-            cols["fnmr_group"].append(1 - gs.fraction_above(t_g, cg))
+            cols["fmr_group"].append(im.fraction_above(t_g, cw_imp))
+            cols["fnmr_group"].append(1 - gs.fraction_above(t_g, cw_gen))
         out.update({k: np.stack(v, axis=1) for k, v in cols.items()})
         return out
 
-    point = evaluate(None)
-    boots: dict[str, list[np.ndarray]] = {k: [] for k in point}
-    if ids is not None:
-        id1 = _column(pairs, ids[0], "identity").to_numpy()[order]
-        id2 = _column(pairs, ids[1], "identity").to_numpy()[order]
-        unit = "identities"
-    else:
-        id1 = id2 = None
-        unit = "pairs"
-    for w in bootstrap_weights(len(pairs), n_boot, seed, id1=id1, id2=id2):
-        for k, v in evaluate(w).items():
-            boots[k].append(v)
 
-    n_gen = np.array([x.values.size for x in gen_sets])
-    n_imp = np.array([x.values.size for x in imp_sets])
+def _group_table(sets: _GroupSets, rates: np.ndarray, point: dict[str, np.ndarray],
+                 boots: dict[str, list[np.ndarray]], n_boot: int, ci: float) -> pd.DataFrame:
+    """:attr:`GroupReport.table`: one row per (fmr_target, group); percentile intervals of
+    the ``n_boot`` replicates in ``boots`` when ``n_boot > 0``."""
+    n_gen = np.array([x.values.size for x in sets.gen])
+    n_imp = np.array([x.values.size for x in sets.imp])
     table = []
     for f in rates:
-        for j, name in enumerate(names):
+        for j, name in enumerate(sets.names):
             table.append({"fmr_target": f, "group": name, "n_genuine": int(n_gen[j]),
                           "n_impostor": int(n_imp[j])})
     table = pd.DataFrame(table)
@@ -604,7 +1147,14 @@ def group_report(
             table[f"{k}_lo"], table[f"{k}_hi"] = lo.reshape(-1), hi.reshape(-1)
     for pol in ("global", "group"):
         table[f"fmr_dev_{pol}_pct"] = 100 * (table[f"fmr_{pol}"] - table["fmr_target"]) / table["fmr_target"]
+    return table
 
+
+def _fairness_summary(rates: np.ndarray, point: dict[str, np.ndarray],
+                      boots: dict[str, list[np.ndarray]], n_boot: int, ci: float,
+                      alpha: float) -> pd.DataFrame:
+    """:attr:`GroupReport.summary`: one row per (fmr_target, policy) of :func:`_summaries`
+    across groups; percentile intervals of the replicates when ``n_boot > 0``."""
     summary = []
     for pol in ("global", "group"):
         est = _summaries(point[f"fmr_{pol}"], point[f"fnmr_{pol}"], alpha)
@@ -618,13 +1168,7 @@ def group_report(
                 if n_boot:
                     row[f"{k}_lo"], row[f"{k}_hi"] = (float(x[i]) for x in intervals[k])
             summary.append(row)
-    meta = {
-        "score": score, "label": label, "group": group, "fmr": rates.tolist(),
-        "n_genuine": int(is_gen.sum()), "n_impostor": int((~is_gen).sum()),
-        "n_boot": int(n_boot), "ci": ci, "seed": seed, "alpha": alpha, "bootstrap_unit": unit,
-        "conventions": "scores are similarities; match iff score > t; rates are fractions",
-    }
-    return GroupReport(table, pd.DataFrame(summary), meta)
+    return pd.DataFrame(summary)
 
 
 # --------------------------------------------------------------------------- enrolment
@@ -632,10 +1176,38 @@ def failure_to_enrol(enrolled: Any, groups: Any = None, reasons: Any = None,
                      ci: float = 0.95) -> pd.DataFrame:
     """Failure-to-enrol table (NIST practice: report it beside every error rate).
 
-    ``enrolled``: bool per image (``EmbedResult.enrolled``); ``groups``: optional label per
-    image (one row per group plus ``"all"``); ``reasons``: optional text per image, the most
-    frequent failure reason is shown. Columns ``n, n_fte, fte_rate, fte_lo, fte_hi``
-    (Wilson interval at ``ci``) and ``top_reason``.
+    Parameters
+    ----------
+    enrolled : array_like of bool
+        Per image, whether a template was made (``EmbedResult.enrolled``); 0/1 accepted.
+    groups : array_like, optional
+        A label per image: one row per group plus ``"all"``; without it one row ``"all"``.
+    reasons : array_like of str, optional
+        Failure reason per image (None where enrolled); the most frequent is shown.
+    ci : float, default 0.95
+        Coverage of the Wilson interval.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by group, columns ``n, n_fte, fte_rate`` (a fraction), ``fte_lo, fte_hi``
+        (Wilson interval at ``ci``) and ``top_reason``.
+
+    Raises
+    ------
+    ValueError
+        If ``enrolled`` holds a missing or non-0/1 value, or ``groups``/``reasons`` do not
+        have one entry per image.
+
+    Examples
+    --------
+    >>> t = failure_to_enrol([True, False, True, True], groups=["a", "a", "b", "b"],
+    ...                      reasons=[None, "no face", None, None])
+    >>> t[["n", "n_fte", "fte_rate", "top_reason"]]
+         n  n_fte  fte_rate top_reason
+    a    2      1      0.50    no face
+    b    2      0      0.00        NaN
+    all  4      1      0.25    no face
     """
     ok = check_labels(pd.Series(np.asarray(enrolled)), "enrolled")
     n = ok.size

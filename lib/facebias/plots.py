@@ -25,11 +25,54 @@ GROUP_COLORS = {
 
 
 def group_color(group: str, i: int = 0) -> str:
+    """Colour of a BFW subgroup (:data:`GROUP_COLORS`), else the ``i``-th colour of the
+    matplotlib property cycle.
+
+    Parameters
+    ----------
+    group : str
+        Subgroup code, e.g. ``"WM"``.
+    i : int, default 0
+        Position in the colour cycle for other groups.
+
+    Returns
+    -------
+    str
+        A matplotlib colour.
+
+    Examples
+    --------
+    >>> group_color("WM")
+    '#7b3294'
+    """
     return GROUP_COLORS.get(group, plt.rcParams["axes.prop_cycle"].by_key()["color"][i % 10])
 
 
 def thin_curve(curve: DetCurve, n: int = 4000) -> DetCurve:
-    """At most ~n points of a DET curve, spaced evenly in log FMR and log FNMR, for plotting."""
+    """At most ~n points of a DET curve, spaced evenly in log FMR and log FNMR, for plotting.
+
+    Both end points are kept; every kept point is a point of ``curve``.
+
+    Parameters
+    ----------
+    curve : DetCurve
+        From :func:`facebias.metrics.det_curve`.
+    n : int, default 4000
+        Target number of points.
+
+    Returns
+    -------
+    DetCurve
+        ``curve`` itself when it has at most ``n`` points.
+
+    Examples
+    --------
+    >>> t = np.linspace(0, 1, 1001)
+    >>> curve = DetCurve(np.r_[-np.inf, t[1:]], 1 - t, t)
+    >>> thin = thin_curve(curve, n=20)
+    >>> thin.fmr.size, float(thin.fmr[0]), float(thin.fnmr[-1])
+    (20, 1.0, 1.0)
+    """
     m = curve.fmr.size
     if m <= n:
         return curve
@@ -48,7 +91,20 @@ def thin_curve(curve: DetCurve, n: int = 4000) -> DetCurve:
 
 
 def det_axes(ax: plt.Axes, fmr_min: float = 1e-5, fnmr_min: float = 1e-4) -> plt.Axes:
-    """Log-log DET axes: FMR on x, FNMR on y (fractions)."""
+    """Log-log DET axes: FMR on x, FNMR on y (fractions).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes to set up.
+    fmr_min, fnmr_min : float, default 1e-5 and 1e-4
+        Lower limits of the axes (both end at 1).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``.
+    """
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(fmr_min, 1)
@@ -61,7 +117,22 @@ def det_axes(ax: plt.Axes, fmr_min: float = 1e-5, fnmr_min: float = 1e-4) -> plt
 
 
 def plot_det(ax: plt.Axes, curves: Mapping[str, DetCurve], **det_kw) -> plt.Axes:
-    """One DET curve per label (e.g. per subgroup) on log-log axes."""
+    """One DET curve per label (e.g. per subgroup) on log-log axes.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes to draw on.
+    curves : Mapping of str to DetCurve
+        Curve per label; BFW subgroup labels get their :data:`GROUP_COLORS`.
+    **det_kw
+        ``fmr_min``, ``fnmr_min`` of :func:`det_axes`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``.
+    """
     det_axes(ax, **det_kw)
     for i, (label, c) in enumerate(curves.items()):
         t = thin_curve(c)
@@ -74,7 +145,23 @@ def plot_score_distributions(
     axes: Sequence[plt.Axes], df: pd.DataFrame, score: str, groups: Sequence[str],
     bins: int = 80, titles: bool = True,
 ) -> None:
-    """Genuine and impostor score histograms (density), one panel per group."""
+    """Genuine and impostor score histograms (density), one panel per group.
+
+    Parameters
+    ----------
+    axes : Sequence of matplotlib.axes.Axes
+        One panel per group.
+    df : pandas.DataFrame
+        Pairs with columns ``group``, ``label`` (1 = genuine, 0 = impostor) and ``score``.
+    score : str
+        The score column (a similarity).
+    groups : Sequence of str
+        Groups to draw, one per panel.
+    bins : int, default 80
+        Bins shared by all panels, over the central 99.9% of scores.
+    titles : bool, default True
+        Title each panel with its group.
+    """
     lo, hi = np.quantile(df[score], [0.0005, 0.9995])
     edges = np.linspace(lo, hi, bins + 1)
     for ax, g in zip(axes, groups, strict=False):
@@ -90,7 +177,23 @@ def plot_score_distributions(
 
 def heatmap(ax: plt.Axes, table: pd.DataFrame, fmt: str = "{:+.0f}", cmap: str = "RdBu_r",
             vmax: float | None = None, label: str = "") -> None:
-    """Annotated diverging heatmap of a (rows × columns) table centred at 0."""
+    """Annotated diverging heatmap of a (rows × columns) table centred at 0.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes to draw on.
+    table : pandas.DataFrame
+        Numeric table; columns are labelled with ``format(c, "g")``.
+    fmt : str, default "{:+.0f}"
+        Format of the cell annotations.
+    cmap : str, default "RdBu_r"
+        Diverging colour map.
+    vmax : float, optional
+        Colour limit ``[-vmax, vmax]`` (default: the largest absolute value).
+    label : str, default ""
+        Colour-bar label.
+    """
     v = table.to_numpy(dtype=float)
     vmax = vmax or max(np.nanmax(np.abs(v)), 1e-9)
     im = ax.imshow(v, cmap=cmap, vmin=-vmax, vmax=vmax, aspect="auto")
@@ -106,7 +209,24 @@ def interval_err(estimate, lo, hi) -> np.ndarray:
     """Error-bar lengths ``(2, n)`` below / above ``estimate`` for an interval ``[lo, hi]``, for
     matplotlib's ``yerr`` / ``xerr``. A percentile-bootstrap interval need not contain the
     point estimate (e.g. an FNMR of 1.0 with a bootstrap interval below it); the bar on that
-    side then has length 0 instead of a negative length, which matplotlib rejects."""
+    side then has length 0 instead of a negative length, which matplotlib rejects.
+
+    Parameters
+    ----------
+    estimate, lo, hi : array_like
+        Point estimates and interval bounds, broadcastable.
+
+    Returns
+    -------
+    numpy.ndarray
+        (2, n) float64: ``estimate - lo`` and ``hi - estimate``, clipped at 0.
+
+    Examples
+    --------
+    >>> interval_err([0.5, 1.0], [0.4, 0.8], [0.7, 0.9])
+    array([[0.1, 0.2],
+           [0.2, 0. ]])
+    """
     est, lo, hi = (np.asarray(v, dtype=float) for v in (estimate, lo, hi))
     return np.stack([np.clip(est - lo, 0.0, None), np.clip(hi - est, 0.0, None)])
 
@@ -119,7 +239,27 @@ def paired_groups(ax: plt.Axes, pairs: pd.DataFrame, attr: str, names: tuple[str
     with the attributes the two groups share; on the dashed diagonal ``attr`` makes no
     difference. ``names``: the x and y levels of ``attr`` for the axis labels (e.g.
     ``("female", "male")``). Pairs with a missing rate are left out; an empty table (or none
-    for ``attr``) draws the diagonal only."""
+    for ``attr``) draws the diagonal only.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes to draw on.
+    pairs : pandas.DataFrame
+        Columns ``attribute``, ``shared``, ``x``, ``y`` (error rates 0-1) and the interval
+        bounds ``x_lo``, ``x_hi``, ``y_lo``, ``y_hi``.
+    attr : str
+        The attribute whose pairs are drawn.
+    names : tuple of (str, str)
+        Labels of the x and y levels.
+    title : str, optional
+        Panel title.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``.
+    """
     p = pairs[pairs["attribute"] == attr] if len(pairs) else pairs
     p = p.dropna(subset=["x", "y"]) if len(p) else p
     if len(p):
@@ -138,12 +278,35 @@ def paired_groups(ax: plt.Axes, pairs: pd.DataFrame, attr: str, names: tuple[str
 
 
 def stamp(fig: plt.Figure, text: str) -> None:
-    """Provenance line below a figure's axes (backend, data, seed); saved with the figure."""
+    """Provenance line below a figure's axes (backend, data, seed); saved with the figure.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    text : str
+        The line, e.g. ``"simulated BFW world, seed 0"``.
+    """
     fig.text(0.005, 0.0, text, fontsize=7, color="0.35", ha="left", va="top")
 
 
 def save(fig: plt.Figure, path: str | Path, dpi: int = 120) -> Path:
-    """Save atomically (no half-written PNG after a crash)."""
+    """Save atomically (no half-written PNG after a crash).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    path : str or Path
+        Output file; its suffix sets the format (``png`` when none).
+    dpi : int, default 120
+        Resolution of raster formats.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
     path = Path(path)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format=path.suffix.lstrip(".") or "png")

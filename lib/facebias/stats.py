@@ -33,6 +33,37 @@ def bootstrap_weights(
     resampled with replacement instead (a cluster bootstrap): identity ``i`` drawn ``m_i``
     times gives a pair ``(a, b)`` the weight ``m_a * m_b``, and a same-identity pair
     ``(a, a)`` the weight ``m_a``. Deterministic given ``seed``.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows (pairs) of the table being resampled.
+    n_boot : int
+        Number of replicates to yield (>= 0).
+    seed : int
+        Seed of the ``numpy.random.default_rng`` that draws every replicate.
+    id1, id2 : array_like of length ``n``, optional
+        The two identity columns of a pair table; give both for the identity (cluster)
+        bootstrap, or neither for the row bootstrap.
+
+    Yields
+    ------
+    numpy.ndarray
+        (n,) float64 multiplicities, one per row, for one replicate.
+
+    Raises
+    ------
+    ValueError
+        If ``n_boot < 0``; if only one identity column is given, or either has a length
+        other than ``n`` or a missing value.
+
+    Examples
+    --------
+    >>> next(bootstrap_weights(4, n_boot=1, seed=0))
+    array([0., 1., 2., 1.])
+    >>> w = next(bootstrap_weights(3, 1, seed=0, id1=["a", "a", "b"], id2=["a", "b", "b"]))
+    >>> w.shape
+    (3,)
     """
     if n_boot < 0:
         raise ValueError(f"n_boot: must be >= 0, got {n_boot}")
@@ -65,6 +96,25 @@ def percentile_interval(replicates: np.ndarray, ci: float = 0.95) -> tuple[np.nd
 
     The bounds are order statistics (the outer ones, no interpolation), so infinite
     replicates such as an unbounded max/min ratio are handled.
+
+    Parameters
+    ----------
+    replicates : array_like
+        Bootstrap replicates, one per row (axis 0); further axes are separate statistics.
+    ci : float, default 0.95
+        Coverage of the two-sided interval; ``(1 - ci) / 2`` is cut from each tail.
+
+    Returns
+    -------
+    lo, hi : numpy.ndarray
+        Lower and upper bounds with the shape of ``replicates[0]``; NaN where every
+        replicate is NaN.
+
+    Examples
+    --------
+    >>> reps = np.arange(1.0, 101.0)[:, None]  # 100 replicates of one statistic
+    >>> percentile_interval(reps, ci=0.9)
+    (array([5.]), array([96.]))
     """
     r = np.asarray(replicates, dtype=np.float64)
     q = [(1 - ci) / 2, 1 - (1 - ci) / 2]
@@ -76,7 +126,33 @@ def percentile_interval(replicates: np.ndarray, ci: float = 0.95) -> tuple[np.nd
 
 
 def wilson_interval(successes: Any, n: Any, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval for a binomial proportion ``successes / n`` (vectorised)."""
+    """Wilson score interval for a binomial proportion ``successes / n`` (vectorised).
+
+    Parameters
+    ----------
+    successes : array_like
+        Number of successes, ``0 <= successes <= n``.
+    n : array_like
+        Number of trials (> 0); broadcasts against ``successes``.
+    ci : float, default 0.95
+        Coverage of the two-sided interval.
+
+    Returns
+    -------
+    lo, hi : numpy.ndarray
+        Lower and upper bounds of the proportion, in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If any ``n <= 0`` or ``successes`` lies outside ``0..n``.
+
+    Examples
+    --------
+    >>> lo, hi = wilson_interval(8, 10)
+    >>> print(f"{lo:.3f} {hi:.3f}")
+    0.490 0.943
+    """
     x = np.asarray(successes, dtype=np.float64)
     m = np.asarray(n, dtype=np.float64)
     if np.any(m <= 0) or np.any(x < 0) or np.any(x > m):

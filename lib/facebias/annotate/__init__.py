@@ -25,10 +25,10 @@ from facebias.annotate.simulate import (
     simulate_pair_votes,
     simulate_synthetic,
 )
-from facebias.annotate.store import AnnotationStore
+from facebias.annotate.store import AnnotationStore, synthetic_image_path
 
 __all__ = ["Scale", "SCALES_004", "SCALES_000", "PAIR_SCALE", "pair_item_ids", "AnnotationStore",
            "trimmed_mean", "hcic", "score", "scores_from_votes", "item_sd", "krippendorff_alpha", "icc",
            "uncanny_keep", "votes_matrix", "Panel", "simulate_image_votes",
            "simulate_pair_votes", "simulate_synthetic", "read_sagemaker", "read_votes_csv",
-           "read_transects_pkl"]
+           "read_transects_pkl", "synthetic_image_path"]

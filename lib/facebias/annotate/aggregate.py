@@ -54,9 +54,36 @@ def _check_levels(m: np.ndarray, k: int, what: str) -> None:
 def trimmed_mean(votes, trim: int, allow_missing: bool = False) -> np.ndarray:
     """Per row: sort, drop the ``trim`` smallest and ``trim`` largest values, mean of the rest.
 
-    ``votes``: items x n. A row with NaN raises ``ValueError`` unless ``allow_missing``; then
-    the NaNs are dropped first and rows with fewer than ``2*trim + 1`` values give NaN.
     ``trim=0`` is the plain mean.
+
+    Parameters
+    ----------
+    votes : array_like
+        Items x n matrix of votes (any numbers, e.g. level indices).
+    trim : int
+        Number of values dropped at each end of every row (>= 0).
+    allow_missing : bool, default False
+        Drop NaNs first instead of raising; rows with fewer than ``2*trim + 1`` values then
+        give NaN.
+
+    Returns
+    -------
+    numpy.ndarray
+        (items,) float64 trimmed means.
+
+    Raises
+    ------
+    ValueError
+        If ``votes`` is not 2-D or holds an infinity, ``trim`` is not a non-negative
+        integer, or (without ``allow_missing``) a row holds NaN or has fewer than
+        ``2*trim + 1`` votes.
+
+    Examples
+    --------
+    >>> trimmed_mean([[1, 2, 3, 10], [4, 4, 5, 6]], trim=1)
+    array([2.5, 4.5])
+    >>> trimmed_mean([[1, 2, np.nan], [1, np.nan, np.nan]], trim=0, allow_missing=True)
+    array([1.5, 1. ])
     """
     m = _matrix(votes)
     if not isinstance(trim, int | np.integer) or trim < 0:
@@ -85,7 +112,33 @@ def trimmed_mean(votes, trim: int, allow_missing: bool = False) -> np.ndarray:
 
 def hcic(votes) -> np.ndarray:
     """HCIC per pair from an (n_pairs, 9) array of raw identity votes 0..4: drop the 2 lowest
-    and 2 highest, mean of the middle 5, /4. In [0, 1]; higher = more different."""
+    and 2 highest, mean of the middle 5, /4. In [0, 1]; higher = more different.
+
+    HCIC is a dissimilarity: a pair is "same identity" iff ``HCIC <= t``
+    (:data:`HCIC_THRESHOLD` = 0.3, paper 000's main setting).
+
+    Parameters
+    ----------
+    votes : array_like
+        (n_pairs, 9) identity votes on :data:`~facebias.annotate.scales.PAIR_SCALE`,
+        0 = likely same .. 4 = likely different; no NaN.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n_pairs,) float64 in [0, 1], on a 0.05 grid.
+
+    Raises
+    ------
+    ValueError
+        If a row does not hold exactly 9 votes, a vote is missing, or a vote is not an
+        integer in 0..4.
+
+    Examples
+    --------
+    >>> hcic([[0, 0, 0, 1, 1, 1, 2, 4, 4]])  # middle five 0, 1, 1, 1, 2: mean 1, / 4
+    array([0.25])
+    """
     m = _matrix(votes, "hcic votes")
     if m.shape[1] != 9:
         raise ValueError(f"hcic: expected 9 votes per pair, got shape {m.shape}")
@@ -100,6 +153,35 @@ def score(votes, k: int, agg: str = "trimmed", allow_missing: bool = False) -> n
 
     ``agg='trimmed'`` (Transects authors' code): drop 1 min and 1 max, mean of the rest, /(K-1);
     ``agg='mean'``: plain mean / (K-1).
+
+    Parameters
+    ----------
+    votes : array_like
+        Items x n matrix of level indices 0..K-1 (NaN = missing).
+    k : int
+        Number of levels K of the scale (>= 2).
+    agg : {"trimmed", "mean"}, default "trimmed"
+        The aggregation rule.
+    allow_missing : bool, default False
+        Drop missing votes instead of raising (see :func:`trimmed_mean`).
+
+    Returns
+    -------
+    numpy.ndarray
+        (items,) float64 in [0, 1]; 0 = the scale's first level.
+
+    Raises
+    ------
+    ValueError
+        For a vote outside the integer levels 0..K-1, an unknown ``agg``, or missing or
+        too few votes (see :func:`trimmed_mean`).
+
+    Examples
+    --------
+    >>> score([[0, 1, 2, 4, 4]], k=5)  # middle three 1, 2, 4: mean 7/3, / 4
+    array([0.58333333])
+    >>> score([[0, 1, 2, 4, 4]], k=5, agg="mean")
+    array([0.55])
     """
     m = _matrix(votes)
     _check_levels(m, k, "score votes")
@@ -113,7 +195,30 @@ def score(votes, k: int, agg: str = "trimmed", allow_missing: bool = False) -> n
 
 
 def item_sd(votes, k: int) -> np.ndarray:
-    """Per-item SD of the votes, population form (ddof=0), divided by K-1 (NaNs ignored)."""
+    """Per-item SD of the votes, population form (ddof=0), divided by K-1 (NaNs ignored).
+
+    Parameters
+    ----------
+    votes : array_like
+        Items x n matrix of level indices 0..K-1 (NaN = missing).
+    k : int
+        Number of levels K of the scale (>= 2).
+
+    Returns
+    -------
+    numpy.ndarray
+        (items,) float64 in [0, 0.5]; NaN for an item without votes.
+
+    Raises
+    ------
+    ValueError
+        For a vote outside the integer levels 0..K-1.
+
+    Examples
+    --------
+    >>> item_sd([[0, 4], [2, 2]], k=5)
+    array([0.5, 0. ])
+    """
     m = _matrix(votes)
     _check_levels(m, k, "item_sd votes")
     cnt = (~np.isnan(m)).sum(axis=1)
@@ -129,6 +234,31 @@ def krippendorff_alpha(votes, level: str = "interval") -> float:
     ``level``: 'interval' (squared difference), 'ordinal' (rank-based, over the observed values)
     or 'nominal'. Units with fewer than 2 votes are not pairable and are ignored. Computed from
     the coincidence matrix ``o``: ``alpha = 1 - (n - 1) sum o_ck d_ck / sum n_c n_k d_ck``.
+
+    Parameters
+    ----------
+    votes : array_like
+        Items (units) x coders matrix of values, NaN = missing.
+    level : {"interval", "ordinal", "nominal"}, default "interval"
+        Level of measurement, which sets the distance ``d``.
+
+    Returns
+    -------
+    float
+        Alpha: 1 = perfect agreement, 0 = chance, negative = systematic disagreement.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``level``, no votes, no unit with 2 or more votes, or pairable votes
+        that all take one value (alpha undefined).
+
+    Examples
+    --------
+    >>> krippendorff_alpha([[1, 1], [2, 2], [3, 3]])
+    1.0
+    >>> krippendorff_alpha([[1, 2], [2, 3], [3, 1]])
+    -0.25
     """
     m = _matrix(votes)
     if level not in ("interval", "ordinal", "nominal"):
@@ -168,7 +298,28 @@ def krippendorff_alpha(votes, level: str = "interval") -> float:
 
 def icc(votes) -> float:
     """ICC(1) (one-way random effects, single rating) of a complete items x n matrix:
-    ``(MSB - MSW) / (MSB + (n - 1) MSW)`` from the one-way ANOVA with items as groups."""
+    ``(MSB - MSW) / (MSB + (n - 1) MSW)`` from the one-way ANOVA with items as groups.
+
+    Parameters
+    ----------
+    votes : array_like
+        Items x n matrix without NaN (n votes per item).
+
+    Returns
+    -------
+    float
+        ICC(1), at most 1 (1 = the votes of an item always agree).
+
+    Raises
+    ------
+    ValueError
+        For a NaN, fewer than 2 items or 2 votes per item, or all votes equal (undefined).
+
+    Examples
+    --------
+    >>> icc([[1, 2], [3, 3], [5, 4]])
+    0.8620689655172415
+    """
     m = _matrix(votes)
     if np.isnan(m).any():
         raise ValueError("icc: needs a complete matrix (no NaN)")
@@ -186,7 +337,30 @@ def icc(votes) -> float:
 
 def uncanny_keep(scores, threshold: float = UNCANNY_THRESHOLD) -> np.ndarray:
     """Realism filter: keep an image iff its normalised uncanny score (0 = real for sure,
-    1 = fake for sure) is ``< threshold``. NaN scores raise ``ValueError``."""
+    1 = fake for sure) is ``< threshold``.
+
+    Parameters
+    ----------
+    scores : array_like
+        Normalised uncanny scores in [0, 1] (e.g. from :func:`score`).
+    threshold : float, default UNCANNY_THRESHOLD
+        0.8, paper 000's cut-off.
+
+    Returns
+    -------
+    numpy.ndarray
+        Bool mask, True = keep.
+
+    Raises
+    ------
+    ValueError
+        If a score is NaN.
+
+    Examples
+    --------
+    >>> uncanny_keep([0.1, 0.8, 0.95])
+    array([ True, False, False])
+    """
     s = np.asarray(scores, dtype=float)
     if np.isnan(s).any():
         raise ValueError("uncanny_keep: NaN scores (image without uncanny votes?)")
@@ -200,6 +374,36 @@ def votes_matrix(votes: pd.DataFrame, question: str,
     Items appear in order of their first vote, each row holds that item's votes in insertion
     order, NaN padded to ``n`` (default: the largest count). An item with more than ``n`` votes
     raises ``ValueError`` (nothing is dropped silently).
+
+    Parameters
+    ----------
+    votes : pandas.DataFrame
+        Store votes with columns ``item_id``, ``question`` and ``value`` (level index).
+    question : str
+        The question to pivot.
+    n : int, optional
+        Number of vote slots per item.
+
+    Returns
+    -------
+    item_ids : numpy.ndarray
+        (items,) object array, in order of first vote.
+    matrix : numpy.ndarray
+        (items, n) float64 votes, NaN padded.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing, ``question`` has no votes, or an item has more than ``n``.
+
+    Examples
+    --------
+    >>> votes = pd.DataFrame({"item_id": ["a", "b", "a", "b", "a"], "question": "smile",
+    ...                       "value": [0, 4, 1, 3, 2]})
+    >>> ids, mat = votes_matrix(votes, "smile")
+    >>> ids, mat
+    (array(['a', 'b'], dtype=object), array([[ 0.,  1.,  2.],
+           [ 4.,  3., nan]]))
     """
     for col in ("item_id", "question", "value"):
         if col not in votes.columns:
@@ -231,6 +435,37 @@ def scores_from_votes(votes: pd.DataFrame, scales: Mapping[str, Scale] | None = 
     ``scales``: per question (default ``votes.attrs['scales']`` if set, else
     :data:`~facebias.annotate.SCALES_004`). Every item needs the same number of votes per
     question (``n``, default the largest count); a missing vote raises ``ValueError``.
+
+    Parameters
+    ----------
+    votes : pandas.DataFrame
+        Store votes with columns ``item_id``, ``question`` and ``value`` (level index).
+    scales : Mapping of str to Scale, optional
+        The scale of each question.
+    agg : {"trimmed", "mean"}, default "trimmed"
+        The rule of :func:`score`.
+    n : int, optional
+        Votes per item and question.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per item, one column per question, scores in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        For a question without a scale, an item with missing votes, or invalid votes.
+
+    Examples
+    --------
+    >>> votes = pd.DataFrame({"item_id": list("aaabbb"), "question": "smile",
+    ...                       "value": [0, 1, 2, 4, 3, 4]})
+    >>> scores_from_votes(votes)  # smile has K = 5 levels
+             smile
+    item_id
+    a         0.25
+    b         1.00
     """
     if scales is None:
         scales = votes.attrs.get("scales") or SCALES_004

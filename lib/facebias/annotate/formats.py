@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from facebias.annotate.scales import Scale
+from facebias.validate import require_columns
 
 __all__ = ["read_sagemaker", "read_votes_csv", "read_transects_pkl", "question_name"]
 
@@ -40,7 +41,23 @@ VOTE_FRAME_COLUMNS = ["annotator", "item_id", "question", "value"]
 
 
 def question_name(attribute: str) -> str:
-    """Repository attribute key -> question name: ``'skin-color'`` -> ``'skin_color'``."""
+    """Repository attribute key -> question name (surrounding space stripped, ``-`` -> ``_``).
+
+    Parameters
+    ----------
+    attribute : str
+        Attribute key as the Transects repository spells it.
+
+    Returns
+    -------
+    str
+        The question name used in the annotation store.
+
+    Examples
+    --------
+    >>> question_name("skin-color")
+    'skin_color'
+    """
     return attribute.strip().replace("-", "_")
 
 
@@ -62,11 +79,29 @@ def read_sagemaker(attr_dir: str | os.PathLike,
                    attribute: str | None = None) -> tuple[pd.DataFrame, Scale]:
     """Votes and scale of one SageMaker attribute directory (layout in the module doc).
 
-    ``attribute``: question name (default: the directory name, ``-`` -> ``_``). Returns
-    ``(votes, scale)``: votes in manifest order (then file name, then answer order) and the
-    :class:`Scale` whose levels are the ``data.json`` labels. Raises ``FileNotFoundError`` for a
-    missing file and ``ValueError`` naming the file for malformed JSON, an unknown label name, a
-    missing field or a response folder outside the manifest.
+    Parameters
+    ----------
+    attr_dir : str or os.PathLike
+        The attribute directory.
+    attribute : str, optional
+        Question name; default the directory name with ``-`` -> ``_``.
+
+    Returns
+    -------
+    votes : pandas.DataFrame
+        ``annotator`` (worker id), ``item_id`` (manifest image stem), ``question``,
+        ``value`` (0-based level index, int64), in manifest order (then file name, then
+        answer order).
+    scale : Scale
+        Levels = the ``data.json`` labels, in order.
+
+    Raises
+    ------
+    FileNotFoundError
+        For a missing directory, label file, manifest or response folder.
+    ValueError
+        Naming the file: for malformed JSON, an unknown label name, a missing field,
+        duplicate manifest images or a response folder outside the manifest.
     """
     root = Path(attr_dir)
     if not root.is_dir():
@@ -135,19 +170,52 @@ def read_sagemaker(attr_dir: str | os.PathLike,
 
 def read_votes_csv(path: str | os.PathLike,
                    scales: Mapping[str, Scale] | None = None) -> pd.DataFrame:
-    """Votes from a CSV with columns annotator, item_id, question, value (optional vote_id,
-    time kept). Ids are read as strings (``'0001'`` stays ``'0001'``). ``value`` must be a
-    non-negative integer level; with ``scales`` it may also be a level name and must lie in
-    0..K-1 of its question's scale. Errors name the CSV line."""
+    """Votes from a CSV with one vote per row.
+
+    Ids are read as strings (``'0001'`` stays ``'0001'``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        CSV with columns ``annotator, item_id, question, value``; optional ``vote_id`` and
+        ``time`` (UNIX seconds) columns are kept.
+    scales : mapping of str to Scale, optional
+        Each question's scale: ``value`` may then also be a level name, and must lie in
+        0..K-1.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The votes, ``value`` as the 0-based level index (int64).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    ValueError
+        Naming the CSV line: for a missing column, an empty id, a question without a
+        scale, a value that is not a non-negative integer (or a level name), or a level
+        outside the scale.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from facebias.annotate.scales import Scale
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "v.csv").write_text(
+    ...         "annotator,item_id,question,value\\nw1,0001,smile,Smile\\nw2,0001,smile,0\\n")
+    ...     read_votes_csv(Path(d, "v.csv"), {"smile": Scale("smile", ("Frown", "Neutral", "Smile"))})
+      annotator item_id question  value
+    0        w1    0001    smile      2
+    1        w2    0001    smile      0
+    """
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"votes CSV not found: {p}")
     df = pd.read_csv(p, dtype={"annotator": str, "item_id": str, "question": str,
                                "value": str, "vote_id": str}, keep_default_na=False,
                      na_values={"time": [""]})
-    missing = [c for c in VOTE_FRAME_COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"{p}: missing column(s) {missing}; columns are {list(df.columns)}")
+    require_columns(df, VOTE_FRAME_COLUMNS, str(p))
     values = np.empty(len(df), dtype=np.int64)
     for i, (ann, item, q, v) in enumerate(df[VOTE_FRAME_COLUMNS].itertuples(index=False)):
         where = f"{p}: line {i + 2}"
@@ -198,15 +266,51 @@ class _DataOnlyUnpickler(pickle.Unpickler):
 
 
 def read_transects_pkl(path: str | os.PathLike) -> pd.DataFrame:
-    """Votes from the Transects authors' processed ``annotations.pkl``: a dict with
-    ``attributes`` (names), ``responses`` (per attribute an int array (N_images, n) of level
-    indices) and ``attribute_levels`` (per attribute the level names).
+    """Votes from the Transects authors' processed ``annotations.pkl``.
 
-    item_id = image index zero padded to 4 digits (``'0000'``, the SageMaker file stem);
-    annotator = ``'slot<j>'`` for response column j (the file keeps no worker ids, so it is a
-    vote slot, not a person); question = attribute with ``-`` -> ``_``. The scales are in
-    ``votes.attrs['scales']``. The pickle is read by a restricted unpickler that admits only
-    containers and numpy arrays, so a crafted file cannot run code.
+    The pickle is read by a restricted unpickler that admits only containers and numpy
+    arrays, so a crafted file cannot run code.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A pickled dict with ``attributes`` (names), ``responses`` (per attribute an int
+        array (N_images, n) of level indices) and ``attribute_levels`` (per attribute the
+        level names).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The votes: item_id = image index zero padded to 4 digits (``'0000'``, the
+        SageMaker file stem); annotator = ``'slot<j>'`` for response column j (the file
+        keeps no worker ids, so it is a vote slot, not a person); question = attribute
+        with ``-`` -> ``_``; value = level index (int64). The scales are in
+        ``votes.attrs['scales']``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    ValueError
+        For an unreadable or non-data pickle, a missing key, lists of different lengths,
+        or responses that are not 2-D integer levels of their scale.
+
+    Examples
+    --------
+    >>> import pickle, tempfile
+    >>> data = {"attributes": ["skin-color"], "responses": [np.array([[0, 2], [1, 1]])],
+    ...         "attribute_levels": [["light", "medium", "dark"]]}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "a.pkl").write_bytes(pickle.dumps(data))
+    ...     votes = read_transects_pkl(Path(d, "a.pkl"))
+    >>> votes
+      annotator item_id    question  value
+    0     slot0    0000  skin_color      0
+    1     slot1    0000  skin_color      2
+    2     slot0    0001  skin_color      1
+    3     slot1    0001  skin_color      1
+    >>> votes.attrs["scales"]["skin_color"].k
+    3
     """
     p = Path(path)
     if not p.exists():

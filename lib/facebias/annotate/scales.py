@@ -24,7 +24,26 @@ __all__ = ["Scale", "SCALES_004", "SCALES_000", "PAIR_SCALE", "pair_item_ids"]
 
 @dataclass(frozen=True)
 class Scale:
-    """An ordered rating scale: ``levels[i]`` is the label of level index ``i``."""
+    """An ordered rating scale: ``levels[i]`` is the label of level index ``i``.
+
+    Parameters
+    ----------
+    name : str
+        Non-empty name.
+    levels : tuple of str
+        At least 2 distinct, non-empty labels, first = level index 0.
+
+    Raises
+    ------
+    ValueError
+        For an empty name, fewer than 2 levels, or empty or duplicate labels.
+
+    Examples
+    --------
+    >>> s = Scale("smile", ("Frown", "Neutral", "Smile"))
+    >>> s.k, s.index("Smile"), s.normalise([0, 1, 2]).tolist()
+    (3, 2, [0.0, 0.5, 1.0])
+    """
 
     name: str
     levels: tuple[str, ...]
@@ -43,11 +62,38 @@ class Scale:
 
     @property
     def k(self) -> int:
-        """Number of levels K."""
+        """Number of levels K.
+
+        Examples
+        --------
+        >>> PAIR_SCALE.k
+        5
+        """
         return len(self.levels)
 
     def normalise(self, values) -> np.ndarray:
-        """Level indices (0..K-1, NaN kept) -> float array ``value / (K-1)`` in [0, 1]."""
+        """Level indices (0..K-1, NaN kept) -> float array ``value / (K-1)`` in [0, 1].
+
+        Parameters
+        ----------
+        values : array_like
+            Level indices 0..K-1 (need not be integers); NaN = missing.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 in [0, 1], NaN where ``values`` is NaN.
+
+        Raises
+        ------
+        ValueError
+            If a finite value lies outside 0..K-1.
+
+        Examples
+        --------
+        >>> PAIR_SCALE.normalise([0, 2, np.nan])
+        array([0. , 0.5, nan])
+        """
         v = np.asarray(values, dtype=float)
         finite = v[np.isfinite(v)]
         if finite.size and (finite.min() < 0 or finite.max() > self.k - 1):
@@ -58,7 +104,28 @@ class Scale:
         return v / (self.k - 1)
 
     def index(self, label: str) -> int:
-        """0-based level index of the level named ``label`` (ValueError if unknown)."""
+        """0-based level index of the level named ``label``.
+
+        Parameters
+        ----------
+        label : str
+            A level name of this scale.
+
+        Returns
+        -------
+        int
+            Its index, 0..K-1.
+
+        Raises
+        ------
+        ValueError
+            For a label the scale does not have; the message lists the levels.
+
+        Examples
+        --------
+        >>> PAIR_SCALE.index("Likely different")
+        4
+        """
         try:
             return self.levels.index(label)
         except ValueError:
@@ -100,5 +167,20 @@ PAIR_SCALE = Scale(
 
 def pair_item_ids(pair_ids) -> list[str]:
     """Annotation item id of each pair of ``data/synthetic/hcic/pairs.parquet``:
-    ``pair_{pair_id:05d}`` (the simulated panel, the annotation UI and the HCIC study all use it)."""
+    ``pair_{pair_id:05d}`` (the simulated panel, the annotation UI and the HCIC study all use it).
+
+    Parameters
+    ----------
+    pair_ids : Iterable of int
+        The pairs' ``pair_id`` values.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> pair_item_ids([3, 120])
+    ['pair_00003', 'pair_00120']
+    """
     return [f"pair_{int(i):05d}" for i in pair_ids]

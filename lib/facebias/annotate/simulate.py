@@ -33,8 +33,9 @@ import numpy as np
 import pandas as pd
 
 from facebias.annotate.scales import PAIR_SCALE, SCALES_000, SCALES_004, Scale, pair_item_ids
-from facebias.annotate.store import AnnotationStore
+from facebias.annotate.store import AnnotationStore, synthetic_image_path
 from facebias.io import atomic_path
+from facebias.validate import require_columns
 
 __all__ = ["Panel", "simulate_image_votes", "simulate_pair_votes", "simulate_synthetic",
            "realism_truth", "pair_dissimilarity", "ATTR_MAP_004", "ATTR_MAP_000"]
@@ -53,14 +54,40 @@ ATTR_MAP_000: dict[str, str] = {
 
 @dataclass
 class Panel:
-    """A pool of simulated annotators ``sim000``, ``sim001``, ...
+    """A pool of simulated annotators ``sim000``, ``sim001``, ... (perception model in the
+    module doc).
 
-    ``noise``: SD of the per-vote perception noise in raw levels (single-image questions;
-    pairs take their own ``noise`` argument); ``bias_sd``: SD of each annotator's offset in raw
-    levels; ``outlier_rate``: fraction of uniform random votes; ``own_group_effect`` in [0, 1]:
-    shrinkage toward the scale middle on other-group items (see module doc);
-    ``noise_spread``: log-SD of each annotator's noise multiplier; ``group_shares``: annotator
-    group -> share of the panel (``None``: groups uniform over the item groups present).
+    Parameters
+    ----------
+    n_annotators : int, default 40
+        Panel size (>= 1).
+    noise : float, default 0.45
+        SD of the per-vote perception noise in raw levels (single-image questions; pairs
+        take their own ``noise`` argument).
+    bias_sd : float, default 0.15
+        SD of each annotator's offset in raw levels.
+    outlier_rate : float, default 0.03
+        Fraction of uniform random votes, in [0, 1].
+    own_group_effect : float, default 0.0
+        Shrinkage toward the scale middle on other-group items, in [0, 1]; 0 = off.
+    seed : int, default 0
+        Seeds every random stream (with the purpose and question).
+    noise_spread : float, default 0.25
+        Log-SD of each annotator's noise multiplier.
+    group_shares : mapping of str to float, optional
+        Annotator group -> share of the panel; ``None``: groups uniform over the item
+        groups present.
+
+    Raises
+    ------
+    ValueError
+        For ``n_annotators < 1``, a negative SD, a rate outside [0, 1], or shares that are
+        negative or sum to 0.
+
+    Examples
+    --------
+    >>> Panel(n_annotators=3).annotators
+    ['sim000', 'sim001', 'sim002']
     """
 
     n_annotators: int = 40
@@ -93,20 +120,64 @@ class Panel:
         return [f"sim{i:03d}" for i in range(self.n_annotators)]
 
     def rng(self, *keys: str) -> np.random.Generator:
-        """Random stream for ``keys`` (stable across runs and Python processes)."""
+        """Random stream for ``keys`` (stable across runs and Python processes).
+
+        Parameters
+        ----------
+        *keys : str
+            Purpose of the stream (e.g. ``"bias", question``), hashed with CRC-32.
+
+        Returns
+        -------
+        numpy.random.Generator
+            Seeded by ``(seed, crc32(key) for key in keys)``.
+        """
         return np.random.default_rng([int(self.seed), *(zlib.crc32(k.encode()) for k in keys)])
 
     def noise_multipliers(self) -> np.ndarray:
-        """Per-annotator noise multiplier ``exp(N(0, noise_spread))``."""
+        """Per-annotator noise multiplier ``exp(N(0, noise_spread))``.
+
+        Returns
+        -------
+        numpy.ndarray
+            (n_annotators,) positive multipliers of ``noise``.
+        """
         return np.exp(self.rng("noise").normal(0.0, self.noise_spread, self.n_annotators))
 
     def biases(self, question: str) -> np.ndarray:
-        """Per-annotator offset (raw levels) for ``question``."""
+        """Per-annotator offset for ``question``, ``N(0, bias_sd)``.
+
+        Parameters
+        ----------
+        question : str
+            The question; each has its own offsets.
+
+        Returns
+        -------
+        numpy.ndarray
+            (n_annotators,) offsets in raw levels.
+        """
         return self.rng("bias", question).normal(0.0, self.bias_sd, self.n_annotators)
 
-    def groups(self, item_groups=None) -> np.ndarray:
+    def groups(self, item_groups: np.typing.ArrayLike | None = None) -> np.ndarray:
         """Each annotator's group: drawn with ``group_shares`` (or uniformly over the sorted
-        distinct ``item_groups``)."""
+        distinct ``item_groups``).
+
+        Parameters
+        ----------
+        item_groups : array_like, optional
+            The items' groups; needed when ``group_shares`` is None.
+
+        Returns
+        -------
+        numpy.ndarray
+            (n_annotators,) object array of group names.
+
+        Raises
+        ------
+        ValueError
+            If both ``group_shares`` and ``item_groups`` are None.
+        """
         if self.group_shares is not None:
             names = list(self.group_shares)
             p = np.asarray([self.group_shares[g] for g in names], dtype=float)
@@ -148,8 +219,7 @@ def _perceive(panel: Panel, truth: np.ndarray, k: int, noise: float, question: s
 
 
 def _truth_column(df: pd.DataFrame, col: str, what: str) -> np.ndarray:
-    if col not in df.columns:
-        raise ValueError(f"{what}: truth column {col!r} not found; columns are {list(df.columns)}")
+    require_columns(df, [col], what, kind="truth column")
     a = df[col].to_numpy(dtype=float)
     if not np.isfinite(a).all() or (a < 0).any() or (a > 1).any():
         raise ValueError(f"{what}: truth column {col!r} must be finite and in [0, 1]")
@@ -171,13 +241,48 @@ def _frame(panel: Panel, item_ids: np.ndarray, question: str, who: np.ndarray,
 def simulate_image_votes(truth: pd.DataFrame, scales: Mapping[str, Scale], n_per_item: int,
                          panel: Panel | None = None,
                          attr_map: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Simulated single-image votes [annotator, item_id, question, value] (value = level
-    0..K-1), ``n_per_item`` per item and question, for each question in ``attr_map``
-    (question -> truth column in [0, 1]; default: every question of ``scales`` mapped to
-    ``true_<question>``). Optional ``group`` column for the own-group effect."""
+    """Simulated single-image votes, ``n_per_item`` distinct annotators per item and question.
+
+    Parameters
+    ----------
+    truth : pandas.DataFrame
+        ``item_id``, the truth columns (in [0, 1]) and an optional ``group`` column for
+        the own-group effect.
+    scales : mapping of str to Scale
+        Each question's scale.
+    n_per_item : int
+        Votes per item and question, 1..``panel.n_annotators``.
+    panel : Panel, optional
+        The annotators; default ``Panel()``.
+    attr_map : mapping of str to str, optional
+        Question -> truth column; default every question of ``scales`` mapped to
+        ``true_<question>``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``annotator, item_id, question, value`` (level index 0..K-1).
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a question without a scale, truth outside [0, 1], a bad
+        ``n_per_item``, or an own-group effect without a ``group`` column.
+
+    Examples
+    --------
+    A noiseless panel votes the truth scaled to the levels, ``round((K-1) * a)``:
+
+    >>> from facebias.annotate.scales import Scale
+    >>> truth = pd.DataFrame({"item_id": ["i0", "i1"], "true_smile": [0.0, 1.0]})
+    >>> panel = Panel(n_annotators=3, noise=0, bias_sd=0, outlier_rate=0)
+    >>> v = simulate_image_votes(truth, {"smile": Scale("smile", ("Frown", "Neutral", "Smile"))},
+    ...                          n_per_item=2, panel=panel)
+    >>> v["value"].tolist()  # item i0 (truth 0) twice, then i1 (truth 1) twice
+    [0, 0, 2, 2]
+    """
     panel = panel or Panel()
-    if "item_id" not in truth.columns:
-        raise ValueError(f"truth: column 'item_id' not found; columns are {list(truth.columns)}")
+    require_columns(truth, ["item_id"], "truth")
     attr_map = dict(attr_map) if attr_map is not None else {q: f"true_{q}" for q in scales}
     item_ids = truth["item_id"].astype(str).to_numpy(dtype=object)
     groups = truth["group"].astype(str).to_numpy(dtype=object) if "group" in truth else None
@@ -193,15 +298,46 @@ def simulate_image_votes(truth: pd.DataFrame, scales: Mapping[str, Scale], n_per
 
 def simulate_pair_votes(pairs: pd.DataFrame, n_per_item: int = 9, panel: Panel | None = None,
                         noise: float = 1.7) -> pd.DataFrame:
-    """Simulated identity votes (question ``'identity'`` on :data:`PAIR_SCALE`, 0 = likely
-    same .. 4 = likely different) for ``pairs[item_id, dissimilarity in [0, 1], group]``;
-    ``noise`` is the per-vote SD in raw levels. On the default HCIC pairs (9 votes, the
-    default panel) the median per-pair SD normalised to [0, 1] is 0.24 / 0.26 / 0.29 / 0.31
-    / 0.33 at noise 1.2 / 1.4 / 1.6 / 1.8 / 2.0; 1.7 matches the paper's ~0.3 (000, Supp.
-    Fig. 13). Clipping at levels 0 and 4 keeps the spread below ``noise / 4``."""
+    """Simulated identity votes: question ``'identity'`` on :data:`PAIR_SCALE`, 0 = likely
+    same .. 4 = likely different.
+
+    On the default HCIC pairs (9 votes, the default panel) the median per-pair SD
+    normalised to [0, 1] is 0.24 / 0.26 / 0.29 / 0.31 / 0.33 at noise 1.2 / 1.4 / 1.6 /
+    1.8 / 2.0; 1.7 matches the paper's ~0.3 (000, Supp. Fig. 13). Clipping at levels 0 and
+    4 keeps the spread below ``noise / 4``.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        ``item_id``, ``dissimilarity`` in [0, 1] (higher = more different) and an
+        optional ``group`` column for the own-group effect.
+    n_per_item : int, default 9
+        Votes per pair, 1..``panel.n_annotators``.
+    panel : Panel, optional
+        The annotators; default ``Panel()``.
+    noise : float, default 1.7
+        Per-vote SD in raw levels (>= 0).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``annotator, item_id, question`` (``'identity'``), ``value`` (0..4).
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a negative ``noise``, dissimilarities outside [0, 1], a bad
+        ``n_per_item``, or an own-group effect without a ``group`` column.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"item_id": ["pair_00000"], "dissimilarity": [1.0]})
+    >>> panel = Panel(n_annotators=3, bias_sd=0, outlier_rate=0)
+    >>> simulate_pair_votes(pairs, n_per_item=3, panel=panel, noise=0)["value"].tolist()
+    [4, 4, 4]
+    """
     panel = panel or Panel()
-    if "item_id" not in pairs.columns:
-        raise ValueError(f"pairs: column 'item_id' not found; columns are {list(pairs.columns)}")
+    require_columns(pairs, ["item_id"], "pairs")
     if not noise >= 0:
         raise ValueError(f"noise must be >= 0, got {noise}")
     d = _truth_column(pairs, "dissimilarity", "pairs")
@@ -221,7 +357,23 @@ def realism_truth(latents: np.ndarray) -> np.ndarray:
     7.4 %, HCIC pairs dropped by 000's filter (an image >= 0.8) 2.0 % of positives and 2.3 %
     of negatives (000: 318 of 12,000 and 594 of 36,000, i.e. 2.7 % and 1.7 %; 004: fewer than
     10 % of ratings "likely fake" or worse). The earlier ``0.15 + 0.5 * clip((r - 1) / 0.25)``
-    never reached the thresholds, so both filters removed nothing."""
+    never reached the thresholds, so both filters removed nothing.
+
+    Parameters
+    ----------
+    latents : numpy.ndarray
+        (n, d) latents drawn around N(0, I_d).
+
+    Returns
+    -------
+    numpy.ndarray
+        (n,) uncanniness truth in [0.15, 0.90] (higher = less realistic).
+
+    Examples
+    --------
+    >>> realism_truth(np.array([[1.0, 0.0], [3.0, 0.0]]))  # |z| / sqrt(2): 0.71 and 2.12
+    array([0.15, 0.9 ])
+    """
     z = np.asarray(latents, dtype=float)
     r = np.linalg.norm(z, axis=1) / np.sqrt(z.shape[1])
     return 0.15 + 0.75 * np.clip((r - 1.0) / 0.22, 0.0, 1.0)
@@ -237,7 +389,35 @@ def pair_dissimilarity(images: pd.DataFrame, latents: np.ndarray,
     ``ref`` = median latent distance between distinct prototypes (``is_prototype`` rows), so
     two different people sit near 0.70 (raw 2.8, "possibly different") and an image paired with
     itself at 0.10 (raw 0.4); small latent edits (age, expression) and pose or light changes
-    add a little. ``latents`` rows follow ``images`` rows.
+    add a little.
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        ``image_id``, ``is_prototype``, ``yaw`` (degrees) and ``light`` per image.
+    latents : numpy.ndarray
+        (n_images, d) latents, rows following ``images`` rows.
+    pairs : pandas.DataFrame
+        ``image_a``, ``image_b``: image ids of each pair.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n_pairs,) dissimilarity in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If ``latents`` and ``images`` differ in length, a pair names an unknown image, or
+        there are fewer than 2 prototypes.
+
+    Examples
+    --------
+    >>> images = pd.DataFrame({"image_id": [0, 1, 2], "is_prototype": [True, True, False],
+    ...                        "yaw": [0.0, 0.0, 30.0], "light": ["a", "a", "b"]})
+    >>> z = np.array([[1.0, 0.0], [-1.0, 0.0], [1.0, 0.0]])  # image 2: image 0 turned, relit
+    >>> pair_dissimilarity(images, z, pd.DataFrame({"image_a": [0, 0], "image_b": [1, 2]}))
+    array([0.7  , 0.275])
     """
     if len(latents) != len(images):
         raise ValueError(f"latents has {len(latents)} rows, images {len(images)}")
@@ -310,6 +490,35 @@ def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
     :meth:`AnnotationStore.add_votes`); the store is built in a temporary file renamed into place
     at the end, so a killed run leaves no partial store either way and larger chunks only save
     time.
+
+    Parameters
+    ----------
+    synthetic_dir : str or os.PathLike, default "data/synthetic"
+        Folder of the synthetic products.
+    out_dir : str or os.PathLike, default "data/annotations"
+        Output folder (created).
+    panel : Panel, optional
+        The annotators; default ``Panel(seed=seed)``.
+    n_votes_004, n_votes_000 : int, default 5, 9
+        Votes per item of the transects and the HCIC survey.
+    seed : int, default 0
+        Seed of the default panel.
+    pair_noise : float, default 1.7
+        Per-vote SD (raw levels) of the identity votes.
+    chunk_size : int, default 10000
+        Votes per transaction.
+
+    Returns
+    -------
+    dict of str to pathlib.Path
+        ``store``, ``transects_votes``, ``hcic_image_votes``, ``hcic_pair_votes``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If a synthetic product is missing (run ``facebias synth`` first).
+    ValueError
+        If latents and image tables differ in length, or as the simulators.
     """
     src = Path(synthetic_dir)
     out = Path(out_dir)
@@ -348,17 +557,13 @@ def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
     prefixed_000 = {f"hcic/{q}": s for q, s in SCALES_000.items()}
     with atomic_path(store_path) as tmp:
         with AnnotationStore(tmp) as store:
-            img = "image"
-            store.add_items(pd.DataFrame({
-                "item_id": t_truth["item_id"], "kind": img,
-                img: "transects/images/" + t_truth["item_id"] + ".png"}))
-            store.add_items(pd.DataFrame({
-                "item_id": h_truth["item_id"], "kind": img,
-                img: "hcic/images/" + h_truth["item_id"] + ".png"}))
-            store.add_items(pd.DataFrame({
-                "item_id": p_truth["item_id"], "kind": "pair",
-                "image_a": "hcic/images/" + pairs["image_a"].astype(str) + ".png",
-                "image_b": "hcic/images/" + pairs["image_b"].astype(str) + ".png"}))
+            for subset, truth in (("transects", t_truth), ("hcic", h_truth)):
+                store.register_items(truth["item_id"], image=[
+                    synthetic_image_path(subset, i) for i in truth["item_id"]])
+            store.register_items(
+                p_truth["item_id"],
+                image_a=[synthetic_image_path("hcic", i) for i in pairs["image_a"].astype(str)],
+                image_b=[synthetic_image_path("hcic", i) for i in pairs["image_b"].astype(str)])
             clock = 0
             for study, votes, prefix, scales in (
                     ("tr", tv, "transects/", prefixed_004),

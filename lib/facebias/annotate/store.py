@@ -40,16 +40,18 @@ import sqlite3
 import threading
 import time as _time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from facebias.annotate.scales import Scale
 from facebias.io import atomic_path
+from facebias.validate import require_columns
 
-__all__ = ["AnnotationStore", "SOURCES", "VOTE_COLUMNS", "LABEL_COLUMNS"]
+__all__ = ["AnnotationStore", "SOURCES", "VOTE_COLUMNS", "LABEL_COLUMNS", "synthetic_image_path"]
 
 SOURCES = ("human", "simulated", "imported")
 VOTE_COLUMNS = ["vote_id", "annotator", "item_id", "question", "value", "k", "time", "source"]
@@ -125,6 +127,39 @@ def _as_level(value, where: str) -> int:
     raise ValueError(f"{where}: value must be an integer level index, got {value!r}")
 
 
+def synthetic_image_path(subset: str, image_id: Any) -> str:
+    """Store path of a synthetic face image, relative to the synthetic folder (``data/synthetic``).
+
+    Parameters
+    ----------
+    subset : str
+        Sub-folder of the synthetic data, e.g. ``"hcic"``.
+    image_id : Any
+        The image's id (formatted with ``str``).
+
+    Returns
+    -------
+    str
+        ``<subset>/images/<image_id>.png``.
+
+    Examples
+    --------
+    >>> synthetic_image_path("hcic", 12)
+    'hcic/images/12.png'
+    """
+    return f"{subset}/images/{image_id}.png"
+
+
+def _per_item(values: Any, n: int, name: str) -> list:
+    """``values`` as one entry per item: a scalar (or None) repeated, or a sequence of ``n``."""
+    if values is None or isinstance(values, (str, os.PathLike)) or np.ndim(values) == 0:
+        return [values] * n
+    out = list(values)
+    if len(out) != n:
+        raise ValueError(f"{name}: {len(out)} values for {n} items")
+    return out
+
+
 def _nullable(x) -> str | None:
     if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA:
         return None
@@ -134,14 +169,54 @@ def _nullable(x) -> str | None:
 class AnnotationStore:
     """Append-only vote store in the SQLite file ``path`` (created if missing).
 
-    ``synchronous``: SQLite ``PRAGMA synchronous`` (``'NORMAL'`` or ``'FULL'``, see module doc);
-    ``timeout``: seconds to wait for another writer's lock.
-
-    ``read_only=True`` reads an existing store without changing it: the file must exist
-    (``FileNotFoundError`` otherwise) and hold the vote tables (``ValueError``); nothing is
-    created, the schema is not touched (a store written before machine labels existed reads
-    as one without labels) and the connection runs with ``PRAGMA query_only``, so any write
+    ``read_only=True`` reads an existing store without changing it: nothing is created,
+    the schema is not touched (a store written before machine labels existed reads as one
+    without labels) and the connection runs with ``PRAGMA query_only``, so any write
     fails. Unlike SQLite's ``mode=ro`` it leaves no ``-wal`` / ``-shm`` files behind.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The SQLite file; its folder is created when writable.
+    synchronous : {"NORMAL", "FULL", "EXTRA"}, default "NORMAL"
+        SQLite ``PRAGMA synchronous`` (see the module doc).
+    timeout : float, default 30.0
+        Seconds to wait for another writer's lock.
+    read_only : bool, default False
+        Open an existing store for reading only.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``synchronous``, or (read-only) a file that is not a store.
+    FileNotFoundError
+        If ``read_only`` and the file does not exist.
+    RuntimeError
+        If SQLite cannot switch to WAL mode.
+
+    Examples
+    --------
+    Votes are 0-based level indices on the question's scale; a machine label of NaN is a
+    stored failure to measure:
+
+    >>> import tempfile
+    >>> from facebias.annotate.scales import Scale
+    >>> smile = Scale("smile", ("Frown", "Neutral", "Smile"))
+    >>> with tempfile.TemporaryDirectory() as d, AnnotationStore(f"{d}/s.sqlite") as s:
+    ...     s.register_items(["a", "b"])
+    ...     s.add_vote("ann1", "a", "smile", 2, scale=smile, vote_id="v1")
+    ...     s.add_labels(pd.DataFrame({"item_id": ["a", "b"], "value": [31.5, np.nan]}),
+    ...                  labeller="agenet", attribute="age", unit="years")
+    ...     s.votes()[["annotator", "item_id", "value", "k"]]
+    ...     s.labels()[["item_id", "value", "unit"]]
+    2
+    'v1'
+    2
+      annotator item_id  value  k
+    0      ann1       a      2  3
+      item_id  value   unit
+    0       a   31.5  years
+    1       b    NaN  years
     """
 
     def __init__(self, path: str | os.PathLike, *, synchronous: str = "NORMAL",
@@ -237,24 +312,44 @@ class AnnotationStore:
 
     # ------------------------------------------------------------------ items
     def items(self) -> pd.DataFrame:
-        """All items: item_id, kind, image, image_a, image_b."""
+        """All registered items, in registration order.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``item_id, kind`` (image|pair), ``image, image_a, image_b`` (paths or
+            ids, None where absent).
+        """
         with self._lock:
             return pd.read_sql_query(
                 "SELECT item_id, kind, image, image_a, image_b FROM items ORDER BY rowid",
                 self._conn)
 
     def add_items(self, items: pd.DataFrame) -> int:
-        """Register items (``item_id``, ``kind`` in image|pair, optional ``image`` or
-        ``image_a``/``image_b`` path or id columns); returns how many were new.
+        """Register items in one transaction; ids already stored with identical fields are
+        ignored. Callers use :meth:`register_items`.
 
-        Ids already stored with identical fields are ignored; a conflicting redefinition or
-        a bad row raises ``ValueError`` and nothing is stored (one transaction).
+        Parameters
+        ----------
+        items : pandas.DataFrame
+            Columns ``item_id`` (non-empty str), ``kind`` (image|pair) and optional
+            ``image`` or ``image_a``/``image_b`` path or id columns.
+
+        Returns
+        -------
+        int
+            Number of new items stored.
+
+        Raises
+        ------
+        ValueError
+            For a missing column, a bad row, an id repeated with different fields, a
+            conflicting redefinition of a stored item, or a read-only store; nothing is
+            stored.
         """
         if not isinstance(items, pd.DataFrame):
             raise ValueError(f"items must be a DataFrame, got {type(items).__name__}")
-        for col in ("item_id", "kind"):
-            if col not in items.columns:
-                raise ValueError(f"items: column {col!r} not found; columns are {list(items.columns)}")
+        require_columns(items, ["item_id", "kind"], "items")
         rows = []
         seen: dict[str, tuple] = {}
         for i, r in enumerate(items.itertuples(index=False)):
@@ -290,9 +385,66 @@ class AnnotationStore:
                 new))
         return len(new)
 
+    def register_items(self, item_ids: Iterable[str], *, image: Any = None, image_a: Any = None,
+                       image_b: Any = None) -> int:
+        """Register image items or, when ``image_a`` and ``image_b`` are given, pair items.
+
+        The one way callers register items: a front end of :meth:`add_items`, whose rules
+        (idempotent, conflicts raise, one transaction) apply.
+
+        Parameters
+        ----------
+        item_ids : iterable of str
+            The items' ids.
+        image, image_a, image_b : Any, optional
+            Each item's image path or id, as a sequence matched to ``item_ids`` by
+            position or one value for every item; ``None``: no path. Give ``image`` for
+            image items, or both ``image_a`` and ``image_b`` for pair items.
+
+        Returns
+        -------
+        int
+            Number of new items stored.
+
+        Raises
+        ------
+        ValueError
+            For ``image`` given with ``image_a``/``image_b`` or only one of those, a
+            sequence whose length differs from ``item_ids``, or as :meth:`add_items`.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d, AnnotationStore(f"{d}/s.sqlite") as s:
+        ...     s.register_items(["a", "b"], image=["a.png", "b.png"])
+        ...     s.register_items(["p1"], image_a="a.png", image_b="b.png")
+        ...     s.items()["kind"].tolist()
+        2
+        1
+        ['image', 'image', 'pair']
+        """
+        ids = list(item_ids)
+        if image_a is None and image_b is None:
+            frame = {"item_id": ids, "kind": ["image"] * len(ids),
+                     "image": _per_item(image, len(ids), "image")}
+        elif image is not None or image_a is None or image_b is None:
+            raise ValueError("register_items: give image (image items) or both image_a and image_b "
+                             "(pair items)")
+        else:
+            frame = {"item_id": ids, "kind": ["pair"] * len(ids),
+                     "image_a": _per_item(image_a, len(ids), "image_a"),
+                     "image_b": _per_item(image_b, len(ids), "image_b")}
+        return self.add_items(pd.DataFrame(frame))
+
     # ------------------------------------------------------------------ scales
     def scales(self) -> dict[str, Scale]:
-        """Registered questions -> their Scale."""
+        """Registered questions and their scales.
+
+        Returns
+        -------
+        dict of str to Scale
+            Question -> the :class:`~facebias.annotate.scales.Scale` it was registered with.
+        """
         with self._lock:
             rows = self._conn.execute("SELECT question, scale, levels FROM questions").fetchall()
         return {q: Scale(name, tuple(json.loads(levels))) for q, name, levels in rows}
@@ -321,12 +473,38 @@ class AnnotationStore:
     def add_vote(self, annotator: str, item_id: str, question: str, value: int, *,
                  scale: Scale, source: str = "human", vote_id: str | None = None,
                  time: float | None = None) -> str:
-        """Store one vote in its own transaction; returns its vote_id once committed.
+        """Store one vote in its own transaction; returns once it is committed.
 
-        ``value``: 0-based level index on ``scale``; ``time``: UNIX seconds (default now);
-        ``vote_id``: default a random UUID hex. Raises ``ValueError`` (nothing stored) on a
-        value outside 0..k-1 or not an integer, an unknown item, a duplicate vote id, an
-        unknown source or a scale differing from the one registered for ``question``.
+        Parameters
+        ----------
+        annotator : str
+            Non-empty annotator id.
+        item_id : str
+            A registered item.
+        question : str
+            The question; registered with ``scale`` on its first vote.
+        value : int
+            0-based level index on ``scale`` (0..k-1; integral floats pass).
+        scale : Scale
+            The question's scale; must equal the one already registered for it.
+        source : {"human", "simulated", "imported"}, default "human"
+            Where the vote came from.
+        vote_id : str, optional
+            Unique id; default a random UUID hex.
+        time : float, optional
+            UNIX seconds; default now.
+
+        Returns
+        -------
+        str
+            The vote's id.
+
+        Raises
+        ------
+        ValueError
+            Nothing stored: on a value outside 0..k-1 or not an integer, an unknown item,
+            a duplicate vote id, an empty annotator, an unknown source, a scale differing
+            from the one registered for ``question``, or a read-only store.
         """
         where = f"vote ({annotator!r}, {item_id!r}, {question!r})"
         if source not in SOURCES:
@@ -363,24 +541,45 @@ class AnnotationStore:
 
     def add_votes(self, votes: pd.DataFrame, scales: Mapping[str, Scale], source: str = "human",
                   *, chunk_size: int = 1) -> int:
-        """Validate every row of ``votes`` (annotator, item_id, question, value; optional
-        vote_id, time), then store them all; returns the number stored.
+        """Validate every row of ``votes``, then store them all.
 
-        Any bad row raises ``ValueError`` naming the row and nothing is stored. ``scales`` maps
-        each question to its Scale. ``chunk_size`` votes are committed per transaction:
-        ``1`` (default) gives the same one-vote-per-transaction guarantee as :meth:`add_vote`;
-        a larger value is faster for bulk loads (simulations, imports) at the cost that a kill
-        mid-load loses up to one whole chunk in flight (earlier chunks stay committed, so a
-        killed bulk load can leave a prefix of the frame stored). All validation happens before
-        the first commit either way, so bad input never leaves a partial load behind.
+        All validation happens before the first commit, so bad input never leaves a
+        partial load behind.
+
+        Parameters
+        ----------
+        votes : pandas.DataFrame
+            Columns ``annotator, item_id, question, value`` (0-based level index);
+            optional ``vote_id`` (default random) and ``time`` (UNIX seconds, default now).
+        scales : mapping of str to Scale
+            Each question's scale.
+        source : {"human", "simulated", "imported"}, default "human"
+            Where the votes came from.
+        chunk_size : int, default 1
+            Votes committed per transaction: ``1`` gives the same one-vote-per-transaction
+            guarantee as :meth:`add_vote`; a larger value is faster for bulk loads
+            (simulations, imports) at the cost that a kill mid-load loses up to one whole
+            chunk in flight (earlier chunks stay committed, so a killed bulk load can
+            leave a prefix of the frame stored).
+
+        Returns
+        -------
+        int
+            Number of votes stored.
+
+        Raises
+        ------
+        ValueError
+            Naming the first bad row, nothing stored: an unknown source, a missing column,
+            a question without a scale or with a scale differing from the registered one,
+            a value outside 0..k-1, an unknown item, a duplicate vote id, a bad
+            ``chunk_size`` or a read-only store.
         """
         if source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
         if not isinstance(votes, pd.DataFrame):
             raise ValueError(f"votes must be a DataFrame, got {type(votes).__name__}")
-        for col in ("annotator", "item_id", "question", "value"):
-            if col not in votes.columns:
-                raise ValueError(f"votes: column {col!r} not found; columns are {list(votes.columns)}")
+        require_columns(votes, ["annotator", "item_id", "question", "value"], "votes")
         if not isinstance(chunk_size, numbers.Integral) or chunk_size < 1:
             raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
         n = len(votes)
@@ -465,8 +664,27 @@ class AnnotationStore:
 
     # ------------------------------------------------------------------ reading
     def votes(self, question: str | None = None, source: str | None = None) -> pd.DataFrame:
-        """Stored votes [vote_id, annotator, item_id, question, value, k, time, source] in
-        insertion order, optionally only one question and/or source."""
+        """Stored votes in insertion order, optionally only one question and/or source.
+
+        Parameters
+        ----------
+        question : str, optional
+            Keep only this question's votes.
+        source : {"human", "simulated", "imported"}, optional
+            Keep only votes from this source.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns :data:`VOTE_COLUMNS`: ``vote_id, annotator, item_id, question, value``
+            (0-based level index), ``k`` (number of levels), ``time`` (UNIX seconds),
+            ``source``.
+
+        Raises
+        ------
+        ValueError
+            For an unknown ``source``.
+        """
         sql = "SELECT " + ", ".join(VOTE_COLUMNS) + " FROM votes"
         cond, args = [], []
         if question is not None:
@@ -488,7 +706,20 @@ class AnnotationStore:
                           "value": "int64", "k": "int64", "time": "float64", "source": str})
 
     def answered(self, annotator: str, question: str) -> set[str]:
-        """item_ids that ``annotator`` has voted on for ``question``."""
+        """Items that ``annotator`` has voted on for ``question``.
+
+        Parameters
+        ----------
+        annotator : str
+            Annotator id.
+        question : str
+            The question.
+
+        Returns
+        -------
+        set of str
+            The item ids.
+        """
         with self._lock:
             rows = self._conn.execute(
                 "SELECT DISTINCT item_id FROM votes WHERE annotator = ? AND question = ?",
@@ -497,7 +728,25 @@ class AnnotationStore:
 
     def export_parquet(self, path: str | os.PathLike, question: str | None = None,
                        source: str | None = None) -> Path:
-        """Write :meth:`votes` (optionally filtered) to a parquet file, atomically."""
+        """Write :meth:`votes` (optionally filtered) to a parquet file, atomically.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The parquet file.
+        question, source : str, optional
+            Filters, as in :meth:`votes`.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        ValueError
+            For an unknown ``source``.
+        """
         df = self.votes(question=question, source=source)
         with atomic_path(path) as tmp:
             df.to_parquet(tmp, index=False)
@@ -505,7 +754,14 @@ class AnnotationStore:
 
     # ------------------------------------------------------------------ machine labels
     def labellers(self) -> pd.DataFrame:
-        """Registered machine labellers: labeller, attribute, unit, description."""
+        """Registered machine labellers, in registration order.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``labeller, attribute, unit, description`` (empty for a store written
+            before machine labels existed).
+        """
         if not self._has_labels:
             return pd.DataFrame(columns=["labeller", "attribute", "unit", "description"], dtype=str)
         with self._lock:
@@ -514,12 +770,37 @@ class AnnotationStore:
 
     def add_labels(self, labels: pd.DataFrame, labeller: str, attribute: str, unit: str,
                    description: str = "", time: float | None = None) -> int:
-        """Store one machine labeller's measurements: ``labels`` has columns ``item_id`` and
-        ``value`` (float; NaN = could not measure, stored as a failure). Returns how many
-        were stored. All rows are validated first and written in one transaction; a bad row
-        (unknown item, non-numeric or infinite value, an item this labeller already labelled,
-        the labeller registered with another attribute or unit) raises ``ValueError`` and
-        nothing is stored."""
+        """Store one machine labeller's measurements, validated first, in one transaction.
+
+        Parameters
+        ----------
+        labels : pandas.DataFrame
+            Columns ``item_id`` (registered items) and ``value`` (float in ``unit``; NaN or
+            None = could not measure, stored as a failure).
+        labeller : str
+            Non-empty labeller id; it labels each item at most once.
+        attribute : str
+            Non-empty attribute measured (fixed at the labeller's first write).
+        unit : str
+            Unit of ``value`` (fixed at the labeller's first write).
+        description : str, default ""
+            Free text stored with a new labeller.
+        time : float, optional
+            UNIX seconds; default now.
+
+        Returns
+        -------
+        int
+            Number of labels stored.
+
+        Raises
+        ------
+        ValueError
+            Nothing stored: for an empty labeller or attribute, a non-string unit, a
+            missing column, an unknown item, a non-numeric or infinite value, an item this
+            labeller already labelled, the labeller registered with another attribute or
+            unit, or a read-only store.
+        """
         where = f"labels of {labeller!r}"
         for name, v in (("labeller", labeller), ("attribute", attribute)):
             if not isinstance(v, str) or not v:
@@ -528,9 +809,7 @@ class AnnotationStore:
             raise ValueError(f"{where}: unit must be a string, got {unit!r}")
         if not isinstance(labels, pd.DataFrame):
             raise ValueError(f"{where}: labels must be a DataFrame, got {type(labels).__name__}")
-        for col in ("item_id", "value"):
-            if col not in labels.columns:
-                raise ValueError(f"{where}: column {col!r} not found; columns are {list(labels.columns)}")
+        require_columns(labels, ["item_id", "value"], where)
         t = _time.time() if time is None else float(time)
         with self._lock:
             known_items = {r[0] for r in self._conn.execute("SELECT item_id FROM items")}
@@ -572,8 +851,22 @@ class AnnotationStore:
         return len(rows)
 
     def labels(self, attribute: str | None = None, labeller: str | None = None) -> pd.DataFrame:
-        """Stored machine labels [item_id, labeller, attribute, value (NaN = failed), unit,
-        time, source] in insertion order, optionally one attribute and/or labeller."""
+        """Stored machine labels in insertion order, optionally one attribute and/or labeller.
+
+        Parameters
+        ----------
+        attribute : str, optional
+            Keep only labels of this attribute.
+        labeller : str, optional
+            Keep only this labeller's labels.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns :data:`LABEL_COLUMNS`: ``item_id, labeller, attribute, value`` (NaN =
+            failed to measure), ``unit``, ``time`` (UNIX seconds), ``source`` (always
+            ``"machine"``).
+        """
         sql = ("SELECT l.item_id, l.labeller, r.attribute, l.value, r.unit, l.time, l.source "
                "FROM labels l JOIN labellers r ON l.labeller = r.labeller")
         cond, args = [], []

@@ -44,6 +44,7 @@ import pandas as pd
 
 from facebias.annotate.scales import PAIR_SCALE, SCALES_000, Scale
 from facebias.annotate.store import AnnotationStore
+from facebias.validate import require_columns
 
 __all__ = ["ImageAnnotator", "PairAnnotator", "load_png"]
 
@@ -61,7 +62,19 @@ def _title(question: str) -> str:
 
 
 def load_png(path: str | os.PathLike) -> np.ndarray | None:
-    """RGB uint8 array of the image file at ``path``; ``None`` if it does not exist."""
+    """Read an image file for display (the annotators' default ``load_image``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Image file (any format PIL reads).
+
+    Returns
+    -------
+    numpy.ndarray or None
+        (H, W, 3) RGB uint8 array; ``None`` if the file does not exist (a placeholder is
+        shown instead).
+    """
     from PIL import Image
 
     p = Path(path)
@@ -95,9 +108,7 @@ class _Annotator:
             raise ValueError(f"annotator must be a non-empty string, got {annotator!r}")
         if not isinstance(items, pd.DataFrame):
             raise ValueError(f"items must be a DataFrame, got {type(items).__name__}")
-        missing = [c for c in ("item_id", *path_columns) if c not in items.columns]
-        if missing:
-            raise ValueError(f"items: missing column(s) {missing}; columns are {list(items.columns)}")
+        require_columns(items, ["item_id", *path_columns], "items")
         ids = [str(x) for x in items["item_id"]]
         dup = pd.Index(ids)[pd.Index(ids).duplicated()].unique().tolist()
         if dup:
@@ -117,7 +128,7 @@ class _Annotator:
         unknown = [i for i in ids if i not in known]
         if unknown:
             raise ValueError(f"{len(unknown)} item(s) not registered in the store, e.g. "
-                             f"{unknown[:3]}: register them first with store.add_items(...)")
+                             f"{unknown[:3]}: register them first with store.register_items(...)")
         self.store = store
         self.annotator = annotator
         self.questions: dict[str, Scale] = dict(questions)
@@ -229,9 +240,43 @@ class _Annotator:
 class ImageAnnotator(_Annotator):
     """One image at a time, one row of level buttons per question; *Next* stores the answers.
 
-    ``items``: DataFrame[item_id, path] (item ids registered in ``store``); ``scales``:
-    question -> Scale (default ``SCALES_000``); ``load_image(path)`` -> RGB uint8 array or
-    ``None`` (default: read the file with PIL).
+    Display ``annotator.widget`` in a notebook. The methods below drive the same state
+    without a display (tests, scripts).
+
+    Parameters
+    ----------
+    store : AnnotationStore
+        Where votes go (``source='human'``).
+    items : pandas.DataFrame
+        Columns ``item_id`` (registered in ``store``, unique) and ``path``.
+    annotator : str
+        Non-empty annotator id; earlier votes of this annotator in ``store`` are resumed.
+    scales : mapping of str to Scale, optional
+        Question -> scale; default :data:`~facebias.annotate.SCALES_000`.
+    load_image : callable, optional
+        ``load_image(path)`` -> RGB uint8 array or ``None``; default :func:`load_png`.
+
+    Raises
+    ------
+    ValueError
+        For an empty annotator, a missing column, duplicate or unregistered item ids, no
+        questions, a non-Scale scale, or a question registered in ``store`` with another
+        scale.
+
+    Examples
+    --------
+    Answers are 0-based level indices, pending until :meth:`submit` stores them:
+
+    >>> import tempfile
+    >>> from facebias.annotate.scales import Scale
+    >>> smile = Scale("smile", ("Frown", "Neutral", "Smile"))
+    >>> with tempfile.TemporaryDirectory() as d, AnnotationStore(f"{d}/s.sqlite") as s:
+    ...     _ = s.register_items(["i1"])
+    ...     ui = ImageAnnotator(s, pd.DataFrame({"item_id": ["i1"], "path": ["i1.png"]}), "ann1",
+    ...                         scales={"smile": smile}, load_image=lambda path: None)
+    ...     ui.answer("smile", 2)
+    ...     (s.n_votes, len(ui.submit()), s.n_votes, ui.done)
+    (0, 1, 1, True)
     """
 
     def __init__(self, store: AnnotationStore, items: pd.DataFrame, annotator: str,
@@ -261,10 +306,22 @@ class ImageAnnotator(_Annotator):
         return item is not None and (item, question) in self._saved
 
     def answer(self, question: str, value: int) -> None:
-        """Set the pending answer (0-based level) for ``question`` on the current item.
+        """Set the pending answer for ``question`` on the current item.
 
-        Replaces an earlier pending answer; nothing is stored until :meth:`submit`. A
-        question already stored for this item is locked (ValueError).
+        Replaces an earlier pending answer; nothing is stored until :meth:`submit`.
+
+        Parameters
+        ----------
+        question : str
+            One of :attr:`question_names`.
+        value : int
+            0-based level index, 0..K-1.
+
+        Raises
+        ------
+        ValueError
+            If all items are done, the question is unknown, the value is not an integer in
+            0..K-1, or the question is already stored for this item (locked).
         """
         if self.done:
             raise ValueError("all items are done")
@@ -281,12 +338,29 @@ class ImageAnnotator(_Annotator):
         self._refresh()
 
     def missing(self) -> list[str]:
-        """Questions of the current item with neither a pending nor a stored answer."""
+        """Questions of the current item with neither a pending nor a stored answer.
+
+        Returns
+        -------
+        list of str
+            In display order; empty when :meth:`submit` may store the item.
+        """
         return [q for q in self.question_names if self.pending.get(q) is None and not self._locked(q)]
 
     def submit(self) -> list[str]:
         """Store the current item's answers (one vote per question not stored yet) and move
-        to the next open item; returns the new vote ids. ValueError if a question is open."""
+        to the next open item.
+
+        Returns
+        -------
+        list of str
+            The new vote ids.
+
+        Raises
+        ------
+        ValueError
+            If all items are done or a question has no answer.
+        """
         if self.done:
             raise ValueError("all items are done")
         missing = self.missing()
@@ -302,7 +376,14 @@ class ImageAnnotator(_Annotator):
         return ids
 
     def key(self, key: str) -> None:
-        """Digits 1..K answer the current question, ``n``/Enter submit, ``p`` goes back."""
+        """Handle one keyboard shortcut: digits 1..K answer the current question (level
+        ``digit - 1``), ``n``/Enter submit, ``p`` goes back one question.
+
+        Parameters
+        ----------
+        key : str
+            One character, as typed into the shortcut field; others show a hint.
+        """
         if self.done:
             return
         if key.isdigit():
@@ -431,9 +512,42 @@ class ImageAnnotator(_Annotator):
 class PairAnnotator(_Annotator):
     """Two faces side by side and the K identity options; a click stores the vote at once.
 
-    ``pairs``: DataFrame[item_id, path_a, path_b] (item ids registered in ``store``);
-    ``scale``/``question``: default ``PAIR_SCALE`` / ``'identity'``; ``min_interval``:
-    seconds after a pair appears during which clicks and keys are ignored (double-click guard).
+    Display ``annotator.widget`` in a notebook; :meth:`answer` drives the same state
+    without a display.
+
+    Parameters
+    ----------
+    store : AnnotationStore
+        Where votes go (``source='human'``).
+    pairs : pandas.DataFrame
+        Columns ``item_id`` (registered in ``store``, unique), ``path_a``, ``path_b``.
+    annotator : str
+        Non-empty annotator id; earlier votes of this annotator in ``store`` are resumed.
+    scale : Scale, default PAIR_SCALE
+        The identity scale, 0 = "Likely same" .. 4 = "Likely different".
+    question : str, default "identity"
+        Question name in the store.
+    load_image : callable, optional
+        ``load_image(path)`` -> RGB uint8 array or ``None``; default :func:`load_png`.
+    min_interval : float, default 0.3
+        Seconds after a pair appears during which clicks and keys are ignored
+        (double-click guard).
+
+    Raises
+    ------
+    ValueError
+        As :class:`ImageAnnotator`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> pairs = pd.DataFrame({"item_id": ["p1", "p2"], "path_a": "a.png", "path_b": "b.png"})
+    >>> with tempfile.TemporaryDirectory() as d, AnnotationStore(f"{d}/s.sqlite") as s:
+    ...     _ = s.register_items(["p1", "p2"], image_a="a.png", image_b="b.png")
+    ...     ui = PairAnnotator(s, pairs, "ann1", load_image=lambda path: None)
+    ...     _ = ui.answer(4)  # level 4 = "Likely different", stored at once
+    ...     (ui.current_item, s.votes()["value"].tolist())
+    ('p2', [4])
     """
 
     def __init__(self, store: AnnotationStore, pairs: pd.DataFrame, annotator: str,
@@ -450,7 +564,23 @@ class PairAnnotator(_Annotator):
         self._show()
 
     def answer(self, value: int) -> str:
-        """Store ``value`` (0-based level) for the current pair and show the next; returns the vote id."""
+        """Store ``value`` for the current pair and show the next.
+
+        Parameters
+        ----------
+        value : int
+            0-based level index on ``scale`` (0 = "Likely same" on the default scale).
+
+        Returns
+        -------
+        str
+            The vote id.
+
+        Raises
+        ------
+        ValueError
+            If all pairs are done or ``value`` is not an integer in 0..K-1.
+        """
         if self.done:
             raise ValueError("all pairs are done")
         k = self.scale.k
@@ -463,7 +593,14 @@ class PairAnnotator(_Annotator):
         return vid
 
     def key(self, key: str) -> None:
-        """Digits 1..K answer the current pair; other keys are ignored with a hint."""
+        """Handle one keyboard shortcut: digits 1..K answer the current pair (level
+        ``digit - 1``); other keys are ignored with a hint.
+
+        Parameters
+        ----------
+        key : str
+            One character, as typed into the shortcut field.
+        """
         if self.done:
             return
         if key.isdigit() and 1 <= int(key) <= self.scale.k:

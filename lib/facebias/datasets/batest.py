@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from facebias.world import BFW_GROUPS, GROUP_DTYPE
+from facebias.datasets.bfw import BFW_GROUPS, GROUP_DTYPE
+from facebias.validate import require_columns
 
 __all__ = ["BATEST_COLUMNS", "RACES", "AGES", "load_batest_labels", "batest_summary",
            "benchmark_pairs", "pair_counts"]
@@ -52,6 +53,27 @@ def load_batest_labels(path: str | os.PathLike) -> pd.DataFrame:
 
     Raises ``FileNotFoundError`` with instructions when the file is absent and
     ``ValueError`` naming file, line and column for any schema violation.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A label list CSV in the published schema (:data:`BATEST_COLUMNS`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The :data:`BATEST_COLUMNS` (``Identity`` int64, attributes +1/-1) plus ``race``
+        (``W``/``B``/``I``/``A``), ``gender`` (``F``/``M``), categorical ``group`` (the
+        BFW codes) and ``age``; ``attrs["source"]`` names the file.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        For a missing column, no rows, a missing or non-integer ``Identity``, an attribute
+        other than +1/-1, a duplicate ``Filename``, race or age not one-hot, or an
+        identity with more than one race or gender.
     """
     path = Path(path)
     if not path.exists():
@@ -61,9 +83,7 @@ def load_batest_labels(path: str | os.PathLike) -> pd.DataFrame:
             "download them by hand (nothing is fetched at run time)."
         )
     df = pd.read_csv(path, dtype={"Filename": str})
-    missing = [c for c in BATEST_COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {missing}; columns are {list(df.columns)}")
+    require_columns(df, BATEST_COLUMNS, str(path))
     if df.empty:
         raise ValueError(f"{path}: no rows")
     for col in ("Filename", "Identity", *_CODED):
@@ -115,7 +135,31 @@ def load_batest_labels(path: str | os.PathLike) -> pd.DataFrame:
 
 
 def batest_summary(labels: pd.DataFrame) -> pd.DataFrame:
-    """Per-group accounting: images, identities, Young / Middle_Aged / Senior images."""
+    """Per-group accounting: images, identities, Young / Middle_Aged / Senior images.
+
+    Parameters
+    ----------
+    labels : pandas.DataFrame
+        :func:`load_batest_labels` output (``Identity``, ``group``, ``age``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        int64 columns ``images, identities, Young, Middle_Aged, Senior``, one row per
+        group category and a ``total`` row.
+
+    Examples
+    --------
+    >>> labels = pd.DataFrame({"Identity": [1, 1, 2, 3],
+    ...                        "group": pd.Categorical(["AF", "AF", "AF", "WM"]),
+    ...                        "age": ["Young", "Senior", "Young", "Young"]})
+    >>> batest_summary(labels)
+           images  identities  Young  Middle_Aged  Senior
+    group
+    AF          3           2      2            0       1
+    WM          1           1      1            0       0
+    total       4           3      3            0       1
+    """
     g = labels.groupby("group", observed=False)
     table = pd.DataFrame({"images": g.size(), "identities": g["Identity"].nunique()})
     for age in AGES:
@@ -127,7 +171,24 @@ def batest_summary(labels: pd.DataFrame) -> pd.DataFrame:
 
 def pair_counts(labels: pd.DataFrame) -> dict[str, int]:
     """Closed-form pair counts (paper 003, Table 4 protocol): genuine, all cross-identity
-    impostors, and within-group cross-identity impostors."""
+    impostors, and within-group cross-identity impostors.
+
+    Parameters
+    ----------
+    labels : pandas.DataFrame
+        One row per image with ``Identity`` and ``group``.
+
+    Returns
+    -------
+    dict
+        ``genuine``, ``impostor`` and ``impostor_within_group`` (unordered image pairs).
+
+    Examples
+    --------
+    >>> labels = pd.DataFrame({"Identity": [1, 1, 2, 3], "group": ["AF", "AF", "AF", "WM"]})
+    >>> pair_counts(labels)
+    {'genuine': 1, 'impostor': 5, 'impostor_within_group': 2}
+    """
     per_id = labels.groupby("Identity").size().to_numpy()
     genuine = int(sum(comb(int(k), 2) for k in per_id))
     impostor = comb(len(labels), 2) - genuine
@@ -141,6 +202,30 @@ def benchmark_pairs(labels: pd.DataFrame, impostors: str = "within_group") -> pd
     Genuine: every same-identity pair. Impostors: ``"within_group"`` (same race x gender,
     different identity) or ``"all"`` (every cross-identity pair; 6,471,000 for the
     benchmark, so about 100 MB here). ``i < j`` index rows of ``labels``.
+
+    Parameters
+    ----------
+    labels : pandas.DataFrame
+        One row per image with ``Identity`` and ``group`` (BFW codes).
+    impostors : {"within_group", "all"}, default "within_group"
+        Which cross-identity pairs to list.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``i, j`` (int32 row positions), ``id1, id2``, categorical ``group1,
+        group2`` and ``label`` (int8, 1 genuine, 0 impostor).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``impostors``.
+
+    Examples
+    --------
+    >>> labels = pd.DataFrame({"Identity": [1, 1, 2, 3], "group": ["AF", "AF", "AF", "WM"]})
+    >>> benchmark_pairs(labels)[["i", "j", "label"]].to_numpy().tolist()
+    [[0, 1, 1], [0, 2, 0], [1, 2, 0]]
     """
     if impostors not in ("within_group", "all"):
         raise ValueError(f"impostors must be 'within_group' or 'all', got {impostors!r}")

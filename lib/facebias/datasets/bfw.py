@@ -20,21 +20,46 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from facebias.io import file_sha256
-from facebias.world import (
-    ATT_DTYPE,
-    BFW_FOLDERS,
-    BFW_GROUPS,
-    BFW_SCHEMA,
-    ETHNICITY_DTYPE,
-    GENDER_DTYPE,
-    GROUP_DTYPE,
-    read_world,
-)
+from facebias.io import file_sha256, read_parquet
+from facebias.validate import require_columns
 
-__all__ = ["BFW_COLUMNS", "BFW_PUBLISHED_SCORE_COLUMNS", "load_bfw", "bfw_summary", "score_columns"]
+__all__ = [
+    "BFW_GROUPS",
+    "BFW_ETHNICITIES",
+    "BFW_GENDERS",
+    "BFW_FOLDERS",
+    "BFW_COLUMNS",
+    "BFW_PUBLISHED_SCORE_COLUMNS",
+    "GROUP_DTYPE",
+    "ATT_DTYPE",
+    "GENDER_DTYPE",
+    "ETHNICITY_DTYPE",
+    "load_bfw",
+    "bfw_summary",
+    "score_columns",
+]
 
-BFW_COLUMNS: tuple[str, ...] = BFW_SCHEMA
+#: the 8 subgroups, ethnicity letter + gender letter (``a1``/``a2``), in schema order
+BFW_GROUPS: tuple[str, ...] = ("AF", "AM", "BF", "BM", "IF", "IM", "WF", "WM")
+BFW_ETHNICITIES: tuple[str, ...] = ("A", "B", "I", "W")  # e1/e2
+BFW_GENDERS: tuple[str, ...] = ("F", "M")  # g1/g2
+#: image folders (``att1``/``att2``), one per subgroup, in :data:`BFW_GROUPS` order
+BFW_FOLDERS: tuple[str, ...] = (
+    "asian_females", "asian_males", "black_females", "black_males",
+    "indian_females", "indian_males", "white_females", "white_males",
+)  # fmt: skip
+#: the 14 columns of the published BFW datatable, scores excluded (the synthetic world's order)
+BFW_COLUMNS: tuple[str, ...] = (
+    "fold", "p1", "p2", "label", "id1", "id2", "att1", "att2",
+    "a1", "a2", "g1", "g2", "e1", "e2",
+)  # fmt: skip
+
+#: categorical dtypes of the string columns (categories in the orders above)
+GROUP_DTYPE = pd.CategoricalDtype(list(BFW_GROUPS))
+ATT_DTYPE = pd.CategoricalDtype(list(BFW_FOLDERS))
+GENDER_DTYPE = pd.CategoricalDtype(list(BFW_GENDERS))
+ETHNICITY_DTYPE = pd.CategoricalDtype(list(BFW_ETHNICITIES))
+
 BFW_PUBLISHED_SCORE_COLUMNS: tuple[str, ...] = ("vgg16", "resnet50", "senet50", "sphereface")
 _NOT_SCORES = {"ids1", "ids2"}
 _HOW_TO_GET = (
@@ -45,7 +70,7 @@ _HOW_TO_GET = (
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, dict]:
-    """The raw table and, for parquet written by ``facebias.world.write_world``, its attrs."""
+    """The raw table and, for parquet written by ``facebias.worlds.bfw.write_world``, its attrs."""
     suffix = path.suffix.lower()
     attrs: dict = {}
     if suffix == ".csv":
@@ -54,7 +79,7 @@ def _read(path: Path) -> tuple[pd.DataFrame, dict]:
         df = pd.read_pickle(path)
         attrs = dict(getattr(df, "attrs", {}))
     elif suffix == ".parquet":
-        df = read_world(path)
+        df = read_parquet(path)
         attrs = dict(df.attrs)
     else:
         raise ValueError(f"{path}: unsupported file type {suffix!r}; use .csv, .pkl or .parquet")
@@ -64,7 +89,28 @@ def _read(path: Path) -> tuple[pd.DataFrame, dict]:
 
 
 def score_columns(df: pd.DataFrame) -> list[str]:
-    """Numeric, non-boolean columns outside the schema, in table order."""
+    """Numeric, non-boolean columns outside the schema, in table order.
+
+    The helper columns ``ids1``/``ids2`` and written-out indexes (``Unnamed: ...``) are
+    not scores.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A BFW pair table.
+
+    Returns
+    -------
+    list of str
+        The score columns (cosine similarities, one per model).
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"fold": [1], "label": [1], "vgg16": [0.5], "ids1": [0],
+    ...                    "flag": [True], "Unnamed: 0": [0]})
+    >>> score_columns(df)
+    ['vgg16']
+    """
     return [
         c
         for c in df.columns
@@ -107,11 +153,7 @@ class _Checker:
 def _validate(path: Path, df: pd.DataFrame) -> list[str]:
     """Check the BFW schema; return the score columns."""
     chk = _Checker(path, df)
-    missing = [c for c in BFW_COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(
-            f"{path}: missing column(s) {missing}; the BFW schema is {list(BFW_COLUMNS)}"
-        )
+    require_columns(df, BFW_COLUMNS, str(path), hint=f"the BFW schema is {list(BFW_COLUMNS)}")
     if len(df) == 0:
         raise ValueError(f"{path}: the table has no rows")
 
@@ -184,7 +226,7 @@ def _validate(path: Path, df: pd.DataFrame) -> list[str]:
 
 
 def _typed(df: pd.DataFrame, scores: list[str]) -> pd.DataFrame:
-    """Schema columns typed like ``facebias.world``; then scores, then any other columns."""
+    """Schema columns typed like ``facebias.worlds.bfw``; then scores, then any other columns."""
     paths = pd.unique(pd.concat([df["p1"].astype(str), df["p2"].astype(str)], ignore_index=True))
     path_dtype = pd.CategoricalDtype(np.sort(np.asarray(paths, dtype=object)))
     out = {
@@ -214,10 +256,32 @@ def load_bfw(path: str | os.PathLike, sha256: str | None = None) -> pd.DataFrame
 
     Raises ``FileNotFoundError`` (with how to obtain the table) when ``path`` is missing,
     ``ValueError`` on a checksum mismatch or a schema violation (naming file, column and
-    first offending row). Returns the schema columns (typed as in ``facebias.world``:
+    first offending row). Returns the schema columns (typed as in ``facebias.worlds.bfw``:
     int8 ``fold``/``label``, int32 ids, categorical strings) followed by the score
     columns; ``attrs["source"] = "real"`` (``"synthetic"`` for a table saved by
-    ``facebias.world.write_world``, whose attrs are kept) and ``attrs["path"]``.
+    ``facebias.worlds.bfw.write_world``, whose attrs are kept) and ``attrs["path"]``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The datatable file.
+    sha256 : str, optional
+        Expected SHA-256 hex digest of the file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The validated, typed table (scores are cosine similarities, match iff score > t).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is not a file.
+    ValueError
+        For a checksum mismatch, an unsupported file type, or a schema violation:
+        a missing column, no rows, folds not numbered 1..k or sharing a subject, a label
+        not 0/1 or inconsistent with the ids, a negative id, a missing path, a group code
+        inconsistent with ``e``/``g``, no score column or a non-finite score.
     """
     path = Path(path)
     if not path.is_file():
@@ -243,6 +307,27 @@ def bfw_summary(df: pd.DataFrame) -> pd.DataFrame:
     both sides of the pairs), ``genuine``, ``impostor``, ``pairs`` (rows with that
     ``a1``) and ``duplicate_pairs`` (rows repeating an earlier unordered image pair).
     Index: the eight subgroups, then ``All``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A BFW pair table (``a1, a2, p1, p2, id1, id2, label``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Integer counts per subgroup and ``All``.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"a1": ["AF", "AF", "WM"], "a2": ["AF", "AF", "WM"],
+    ...                    "p1": ["x1", "x2", "y1"], "p2": ["x2", "x1", "y2"],
+    ...                    "id1": [1, 1, 5], "id2": [1, 1, 6], "label": [1, 1, 0]})
+    >>> bfw_summary(df).loc[["AF", "WM", "All"]]
+         subjects  images  genuine  impostor  pairs  duplicate_pairs
+    AF          1       2        2         0      2                1
+    WM          2       2        0         1      1                0
+    All         3       4        2         1      3                1
     """
     a1 = df["a1"].astype(str).to_numpy()
     a2 = df["a2"].astype(str).to_numpy()

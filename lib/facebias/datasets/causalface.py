@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from facebias.validate import require_columns
+
 __all__ = ["DEFAULT_MAPPING", "DEFAULT_FILES", "RESPONSE_LABELS", "CausalFace", "canonicalise",
            "derive", "load_causalface", "group_code"]
 
@@ -88,7 +90,29 @@ class CausalFace:
 
 
 def group_code(value: Any) -> str:
-    """Two-letter group code from ``'WM'``, ``'White Male'``, ``'east_asian-female'`` ..."""
+    """Two-letter group code from ``'WM'``, ``'White Male'``, ``'east_asian-female'`` ...
+
+    Parameters
+    ----------
+    value : object
+        A code (any case) or words naming a race (white/caucasian, black/african, asian)
+        and a gender (female/woman/f, male/man/m).
+
+    Returns
+    -------
+    str
+        One of ``WM WF BM BF AM AF``.
+
+    Raises
+    ------
+    ValueError
+        If no race or no gender can be read.
+
+    Examples
+    --------
+    >>> group_code("wm"), group_code("White Male"), group_code("east_asian-female")
+    ('WM', 'WM', 'AF')
+    """
     text = str(value).strip()
     if text.upper() in GROUP_CODES:
         return text.upper()
@@ -135,8 +159,7 @@ def _responses(df: pd.DataFrame, spec: Any, keys: Sequence[str], table: str,
                labels: Mapping[str, int]) -> pd.DataFrame:
     """Wide (pairs x 9) raw responses r1..r9 from wide or long source columns, validated."""
     if isinstance(spec, str):  # long: one row per response
-        if spec not in df.columns:
-            raise ValueError(f"{table}: response column {spec!r} not found; columns are {list(df.columns)}")
+        require_columns(df, [spec], table, kind="response column")
         vals = df[spec].map(lambda v: _response_level(v, labels))
         slot = df.groupby(list(keys), sort=False).cumcount()
         counts = slot.groupby([df[k] for k in keys], sort=False).max() + 1
@@ -153,9 +176,7 @@ def _responses(df: pd.DataFrame, spec: Any, keys: Sequence[str], table: str,
         cols = list(spec)
         if len(cols) != N_RESPONSES:
             raise ValueError(f"{table}: mapping['responses'] must list {N_RESPONSES} columns, got {len(cols)}")
-        for c in cols:
-            if c not in df.columns:
-                raise ValueError(f"{table}: response column {c!r} not found; columns are {list(df.columns)}")
+        require_columns(df, cols, table, kind="response column")
         vals = df[cols].apply(lambda s: s.map(lambda v: _response_level(v, labels)))
         check = pd.DataFrame({"_v": vals.to_numpy().ravel(), "_raw": df[cols].to_numpy().ravel(),
                               "_where": [f"row {i}, column {c!r}" for i in range(len(df)) for c in cols]})
@@ -196,7 +217,43 @@ def _level_index(attribute: str, raw: Any) -> int:
 def canonicalise(df: pd.DataFrame, table: str, mapping: Mapping[str, Any] | None = None,
                  response_labels: Mapping[str, int] | None = None) -> pd.DataFrame:
     """One released table in canonical form (see the module docstring); ``mapping``:
-    canonical column -> source column (missing keys take :data:`DEFAULT_MAPPING`'s)."""
+    canonical column -> source column (missing keys take :data:`DEFAULT_MAPPING`'s).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table as released.
+    table : {"images", "single_annotations", "pairs"}
+        Which table it is.
+    mapping : mapping, optional
+        Canonical column -> source column; ``"responses"``: nine wide columns or one
+        long column.
+    response_labels : mapping, optional
+        Extra answer texts -> raw level 0..4 (added to :data:`RESPONSE_LABELS`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The canonical columns (ids as str, groups as codes, attributes in facebias's
+        names, ``level`` = 0-based slot, raw responses ``r1..r9`` int64 in 0..4; pairs also
+        ``label``, 1 = intended same).
+
+    Raises
+    ------
+    ValueError
+        For an unknown table, a missing column, an unknown attribute, group, level or
+        ``intended`` value, a response that is not 0..4, an item without nine responses,
+        or a duplicate key.
+
+    Examples
+    --------
+    >>> images = pd.DataFrame({"image_id": [1, 2], "seed_id": [7, 7], "group": ["White Male"] * 2,
+    ...                        "attribute": ["prototype", "yaw"], "level": [0, -15]})
+    >>> canonicalise(images, "images")
+      image_id  seed_id group  attribute  level_raw  level
+    0        1        7    WM  prototype          0      0
+    1        2        7    WM       pose        -15      1
+    """
     if table not in DEFAULT_MAPPING:
         raise ValueError(f"table: expected one of {list(DEFAULT_MAPPING)}, got {table!r}")
     m = {**DEFAULT_MAPPING[table], **dict(mapping or {})}
@@ -204,9 +261,9 @@ def canonicalise(df: pd.DataFrame, table: str, mapping: Mapping[str, Any] | None
     optional = {"path"} if table == "images" else set()
     plain = [k for k in m if k != "responses"]
     for k in plain:
-        if m[k] not in df.columns and k not in optional:
-            raise ValueError(f"{table}: column {m[k]!r} (canonical {k!r}) not found; columns are "
-                             f"{list(df.columns)}; pass mapping={{'{table}': {{'{k}': <source column>}}}}")
+        if k not in optional:
+            require_columns(df, [m[k]], table, hint=f"canonical {k!r} reads it; pass "
+                            f"mapping={{'{table}': {{'{k}': <source column>}}}}")
     out = pd.DataFrame({k: df[m[k]].to_numpy() for k in plain if m[k] in df.columns})
     if "attribute" in out:
         out["attribute"] = out["attribute"].map(_alias)
@@ -259,9 +316,36 @@ def derive(images: pd.DataFrame, single: pd.DataFrame, pairs: pd.DataFrame, t_hc
     """Derived columns: ``(image_scores, pairs)``, pairs with ``hcic, label_hcic,
     uncanny_a, uncanny_b, keep``. ``missing_uncanny``: what the filter does with an image
     that has no uncanny votes: ``"keep"`` it (counted in ``pairs.attrs``), ``"drop"`` or
-    ``"error"``."""
+    ``"error"``.
+
+    Parameters
+    ----------
+    images, single, pairs : pandas.DataFrame
+        Canonical tables (:func:`canonicalise`).
+    t_hcic : float, default 0.3
+        A pair is labelled same (1) iff HCIC <= ``t_hcic`` (HCIC: dissimilarity in [0, 1]).
+    uncanny_threshold : float, default 0.8
+        An image is realistic iff its normalised uncanny score (mean / 4) is below it.
+    missing_uncanny : {"keep", "drop", "error"}, default "keep"
+        What the filter does with an image without uncanny votes.
+
+    Returns
+    -------
+    image_scores : pandas.DataFrame
+        One row per image: ``image_id``, ``mean_<attribute>`` (raw 0..4), ``uncanny``,
+        ``realistic``, ``age_bin``, ``expression_bin``.
+    pairs : pandas.DataFrame
+        ``pairs`` plus ``hcic``, ``label_hcic``, ``uncanny_a``, ``uncanny_b``, ``keep``;
+        ``attrs``: ``n_unknown_uncanny``, ``t_hcic``, ``uncanny_threshold``.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``missing_uncanny``, or with ``"error"`` a pair whose image has no
+        uncanny votes.
+    """
     from facebias.annotate import hcic, uncanny_keep
-    from facebias.studies.hcic import annotated_bins, label_pairs
+    from facebias.annotate.labels import annotated_bins, label_pairs
 
     if missing_uncanny not in ("keep", "drop", "error"):
         raise ValueError(f"missing_uncanny: expected 'keep', 'drop' or 'error', got {missing_uncanny!r}")
@@ -313,6 +397,32 @@ def load_causalface(root: str | Path | None = None, *, files: Mapping[str, str |
     ``root / DEFAULT_FILES[name]``. ``mapping[name]``: canonical column -> source column
     (see :data:`DEFAULT_MAPPING`). Image paths are made absolute against ``root``.
     Every pair's images and every annotated image must be in ``images``.
+
+    Parameters
+    ----------
+    root : str or pathlib.Path, optional
+        The release folder.
+    files : mapping, optional
+        Table name -> file (.csv, .parquet, .json, .jsonl).
+    tables : mapping, optional
+        Table name -> DataFrame already loaded.
+    mapping : mapping, optional
+        Table name -> canonical column -> source column.
+    response_labels : mapping, optional
+        Extra answer texts -> raw level.
+    t_hcic, uncanny_threshold, missing_uncanny
+        As in :func:`derive`.
+
+    Returns
+    -------
+    CausalFace
+        The canonical tables, the per-image scores and ``t_hcic``.
+
+    Raises
+    ------
+    ValueError
+        For a table with neither a source nor a root, a missing file, an unsupported file
+        type, an image id not in ``images``, or as :func:`canonicalise` and :func:`derive`.
     """
     root = None if root is None else Path(root)
     raw: dict[str, pd.DataFrame] = {}

@@ -9,8 +9,8 @@ Two layouts, both read by :mod:`facebias.annotate.formats`:
 Votes become per-image scores in [0, 1] with :func:`facebias.annotate.score` (trimmed mean
 of the 5 votes, min and max dropped, / (K - 1), as the authors' code; or the plain mean),
 one column per question (``skin-color`` -> ``skin_color``), indexed by item id (the 4-digit
-image index, ``'0000'``). :func:`load_transects` then prunes (004 A1.10, via
-:func:`facebias.studies.transects.prune`) and attaches each image's transect and grid cell.
+image index, ``'0000'``). :func:`facebias.studies.transects.released_transects` then
+attaches each image's transect and grid cell (:func:`grid_cells`) and prunes (004 A1.10).
 
 **Grid ordering is an assumption.** Neither the paper nor the repository documents how an
 image index maps to (transect, skin, hair, gender). The default assumes 8 consecutive indices
@@ -32,10 +32,9 @@ import numpy as np
 import pandas as pd
 
 from facebias.annotate import read_sagemaker, read_transects_pkl, scores_from_votes
-from facebias.studies.transects import prune
 
 __all__ = ["GRID_AXES", "DEFAULT_ORDERING", "scores_from_votes", "load_annotations_pkl",
-           "load_sagemaker", "grid_cells", "infer_grid_order", "load_transects"]
+           "load_sagemaker", "grid_cells", "infer_grid_order"]
 
 #: Transect axis -> the score column that should follow it.
 GRID_AXES = {"skin": "skin_color", "hair": "hair_length", "gender": "gender"}
@@ -45,7 +44,21 @@ DEFAULT_ORDERING = ("skin", "hair", "gender")
 
 def load_annotations_pkl(path: str | os.PathLike, agg: str = "trimmed") -> pd.DataFrame:
     """Scores of the processed ``annotations.pkl`` (:func:`facebias.annotate.read_transects_pkl`;
-    pickles run code: open only files you trust), sorted by image index."""
+    pickles run code: open only files you trust), sorted by image index.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``annotations.pkl`` file.
+    agg : {"trimmed", "mean"}, default "trimmed"
+        Vote aggregation of :func:`facebias.annotate.score`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per image (index: item id), one score column per question in [0, 1]
+        (0 = the scale's first level).
+    """
     votes = read_transects_pkl(path)
     return scores_from_votes(votes, votes.attrs["scales"], agg=agg).sort_index()
 
@@ -54,7 +67,28 @@ def load_sagemaker(root: str | os.PathLike, attributes: Sequence[str] | None = N
                    agg: str = "trimmed") -> pd.DataFrame:
     """Scores from raw SageMaker folders ``root/<attr>/`` (one per attribute, e.g.
     ``skin-color``; default: every sub-folder), read with
-    :func:`facebias.annotate.read_sagemaker`; sorted by item id."""
+    :func:`facebias.annotate.read_sagemaker`; sorted by item id.
+
+    Parameters
+    ----------
+    root : str or os.PathLike
+        Folder holding one sub-folder per attribute.
+    attributes : sequence of str, optional
+        Sub-folders to read (default: all).
+    agg : {"trimmed", "mean"}, default "trimmed"
+        Vote aggregation of :func:`facebias.annotate.score`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per item, one score column per question in [0, 1] (0 = the scale's first
+        level).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``root`` has no attribute folder.
+    """
     root = Path(root)
     dirs = [root / a for a in attributes] if attributes else sorted(p for p in root.iterdir() if p.is_dir())
     if not dirs:
@@ -72,7 +106,40 @@ def grid_cells(index: Sequence[int] | np.ndarray, ordering: Sequence[str] = DEFA
     """Transect id and 2x2x2 grid cell of each image index (**assumed** layout, see the
     module doc): ``transect = index // per_transect``; within the block, ``ordering[0]`` is
     the most significant bit. ``polarity[axis] = -1`` flips that axis (bit 1 = level 0).
-    Returns ``transect, skin_idx, hair_idx, gender_idx`` (0 = light / short / female)."""
+    Returns ``transect, skin_idx, hair_idx, gender_idx`` (0 = light / short / female).
+
+    Parameters
+    ----------
+    index : sequence of int
+        Image indices (>= 0).
+    ordering : sequence of str, default ("skin", "hair", "gender")
+        A permutation of the three axes, most significant bit first.
+    per_transect : int, default 8
+        Images per transect (must be 8).
+    polarity : mapping, optional
+        Axis -> +1 or -1.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per index.
+
+    Raises
+    ------
+    ValueError
+        If ``ordering`` is not a permutation of the axes, ``per_transect`` is not 8 or an
+        index is negative.
+
+    Examples
+    --------
+    >>> grid_cells([0, 1, 2, 4, 8])
+       transect  skin_idx  hair_idx  gender_idx
+    0         0         0         0           0
+    1         0         0         0           1
+    2         0         0         1           0
+    3         0         1         0           0
+    4         1         0         0           0
+    """
     ordering = tuple(ordering)
     if sorted(ordering) != sorted(GRID_AXES):
         raise ValueError(f"ordering must be a permutation of {tuple(GRID_AXES)}, got {ordering}")
@@ -96,7 +163,35 @@ def infer_grid_order(scores: pd.DataFrame, per_transect: int = 8) -> pd.DataFram
     annotations: for each of the 6 orders, the correlation of each axis's bit with its score
     column (:data:`GRID_AXES`). Rows sorted best first by the mean |correlation|; the
     columns ``polarity_<axis>`` give the sign to pass to :func:`grid_cells`. Scores are
-    taken in row order, row ``i`` = image index ``i`` (sort by item id first)."""
+    taken in row order, row ``i`` = image index ``i`` (sort by item id first).
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Per-image scores with the :data:`GRID_AXES` columns, in image-index order.
+    per_transect : int, default 8
+        Images per transect.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Six rows: ``ordering``, ``corr_<axis>`` (Pearson r), ``polarity_<axis>`` and
+        ``score`` (mean |r|, 1 = the bits explain the scores exactly).
+
+    Raises
+    ------
+    ValueError
+        If a score column is missing or there are fewer than ``per_transect`` rows.
+
+    Examples
+    --------
+    >>> cells = grid_cells(range(16), ordering=("hair", "skin", "gender"))
+    >>> scores = pd.DataFrame({"skin_color": cells["skin_idx"], "hair_length": cells["hair_idx"],
+    ...                        "gender": 1 - cells["gender_idx"]}, dtype=float)
+    >>> best = infer_grid_order(scores).iloc[0]
+    >>> best["ordering"], int(best["polarity_gender"]), float(best["score"])
+    (('hair', 'skin', 'gender'), -1, 1.0)
+    """
     missing = [c for c in GRID_AXES.values() if c not in scores.columns]
     if missing:
         raise ValueError(f"infer_grid_order: score column(s) {missing} missing")
@@ -117,35 +212,3 @@ def infer_grid_order(scores: pd.DataFrame, per_transect: int = 8) -> pd.DataFram
         row["score"] = total / len(GRID_AXES)
         rows.append(row)
     return pd.DataFrame(rows).sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
-
-
-def load_transects(scores: pd.DataFrame, ordering: Sequence[str] | str = DEFAULT_ORDERING,
-                   fakeness_rule: str | None = "paper", drop_children: bool = False,
-                   per_transect: int = 8) -> tuple[pd.DataFrame, dict[str, object]]:
-    """Prune released scores (``item_id`` = image index) and attach grid cells.
-
-    ``ordering``: a bit order for :func:`grid_cells` (default: the assumed (skin, hair,
-    gender)), or ``"infer"`` to take :func:`infer_grid_order`'s best order and polarities.
-    Returns ``(kept, info)``: the pruned frame with ``image_index, transect, skin_idx,
-    hair_idx, gender_idx`` and the binned covariates, and ``info`` = the pruning counts plus
-    the ordering used and whether it was inferred.
-    """
-    df = scores.copy()
-    idx = pd.to_numeric(pd.Series(df.index, index=df.index), errors="coerce")
-    if idx.isna().any() or (idx != np.floor(idx)).any():
-        raise ValueError("scores: the index (item_id) must be image indices such as '0000'")
-    df = df.assign(image_index=idx.astype(int).to_numpy()).sort_values("image_index")
-    polarity = None
-    inferred = ordering == "infer"
-    if inferred:
-        table = infer_grid_order(df.reset_index(drop=True), per_transect)
-        best = table.iloc[0]
-        ordering = best["ordering"]
-        polarity = {a: int(best[f"polarity_{a}"]) for a in GRID_AXES}
-    cells = grid_cells(df["image_index"].to_numpy(), ordering, per_transect, polarity)
-    for c in cells.columns:
-        df[c] = cells[c].to_numpy()
-    kept, counts = prune(df, fakeness_rule=fakeness_rule, drop_children=drop_children)
-    info: dict[str, object] = {**counts, "ordering": list(ordering), "ordering_inferred": inferred,
-                               "polarity": polarity or {a: 1 for a in GRID_AXES}}
-    return kept, info

@@ -51,6 +51,7 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
+    """Import the submodule that defines ``name`` on first use and cache it (PEP 562)."""
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'facebias.faces' has no attribute {name!r}")
@@ -60,4 +61,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
+    """The lazily exported names."""
     return __all__

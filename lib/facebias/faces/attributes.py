@@ -29,8 +29,18 @@ def _model():
 def predict_age_gender(image: np.ndarray) -> dict | None:
     """Apparent age and gender of the largest face in an RGB uint8 image.
 
-    Returns ``{"age": years (float), "gender": "female" | "male", "gender_confidence":
-    0-1, "age_confidence": 0-1, "box": (x, y, w, h)}``, or ``None`` when no face is found.
+    Parameters
+    ----------
+    image : numpy.ndarray
+        (H, W, 3) RGB uint8 (extra channels are dropped). Faces need about 80 px for the
+        package's dlib detector (see :func:`age_gender_table`).
+
+    Returns
+    -------
+    dict or None
+        ``{"age": years (float), "gender": "female" | "male", "gender_confidence": 0-1,
+        "age_confidence": 0-1, "box": (x, y, w, h) pixels}`` for the largest face, or
+        ``None`` when no face is found.
     """
     img = np.ascontiguousarray(np.asarray(image, dtype=np.uint8)[..., :3])
     preds = _model().predict(img)
@@ -53,7 +63,26 @@ def predict_age_gender(image: np.ndarray) -> dict | None:
 
 
 def p_male(prediction: dict | None) -> float:
-    """P(male) of one :func:`predict_age_gender` result (NaN for ``None``)."""
+    """P(male) of one :func:`predict_age_gender` result (NaN for ``None``).
+
+    Parameters
+    ----------
+    prediction : dict or None
+        A :func:`predict_age_gender` result.
+
+    Returns
+    -------
+    float
+        ``gender_confidence`` for ``"male"``, ``1 - gender_confidence`` for ``"female"``,
+        NaN for ``None``; 0-1, 1 = male.
+
+    Examples
+    --------
+    >>> p_male({"gender": "female", "gender_confidence": 0.75})
+    0.25
+    >>> p_male(None)
+    nan
+    """
     if prediction is None:
         return float("nan")
     c = float(prediction["gender_confidence"])
@@ -66,6 +95,19 @@ def age_gender_table(images: Sequence[np.ndarray], min_size: int = 256) -> pd.Da
     Images smaller than ``min_size`` are upscaled first (bicubic,
     :func:`facebias.faces.images.upscale`): the package's dlib detector needs faces of
     about 80 px.
+
+    Parameters
+    ----------
+    images : Sequence of numpy.ndarray
+        RGB uint8 images, any size.
+    min_size : int, default 256
+        Shorter side (pixels) that smaller images are upscaled to.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per image, in input order: ``p_male`` (0-1, see :func:`p_male`) and ``age``
+        (years).
     """
     rows = []
     for im in images:

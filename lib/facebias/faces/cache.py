@@ -27,7 +27,24 @@ __all__ = ["EmbeddingCache", "image_key"]
 
 
 def image_key(image: np.ndarray) -> str:
-    """Content hash of an image array (dtype, shape and pixels), 32 hex characters."""
+    """Content hash of an image array (dtype, shape and pixels), 32 hex characters.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        Any array; equal dtype, shape and bytes give equal keys.
+
+    Returns
+    -------
+    str
+        blake2b (16-byte digest) as 32 lowercase hex characters.
+
+    Examples
+    --------
+    >>> a = np.zeros((2, 2, 3), np.uint8)
+    >>> image_key(a) == image_key(a.copy()), image_key(a) == image_key(a.astype(np.int16))
+    (True, False)
+    """
     a = np.ascontiguousarray(image)
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{a.dtype.str}{a.shape}".encode())
@@ -74,7 +91,26 @@ class EmbeddingCache:
         """Like ``embedder.embed(images)``; cached rows are read, the rest computed (in
         batches of ``embedder.batch_size``) and stored as each batch finishes. Row order
         and failures to enrol are kept. ``compute`` (:mod:`facebias.compute`; ``None`` =
-        this process) sends the batches to Dask workers; the vectors are the same."""
+        this process) sends the batches to Dask workers; the vectors are the same.
+
+        Parameters
+        ----------
+        embedder : BaseEmbedder
+            The model; its ``model_id``, ``alignment`` and ``detector`` select the cache
+            folder.
+        images : Sequence of numpy.ndarray
+            RGB uint8 images.
+        progress : bool, default False
+            Show a progress bar over the images not in the cache.
+        compute : ComputeConfig, Mapping, str, distributed.Client or None
+            Where the uncached batches run.
+
+        Returns
+        -------
+        EmbedResult
+            One row per image, in input order; ``hits`` and ``misses`` count cached and
+            computed rows.
+        """
         folder = self._folder(embedder)
         n, dim = len(images), embedder.dim
         vectors = np.full((n, dim), np.nan, np.float32)

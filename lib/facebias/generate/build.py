@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from facebias import latent
-from facebias.generate import Generator, as_lights
+from facebias.generate import Generator, as_lights, plan
 from facebias.generate.hyperplanes import (
     MACHINE_ATTRIBUTES,
     PANEL_ATTRIBUTES,
@@ -402,8 +402,8 @@ def _prototypes(z: np.ndarray, hp: Hyperplanes, cfg: SynthConfig, groups: str = 
     g_n, g_b = hp.select(["gender"])
     if groups == "race_gender":
         races = {r: tuple(a[0] for a in hp.select([f"race_{r}"])) for r in sorted({r for r, _ in GROUPS.values()})}
-        return latent.prototypes(neutral, (g_n[0], g_b[0]), races, c_gender=cfg.c_gender, c_race=cfg.c_race,
-                                 fixed=s_n)
+        return plan.prototypes(neutral, (g_n[0], g_b[0]), races, c_gender=cfg.c_gender, c_race=cfg.c_race,
+                               fixed=s_n)
     normals, offsets = hp.select(["skin_tone", "gender"])
     grid = latent.transect(neutral, normals, offsets, [[-cfg.c_race, cfg.c_race], [-cfg.c_gender, cfg.c_gender]],
                            orthogonal=True, fixed=s_n)
@@ -417,7 +417,7 @@ def select_seeds(candidates: np.ndarray, meshes: np.ndarray, n_select: int) -> l
     if ok.size < n_select:
         raise ValueError(f"only {ok.size} candidate seeds have a face mesh for all {meshes.shape[1]} prototypes; "
                          f"{n_select} wanted (raise n_candidates)")
-    picked = latent.maxmin_select(meshes[ok], n_select)
+    picked = plan.maxmin_select(meshes[ok], n_select)
     return [int(ok[i]) for i in picked]
 
 
@@ -464,12 +464,12 @@ def plan_hcic(gen: Any, hp: Hyperplanes, seeds: np.ndarray, cfg: SynthConfig,
             proto_img = add({**base, "image_id": pid, "attribute": "prototype", "level": 0,
                              "yaw": 0.0, "light": "front", "is_prototype": True}, proto)
             if seq == "render":
-                for level, yaw in enumerate(latent.POSE_SEQUENCE):
+                for level, yaw in enumerate(plan.POSE_SEQUENCE):
                     iid = proto_img if yaw == 0 else add(
                         {**base, "image_id": f"{pid}_pose{level}", "attribute": "pose", "level": level,
                          "yaw": float(yaw), "light": "front", "is_prototype": False}, proto)
                     slot(pid, "pose", level, iid, proto_img)
-                for level, light in enumerate(["front", *latent.LIGHT_SEQUENCE]):
+                for level, light in enumerate(["front", *plan.LIGHT_SEQUENCE]):
                     iid = proto_img if light == "front" else add(
                         {**base, "image_id": f"{pid}_light{level}", "attribute": "light", "level": level,
                          "yaw": 0.0, "light": light, "is_prototype": False}, proto)
@@ -616,7 +616,7 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
     write_pngs(out / "hcic" / "images", himg["image_id"],
                _render_hcic(gen, hz, himg, flat, frontal, groups, cfg, client))
     protos_tab = himg[himg["is_prototype"]][["seed", "group", "prototype_id"]]
-    pairs = latent.hcic_pairs(protos_tab, slots, n_negative=cfg.n_negative, seed=cfg.seed)
+    pairs = plan.hcic_pairs(protos_tab, slots, n_negative=cfg.n_negative, seed=cfg.seed)
     _save_table(himg, out / "hcic" / "images.parquet")
     _save_table(slots, out / "hcic" / "slots.parquet")
     _save_table(pairs, out / "hcic" / "pairs.parquet")
@@ -633,7 +633,7 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
                  "n_candidates_with_mesh": int(np.isfinite(mesh_arr).all(axis=(1, 2)).sum()),
                  "selected_seeds": chosen, "n_prototypes": int(himg["is_prototype"].sum()),
                  "n_images": len(himg), "n_slots": len(slots),
-                 "pairs": {k: int(v) for k, v in latent.pair_counts(pairs).loc["all"].items()}},
+                 "pairs": {k: int(v) for k, v in plan.pair_counts(pairs).loc["all"].items()}},
     }
     write_json_atomic(out / "summary.json", summary)
     return summary

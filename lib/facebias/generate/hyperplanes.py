@@ -217,7 +217,7 @@ def register_dz(store: Any, n: int, image_dir: str | os.PathLike | None = None) 
     given) in ``store``; idempotent. Returns the item ids."""
     ids = dz_item_ids(n)
     images = [str(Path(image_dir) / f"{i}.png") for i in ids] if image_dir is not None else [None] * n
-    store.add_items(pd.DataFrame({"item_id": ids, "kind": "image", "image": images}))
+    store.register_items(ids, image=images)
     return ids
 
 

@@ -81,14 +81,63 @@ _ACT_GAIN = {"linear": 1.0, "relu": math.sqrt(2.0), "lrelu": math.sqrt(2.0)}
 
 
 def normalize_2nd_moment(x: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``x`` divided by its root mean square along ``dim`` (StyleGAN's pixel norm of z)."""
+    """``x`` divided by its root mean square along ``dim`` (StyleGAN's pixel norm of z).
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Any shape, e.g. (N, z_dim).
+    dim : int, default 1
+        The axis normalised.
+    eps : float, default 1e-8
+        Added to the mean square.
+
+    Returns
+    -------
+    torch.Tensor
+        Same shape; the mean square along ``dim`` is 1.
+
+    Examples
+    --------
+    >>> normalize_2nd_moment(torch.tensor([[3.0, 4.0]]))  # RMS of (3, 4) is sqrt(12.5)
+    tensor([[0.8485, 1.1314]])
+    """
     return x * (x.square().mean(dim=dim, keepdim=True) + eps).rsqrt()
 
 
 def bias_act(x: Tensor, b: Tensor | None = None, act: str = "linear", gain: float | None = None,
              clamp: float | None = None) -> Tensor:
     """``clamp(act(x + b) * gain)``; ``b`` broadcasts along dim 1; ``gain`` defaults to the
-    activation's own (sqrt 2 for (leaky) ReLU, 1 for linear); leaky ReLU slope 0.2."""
+    activation's own (sqrt 2 for (leaky) ReLU, 1 for linear); leaky ReLU slope 0.2.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        (N, C, ...) activations.
+    b : torch.Tensor, optional
+        (C,) bias.
+    act : {"linear", "relu", "lrelu"}, default "linear"
+        The activation.
+    gain : float, optional
+        Output scale (default: the activation's own).
+    clamp : float, optional
+        Clip the output to ``[-clamp, clamp]`` (ignored when None or negative).
+
+    Returns
+    -------
+    torch.Tensor
+        Same shape and dtype as ``x``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``act``.
+
+    Examples
+    --------
+    >>> bias_act(torch.tensor([[-1.0, 1.0]]), torch.tensor([0.0, 1.0]), act="lrelu")
+    tensor([[-0.2828,  2.8284]])
+    """
     if act not in _ACT_GAIN:
         raise ValueError(f"unknown activation {act!r}; choose one of {sorted(_ACT_GAIN)}")
     if b is not None:
@@ -108,7 +157,31 @@ def bias_act(x: Tensor, b: Tensor | None = None, act: str = "linear", gain: floa
 def setup_filter(taps: Sequence[float] = (1, 3, 3, 1), normalize: bool = True) -> Tensor:
     """A 2D FIR filter from 1D ``taps``: their outer product, normalised to sum 1 (float32).
     With 8 or more taps the filter stays 1D (separable), as the official buffers do;
-    :func:`upfirdn2d` applies a 1D filter along both axes."""
+    :func:`upfirdn2d` applies a 1D filter along both axes.
+
+    Parameters
+    ----------
+    taps : Sequence of float, default (1, 3, 3, 1)
+        The 1D filter taps.
+    normalize : bool, default True
+        Scale the filter to sum 1.
+
+    Returns
+    -------
+    torch.Tensor
+        (len(taps), len(taps)) float32, or (len(taps),) with 8 or more taps.
+
+    Raises
+    ------
+    ValueError
+        If ``taps`` is empty or not 1D.
+
+    Examples
+    --------
+    >>> f = setup_filter([1, 3, 3, 1])
+    >>> f.shape, float(f.sum()), float(f[0, 0] * 64)
+    (torch.Size([4, 4]), 1.0, 1.0)
+    """
     f = torch.as_tensor(np.asarray(taps, dtype=np.float32))
     if f.ndim != 1 or f.numel() == 0:
         raise ValueError("filter taps must be a non-empty 1D sequence")
@@ -128,6 +201,29 @@ def upfirdn2d(x: Tensor, f: Tensor, up: int = 1, padding: Sequence[int] = (0, 0,
     filter is scaled by ``gain`` and applied as a true convolution (flipped), as NVIDIA's
     reference ``upfirdn2d`` does with ``flip_filter=False``. Output size:
     ``H * up + top + bottom - fh + 1`` (and likewise for W).
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        (N, C, H, W).
+    f : torch.Tensor
+        (fh, fw) FIR filter, or (fh,) for a separable one (see :func:`setup_filter`).
+    up : int, default 1
+        Upsampling factor (zeros inserted between pixels).
+    padding : Sequence of int, default (0, 0, 0, 0)
+        (left, right, top, bottom), in upsampled pixels; negative crops.
+    gain : float, default 1.0
+        Filter scale (``up ** 2`` keeps the mean of an upsampled image).
+
+    Returns
+    -------
+    torch.Tensor
+        (N, C, H', W') in the dtype of ``x``.
+
+    Examples
+    --------
+    >>> upfirdn2d(torch.ones(1, 2, 4, 4), setup_filter([1, 1]), up=2).shape
+    torch.Size([1, 2, 7, 7])
     """
     if f.ndim == 1:
         f = torch.outer(f, f)
@@ -145,7 +241,28 @@ def upfirdn2d(x: Tensor, f: Tensor, up: int = 1, padding: Sequence[int] = (0, 0,
 
 
 def upsample2d(x: Tensor, f: Tensor, up: int = 2) -> Tensor:
-    """2x (``up``x) upsampling with the FIR filter ``f``: output (N, C, up H, up W)."""
+    """2x (``up``x) upsampling with the FIR filter ``f``: output (N, C, up H, up W).
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        (N, C, H, W).
+    f : torch.Tensor
+        FIR filter (see :func:`setup_filter`), scaled by ``up ** 2`` here.
+    up : int, default 2
+        Upsampling factor.
+
+    Returns
+    -------
+    torch.Tensor
+        (N, C, up H, up W); a constant image stays constant away from the border.
+
+    Examples
+    --------
+    >>> y = upsample2d(torch.ones(1, 1, 4, 4), setup_filter())
+    >>> y.shape, float(y[0, 0, 3, 3])
+    (torch.Size([1, 1, 8, 8]), 1.0)
+    """
     fh = f.shape[0]
     p0, p1 = (fh + up - 1) // 2, (fh - up) // 2
     return upfirdn2d(x, f, up=up, padding=(p0, p1, p0, p1), gain=up * up)
@@ -194,6 +311,43 @@ def modulated_conv2d(x: Tensor, weight: Tensor, styles: Tensor, noise: Tensor | 
     activations and the demodulation the output (same maths, the official fp16 path). In
     fp16 with demodulation, weight and styles are first rescaled by their max norms to
     avoid overflow (the result is invariant to that up to the epsilon).
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        (N, I, H, W) activations.
+    weight : torch.Tensor
+        (O, I, kh, kw) convolution weight.
+    styles : torch.Tensor
+        (N, I) per-sample input-channel scales.
+    noise : torch.Tensor, optional
+        Added to the output; broadcasts against (N, O, H', W').
+    up : int, default 1
+        1, or 2 (needs ``resample_filter``).
+    padding : int, default 0
+        Convolution padding, pixels.
+    resample_filter : torch.Tensor, optional
+        The FIR filter for ``up=2``.
+    demodulate : bool, default True
+        Rescale every output filter to unit norm.
+    fused : bool, default True
+        One grouped convolution for the batch (else scale activations).
+
+    Returns
+    -------
+    torch.Tensor
+        (N, O, H', W'), with ``H' = H`` for ``up=1`` and ``2 H`` for ``up=2`` (same padding).
+
+    Raises
+    ------
+    ValueError
+        For ``up`` other than 1, or 2 with a filter.
+
+    Examples
+    --------
+    >>> x, w = torch.ones(2, 3, 4, 4), torch.ones(5, 3, 3, 3)
+    >>> modulated_conv2d(x, w, torch.ones(2, 3), padding=1).shape
+    torch.Size([2, 5, 4, 4])
     """
     n = x.shape[0]
     out_ch, in_ch, kh, kw = weight.shape
@@ -242,6 +396,23 @@ class FullyConnectedLayer(nn.Module):
         self.bias_gain = lr_multiplier
 
     def forward(self, x: Tensor) -> Tensor:
+        """``act(x @ (gain * weight).T + bias_gain * bias)``.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            (N, in_features).
+
+        Returns
+        -------
+        torch.Tensor
+            (N, out_features).
+
+        Examples
+        --------
+        >>> FullyConnectedLayer(4, 3)(torch.ones(2, 4)).shape
+        torch.Size([2, 3])
+        """
         w = self.weight.to(x.dtype) * self.weight_gain
         b = None if self.bias is None else self.bias.to(x.dtype) * self.bias_gain
         return bias_act(x.matmul(w.t()), b, act=self.activation)
@@ -263,6 +434,20 @@ class Conv2dLayer(nn.Module):
         self.bias = nn.Parameter(torch.zeros([out_channels])) if bias else None
 
     def forward(self, x: Tensor, gain: float = 1.0) -> Tensor:
+        """Convolve (upsampling ``up`` times), add the bias, activate.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            (N, in_channels, H, W).
+        gain : float, default 1.0
+            Extra output scale; also scales the clamp.
+
+        Returns
+        -------
+        torch.Tensor
+            (N, out_channels, up H, up W).
+        """
         w = (self.weight * self.weight_gain).to(x.dtype)
         x = _conv(x, w, self.up, self.padding, self.resample_filter, groups=1)
         clamp = self.conv_clamp * gain if self.conv_clamp is not None else None
@@ -302,8 +487,32 @@ class MappingNetwork(nn.Module):
 
     def forward(self, z: Tensor | None, c: Tensor | None = None, truncation_psi: float = 1.0,
                 truncation_cutoff: int | None = None, broadcast: bool = True) -> Tensor:
-        """(N, num_ws, w_dim) (``broadcast``) or (N, w_dim) (then ``truncation_cutoff``
-        must be None)."""
+        """Map z (and c) to w, with truncation ``w = w_avg + psi (w - w_avg)``.
+
+        Parameters
+        ----------
+        z : torch.Tensor or None
+            (N, z_dim) latents (None only when ``z_dim == 0``).
+        c : torch.Tensor, optional
+            (N, c_dim) one-hot labels; required when ``c_dim > 0``.
+        truncation_psi : float, default 1.0
+            1 = no truncation.
+        truncation_cutoff : int, optional
+            Truncate only the first ``cutoff`` of the ``num_ws`` copies (all when None).
+        broadcast : bool, default True
+            Return one copy of w per synthesis layer input.
+
+        Returns
+        -------
+        torch.Tensor
+            (N, num_ws, w_dim) with ``broadcast``, else (N, w_dim).
+
+        Raises
+        ------
+        ValueError
+            For truncation without a tracked ``w_avg``, a missing ``c``, or a
+            ``truncation_cutoff`` without ``broadcast``.
+        """
         if truncation_psi != 1 and self.w_avg_beta is None:
             raise ValueError("truncation needs w_avg, which this network does not track")
         parts = []
@@ -350,6 +559,28 @@ class SynthesisLayer(nn.Module):
 
     def forward(self, x: Tensor, w: Tensor, noise_mode: str = "const", fused: bool = True,
                 gain: float = 1.0, rng: torch.Generator | None = None) -> Tensor:
+        """Modulated convolution by the styles of ``w``, plus noise, bias and activation.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            (N, in_channels, H, W).
+        w : torch.Tensor
+            (N, w_dim) this layer's w.
+        noise_mode : {"const", "random", "none"}, default "const"
+            The stored noise, a fresh draw from ``rng``, or none.
+        fused : bool, default True
+            See :func:`modulated_conv2d`.
+        gain : float, default 1.0
+            Extra output scale; also scales the clamp.
+        rng : torch.Generator, optional
+            For ``noise_mode="random"``.
+
+        Returns
+        -------
+        torch.Tensor
+            (N, out_channels, resolution, resolution).
+        """
         styles = self.affine(w)
         noise = None
         if self.use_noise and noise_mode == "random":
@@ -378,6 +609,22 @@ class ToRGBLayer(nn.Module):
         self.padding = kernel_size // 2
 
     def forward(self, x: Tensor, w: Tensor, fused: bool = True) -> Tensor:
+        """RGB contribution of ``x`` under the styles of ``w``.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            (N, in_channels, H, W).
+        w : torch.Tensor
+            (N, w_dim).
+        fused : bool, default True
+            See :func:`modulated_conv2d`.
+
+        Returns
+        -------
+        torch.Tensor
+            (N, img_channels, H, W).
+        """
         styles = self.affine(w) * self.weight_gain
         x = modulated_conv2d(x, self.weight, styles, padding=self.padding, demodulate=False,
                              fused=fused)
@@ -417,7 +664,32 @@ class SynthesisBlock(nn.Module):
                                     resample_filter=resample_filter)
 
     def forward(self, x: Tensor | None, img: Tensor | None, ws: Tensor, noise_mode: str = "const",
-                allow_fp16: bool = False, rng: torch.Generator | None = None):
+                allow_fp16: bool = False, rng: torch.Generator | None = None
+                ) -> tuple[Tensor, Tensor]:
+        """One resolution step of the synthesis network.
+
+        Parameters
+        ----------
+        x : torch.Tensor or None
+            (N, in_channels, R/2, R/2) features of the previous block (None for the first).
+        img : torch.Tensor or None
+            (N, img_channels, R/2, R/2) running RGB image ('skip'; None for the first).
+        ws : torch.Tensor
+            (N, num_conv + num_torgb, w_dim) this block's w inputs.
+        noise_mode : {"const", "random", "none"}, default "const"
+            See :class:`SynthesisLayer`.
+        allow_fp16 : bool, default False
+            Run in float16 when the block was built with ``use_fp16``.
+        rng : torch.Generator, optional
+            For ``noise_mode="random"``.
+
+        Returns
+        -------
+        x : torch.Tensor
+            (N, out_channels, R, R) features.
+        img : torch.Tensor
+            (N, img_channels, R, R) float32 running image.
+        """
         w_iter = iter(ws.unbind(dim=1))
         dtype = torch.float16 if (self.use_fp16 and allow_fp16) else torch.float32
         n = ws.shape[0]
@@ -470,6 +742,29 @@ class SynthesisNetwork(nn.Module):
 
     def forward(self, ws: Tensor, noise_mode: str = "const", allow_fp16: bool = False,
                 rng: torch.Generator | None = None) -> Tensor:
+        """Render per-layer w to images.
+
+        Parameters
+        ----------
+        ws : torch.Tensor
+            (N, num_ws, w_dim).
+        noise_mode : {"const", "random", "none"}, default "const"
+            See :class:`SynthesisLayer`.
+        allow_fp16 : bool, default False
+            Run the fp16 blocks in float16.
+        rng : torch.Generator, optional
+            For ``noise_mode="random"``.
+
+        Returns
+        -------
+        torch.Tensor
+            (N, img_channels, R, R) float32, about [-1, 1].
+
+        Raises
+        ------
+        ValueError
+            If ``ws`` is not (N, num_ws, w_dim).
+        """
         if ws.ndim != 3 or ws.shape[1] != self.num_ws or ws.shape[2] != self.w_dim:
             raise ValueError(f"ws must be (N, {self.num_ws}, {self.w_dim}), got {tuple(ws.shape)}")
         ws = ws.to(torch.float32)
@@ -500,6 +795,26 @@ class StyleGAN2Network(nn.Module):
 
     def forward(self, z: Tensor, c: Tensor | None = None, truncation_psi: float = 1.0,
                 truncation_cutoff: int | None = None, noise_mode: str = "const") -> Tensor:
+        """z (and c) to images: ``synthesis(mapping(z, c))``.
+
+        Parameters
+        ----------
+        z : torch.Tensor
+            (N, z_dim) latents.
+        c : torch.Tensor, optional
+            (N, c_dim) one-hot labels for a class-conditional network.
+        truncation_psi : float, default 1.0
+            See :meth:`MappingNetwork.forward`.
+        truncation_cutoff : int, optional
+            See :meth:`MappingNetwork.forward`.
+        noise_mode : {"const", "random", "none"}, default "const"
+            See :class:`SynthesisLayer`.
+
+        Returns
+        -------
+        torch.Tensor
+            (N, img_channels, R, R) float32, about [-1, 1].
+        """
         ws = self.mapping(z, c, truncation_psi=truncation_psi, truncation_cutoff=truncation_cutoff)
         return self.synthesis(ws, noise_mode=noise_mode)
 
@@ -573,6 +888,30 @@ class StyleGAN2Generator:
 
     StyleGAN2 has no explicit pose or light control: ``synthesize`` raises ``ValueError`` for
     a ``yaw`` or ``light`` other than None.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``noise_mode``, ``space`` or ``network``, ``batch_size < 1``, a
+        non-finite ``truncation_psi``, a ``resolution`` that disagrees with the pickle, a
+        class-conditional pickle without a valid ``class_index``, or unsupported
+        architecture keywords in the pickle.
+    WeightsMismatchError
+        If the pickle's parameters do not match the network built from its
+        ``init_kwargs``.
+
+    Examples
+    --------
+    A tiny randomly initialised network (not a face model):
+
+    >>> g = StyleGAN2Generator(resolution=8, z_dim=16, w_dim=16, channel_base=64,
+    ...                        channel_max=8, mapping_layers=2, device="cpu")
+    >>> z = g.sample(2, seed=0)
+    >>> z.shape, g.num_ws
+    ((2, 16), 4)
+    >>> images = g.synthesize(z)
+    >>> images.shape, images.dtype
+    ((2, 8, 8, 3), dtype('uint8'))
     """
 
     name = "stylegan2"
@@ -651,22 +990,28 @@ class StyleGAN2Generator:
     # ---- properties
     @property
     def z_dim(self) -> int:
+        """Dimension of the input latent z."""
         return self.net.z_dim
 
     @property
     def w_dim(self) -> int:
+        """Dimension of the intermediate latent w."""
         return self.net.w_dim
 
     @property
     def num_ws(self) -> int:
+        """Number of per-layer w inputs of the synthesis network (18 at 1024 px)."""
         return self.net.num_ws
 
     @property
     def resolution(self) -> int:
+        """Side of the square output images, pixels."""
         return self.net.img_resolution
 
     @property
     def latent_dim(self) -> int:
+        """Dimension of the latents of :meth:`sample` / :meth:`synthesize`: z_dim in
+        ``space="z"``, w_dim in ``space="w"``."""
         return self.z_dim if self.space == "z" else self.w_dim
 
     def __repr__(self) -> str:
@@ -700,7 +1045,23 @@ class StyleGAN2Generator:
     @torch.inference_mode()
     def render(self, ws: Tensor) -> Tensor:
         """ws (N, num_ws, w_dim) or (N, w_dim) -> float32 images (N, C, H, W), about [-1, 1],
-        in batches of ``batch_size``."""
+        in batches of ``batch_size``.
+
+        Parameters
+        ----------
+        ws : torch.Tensor or numpy.ndarray
+            (N, num_ws, w_dim) per-layer w, or (N, w_dim) broadcast to every layer.
+
+        Returns
+        -------
+        torch.Tensor
+            (N, C, R, R) float32 on :attr:`device`, C = the network's image channels.
+
+        Raises
+        ------
+        ValueError
+            If ``ws`` has the wrong shape.
+        """
         ws = self._ws(ws)
         out = []
         for i in range(0, ws.shape[0], self.batch_size):
@@ -714,7 +1075,23 @@ class StyleGAN2Generator:
     @staticmethod
     def to_uint8(img: Tensor) -> np.ndarray:
         """(N, C, H, W) in [-1, 1] -> uint8 (N, H, W, 3), as the official scripts quantise:
-        ``clamp(x * 127.5 + 128, 0, 255)`` truncated."""
+        ``clamp(x * 127.5 + 128, 0, 255)`` truncated.
+
+        Parameters
+        ----------
+        img : torch.Tensor
+            (N, C, H, W) with C = 3 (RGB) or 1 (gray, repeated to three channels).
+
+        Returns
+        -------
+        numpy.ndarray
+            (N, H, W, 3) RGB uint8.
+
+        Examples
+        --------
+        >>> StyleGAN2Generator.to_uint8(torch.tensor([-1.0, 0.0, 1.0]).reshape(1, 3, 1, 1))
+        array([[[[  0, 128, 255]]]], dtype=uint8)
+        """
         x = (img.permute(0, 2, 3, 1) * 127.5 + 128).clamp(0, 255).to(torch.uint8)
         if x.shape[-1] == 1:
             x = x.expand(-1, -1, -1, 3)
@@ -723,7 +1100,26 @@ class StyleGAN2Generator:
     # ---- public API
     def sample(self, n: int, seed: int) -> np.ndarray:
         """``n`` latents, deterministic in ``seed``: z ~ N(0, I) (n, z_dim) float64; in
-        ``space="w"`` those z mapped (and truncated) to w (n, w_dim)."""
+        ``space="w"`` those z mapped (and truncated) to w (n, w_dim).
+
+        Parameters
+        ----------
+        n : int
+            Number of latents (>= 0).
+        seed : int
+            Seed of ``numpy.random.default_rng``; z does not depend on the device.
+
+        Returns
+        -------
+        numpy.ndarray
+            (n, latent_dim) float64.
+
+        Raises
+        ------
+        ValueError
+            If ``n < 0``, or in ``space="w"`` with a ``truncation_cutoff`` (w would differ
+            per layer).
+        """
         n = int(n)
         if n < 0:
             raise ValueError(f"n must be >= 0, got {n}")
@@ -740,7 +1136,27 @@ class StyleGAN2Generator:
                 cutoff: int | None = None) -> np.ndarray:
         """z (n, z_dim) -> w (n, w_dim) float64, truncated with ``psi`` (default: the
         generator's ``truncation_psi``). With a ``cutoff`` (default: ``truncation_cutoff``)
-        the result is per layer, (n, num_ws, w_dim)."""
+        the result is per layer, (n, num_ws, w_dim).
+
+        Parameters
+        ----------
+        z : numpy.ndarray
+            (n, z_dim) latents.
+        psi : float, optional
+            Truncation ``w = w_avg + psi (w - w_avg)``; 1 = none.
+        cutoff : int, optional
+            Truncate only the first ``cutoff`` layer inputs.
+
+        Returns
+        -------
+        numpy.ndarray
+            (n, w_dim) float64, or (n, num_ws, w_dim) with a cutoff.
+
+        Raises
+        ------
+        ValueError
+            If ``z`` is not (n, z_dim) or not finite.
+        """
         z = as_latents(z, self.z_dim, "z")
         psi = self.truncation_psi if psi is None else float(psi)
         cutoff = self.truncation_cutoff if cutoff is None else int(cutoff)
@@ -757,7 +1173,23 @@ class StyleGAN2Generator:
 
     def synthesize_w(self, w: np.ndarray) -> np.ndarray:
         """w (n, w_dim), or per-layer ws (n, num_ws, w_dim), -> uint8 RGB (n, H, W, 3). No
-        truncation is applied here (it belongs to :meth:`mapping`)."""
+        truncation is applied here (it belongs to :meth:`mapping`).
+
+        Parameters
+        ----------
+        w : numpy.ndarray
+            (n, w_dim) or (n, num_ws, w_dim), finite.
+
+        Returns
+        -------
+        numpy.ndarray
+            (n, resolution, resolution, 3) RGB uint8.
+
+        Raises
+        ------
+        ValueError
+            For another shape or a non-finite value.
+        """
         a = np.asarray(w, dtype=np.float64)
         ok = (a.ndim == 2 and a.shape[1] == self.w_dim) or (
             a.ndim == 3 and a.shape[1:] == (self.num_ws, self.w_dim))
@@ -769,7 +1201,26 @@ class StyleGAN2Generator:
         return self.to_uint8(self.render(a))
 
     def synthesize(self, latents: np.ndarray, yaw: Any = None, light: Any = None) -> np.ndarray:
-        """Latents (z, or w in ``space="w"``) -> uint8 RGB images (n, H, W, 3)."""
+        """Latents (z, or w in ``space="w"``) -> uint8 RGB images (n, H, W, 3).
+
+        Parameters
+        ----------
+        latents : numpy.ndarray
+            (n, latent_dim): z in ``space="z"`` (mapped and truncated here), w in
+            ``space="w"``.
+        yaw, light : None
+            Not supported by StyleGAN2; must be None.
+
+        Returns
+        -------
+        numpy.ndarray
+            (n, resolution, resolution, 3) RGB uint8.
+
+        Raises
+        ------
+        ValueError
+            For a ``yaw`` or ``light``, or latents of the wrong shape or not finite.
+        """
         if yaw is not None or light is not None:
             raise ValueError("StyleGAN2 has no explicit yaw or light control; pass yaw=None and "
                              "light=None (to vary pose or lighting, move along a direction in W "
@@ -790,7 +1241,30 @@ class WeightsMismatchError(ValueError):
 
 def load_state_checked(net: nn.Module, state: dict[str, Tensor], source: str = "weights") -> None:
     """Copy ``state`` into ``net`` by name, after checking that the names and shapes are
-    exactly the network's; raise :class:`WeightsMismatchError` listing every difference."""
+    exactly the network's; raise :class:`WeightsMismatchError` listing every difference.
+
+    Parameters
+    ----------
+    net : torch.nn.Module
+        The network to fill; floating-point tensors are copied as float32.
+    state : dict of str to torch.Tensor
+        Parameters and buffers by name.
+    source : str, default "weights"
+        Where ``state`` came from, for the error message.
+
+    Raises
+    ------
+    WeightsMismatchError
+        Listing the missing, unexpected and mis-shaped names.
+
+    Examples
+    --------
+    >>> load_state_checked(nn.Linear(2, 3), {"weight": torch.zeros(3, 2)})
+    Traceback (most recent call last):
+    ...
+    facebias.generate.stylegan2.WeightsMismatchError: weights: the weights do not match ...
+      missing (1): bias
+    """
     own = net.state_dict()
     missing = sorted(set(own) - set(state))
     unexpected = sorted(set(state) - set(own))

@@ -2,12 +2,17 @@
 
 Pure functions on pandas/numpy; see ``../shared/notes/seeds_002_003.md`` PART B.
 
+* Settings: ``BATestConfig`` (``params.yaml`` section ``batest``; unknown or mistyped
+  keys raise).
 * Selection (B.1): ``BA_FILTERS`` / ``apply_filters`` with per-group accounting.
 * Balancing across groups on image factors: ``balance`` (exact strata matching or
   nearest-neighbour matching with a caliper) and ``balance_report`` (SMD, KS).
 * Pair-level controls (B.2): ``mask_iou_filter``, ``exclude_facial_hair``.
-* Reports: ``dprime_by_group``, ``gender_gap`` (Table 1), ``gap_rel_error_mean`` (the
-  gap against a planted truth), ``fmr_at_reference`` (Table 3), ``tpr_at_fmr`` (Table 4).
+* Reports: ``dprime_by_group``, ``gender_gap`` (Table 1; ``gender_gaps`` for several
+  evaluation sets), ``gap_rel_error_mean`` (the gap against a planted truth),
+  ``fmr_at_reference`` (Table 3), ``tpr_at_fmr`` (Table 4).
+* Metrics: ``summarise`` builds what ``reports/metrics/batest.json`` and
+  ``batest_details.json`` hold (notebooks/ba_test.py).
 
 Conventions: scores are similarities and a pair is a match iff ``score > t``; rates are
 fractions; ``label`` is 1 (genuine) / 0 (impostor). Group codes are two letters, race
@@ -18,13 +23,16 @@ label, score`` (+ optional ``mask_iou``, ``facial_hair1``, ``facial_hair2``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats as _st
 from scipy.spatial import cKDTree
 
+from facebias.io import config_from_params, param_float, param_int, param_list, param_str
 from facebias.metrics import (
     _SortedScores,
     check_labels,
@@ -32,14 +40,20 @@ from facebias.metrics import (
     check_scores,
     d_prime,
     fmr_at,
-    require_columns,
     threshold_at_fmr,
 )
 from facebias.stats import bootstrap_weights, percentile_interval
+from facebias.validate import require_columns
+
+if TYPE_CHECKING:
+    from facebias.worlds.batest import BAWorldConfig
 
 __all__ = [
     "BA_FILTERS",
+    "BATestConfig",
+    "check_filters",
     "apply_filters",
+    "passes_filters",
     "balance",
     "balance_within",
     "balance_report",
@@ -47,12 +61,14 @@ __all__ = [
     "exclude_facial_hair",
     "dprime_by_group",
     "gender_gap",
+    "gender_gaps",
     "gap_rel_error_mean",
     "fmr_at_reference",
     "tpr_at_fmr",
     "TABLE1_PUBLISHED",
     "table1_published",
     "table1_percentages",
+    "summarise",
 ]
 
 #: Paper defaults (B.1 steps 4-7). Each filter: ``columns`` it reads, and bounds applied to
@@ -73,6 +89,133 @@ BA_FILTERS: dict[str, dict[str, Any]] = {
 _BOUNDS = ("max_abs", "min", "max")
 
 
+def check_filters(filters: Any, name: str = "filters") -> dict[str, dict[str, Any]]:
+    """``filters`` (the :data:`BA_FILTERS` layout) checked and copied: each a mapping with
+    ``columns`` (a non-empty list of column names) and optional bounds ``max_abs``, ``min``,
+    ``max`` (a number or ``None``), returned as ``columns`` tuple and float bounds. An
+    unknown key or a mistyped value raises ``ValueError`` naming ``name.<filter>``.
+
+    Parameters
+    ----------
+    filters : mapping
+        Filter name -> spec (``columns`` and optional ``max_abs``, ``min``, ``max``).
+    name : str, default "filters"
+        Prefix of error messages (``batest.filters`` for the config).
+
+    Returns
+    -------
+    dict
+        Filter name -> ``{"columns": tuple of str, <bound>: float or None, ...}``, in the
+        order of ``filters``.
+
+    Raises
+    ------
+    ValueError
+        If ``filters`` or a spec is not a mapping, a spec has an unknown key or no
+        ``columns``, or a bound is not a number or ``None``.
+
+    Examples
+    --------
+    >>> check_filters({"pose": {"columns": ["yaw"], "max_abs": 20}})
+    {'pose': {'columns': ('yaw',), 'max_abs': 20.0}}
+    """
+    if not isinstance(filters, Mapping):
+        raise ValueError(f"{name} must be a mapping of filter name -> spec, got {filters!r}")
+    out: dict[str, dict[str, Any]] = {}
+    for fname, spec in filters.items():
+        where = f"{name}.{fname}"
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"{where} must be a mapping with columns and bounds, got {spec!r}")
+        unknown = sorted(set(spec) - {"columns", *_BOUNDS}, key=str)
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {unknown}; known keys are {['columns', *_BOUNDS]}")
+        if "columns" not in spec:
+            raise ValueError(f"{where}: no 'columns' (the columns the filter reads)")
+        out[fname] = {"columns": param_list(spec["columns"], f"{where}.columns", param_str)}
+        for b in _BOUNDS:
+            if b in spec:
+                v = spec[b]
+                out[fname][b] = None if v is None else param_float(v, f"{where}.{b}")
+    return out
+
+
+@dataclass(frozen=True)
+class BATestConfig:
+    """Settings of the balancing study (``params.yaml`` section ``batest``; its world is
+    ``batest_world``, :class:`facebias.worlds.batest.BAWorldConfig`). Defaults: the committed study.
+
+    Selection and balancing: ``filters`` (:func:`check_filters`; degrees, face-skin gray
+    0-255, fraction of the crop), ``balance_on`` (factors matched across genders within each
+    race), ``method`` ``"strata"`` | ``"nn"``, ``bins`` (strata: pooled-quantile bins per
+    factor), ``caliper`` (nn: pooled SD units); see :func:`balance`. Evaluation:
+    ``reference_group`` and ``reference_fmr`` (Table 3, :func:`fmr_at_reference`),
+    ``tpr_fmr`` (Table 4, :func:`tpr_at_fmr`), ``impostors_per_genuine`` (impostor pairs
+    drawn per genuine pair), ``n_boot`` (identity-bootstrap replicates, 0 = none), ``seed``
+    (balancing, pair drawing and bootstrap). Rates are fractions in (0, 1).
+    """
+
+    filters: dict[str, dict[str, Any]] = field(default_factory=lambda: {
+        "pose": {"columns": ("yaw", "pitch", "roll"), "max_abs": 20.0},
+        "brightness": {"columns": ("brightness",), "min": 115.86, "max": 198.75},
+        "face_area": {"columns": ("face_area",), "min": 0.20}})
+    balance_on: tuple[str, ...] = ("face_area", "quality")
+    method: str = "strata"
+    bins: int = 4
+    caliper: float = 0.2
+    reference_group: str = "WM"
+    reference_fmr: tuple[float, ...] = (0.001, 0.0001)
+    tpr_fmr: float = 0.0001
+    impostors_per_genuine: float = 2.0
+    n_boot: int = 200
+    seed: int = 11
+
+    def __post_init__(self) -> None:
+        rate = partial(param_float, low=0.0, high=1.0, open_low=True, open_high=True)
+        typed = {
+            "filters": check_filters(self.filters, "batest.filters"),
+            "balance_on": param_list(self.balance_on, "batest.balance_on", param_str),
+            "method": param_str(self.method, "batest.method", ("strata", "nn")),
+            "bins": param_int(self.bins, "batest.bins", 1),
+            "caliper": param_float(self.caliper, "batest.caliper", 0.0, open_low=True),
+            "reference_group": param_str(self.reference_group, "batest.reference_group"),
+            "reference_fmr": param_list(self.reference_fmr, "batest.reference_fmr", rate),
+            "tpr_fmr": rate(self.tpr_fmr, "batest.tpr_fmr"),
+            "impostors_per_genuine": param_float(self.impostors_per_genuine, "batest.impostors_per_genuine",
+                                                 0.0, open_low=True),
+            "n_boot": param_int(self.n_boot, "batest.n_boot", 0),
+            "seed": param_int(self.seed, "batest.seed", 0),
+        }
+        for key, value in typed.items():
+            object.__setattr__(self, key, value)
+
+    @classmethod
+    def from_params(cls, d: Mapping[str, Any]) -> BATestConfig:
+        """Build from the ``params.yaml`` ``batest`` section (missing keys: defaults).
+
+        Parameters
+        ----------
+        d : mapping
+            The section's keys and values.
+
+        Returns
+        -------
+        BATestConfig
+            The checked settings.
+
+        Raises
+        ------
+        ValueError
+            For an unknown key or a mistyped or out-of-range value.
+
+        Examples
+        --------
+        >>> cfg = BATestConfig.from_params({"bins": 5})
+        >>> cfg.bins, cfg.method
+        (5, 'strata')
+        """
+        return config_from_params(cls, dict(d), "batest")
+
+
 # --------------------------------------------------------------------------- selection
 def apply_filters(
     images: pd.DataFrame,
@@ -86,8 +229,39 @@ def apply_filters(
     bounds counts as ``n_out_of_range``. Removals are attributed sequentially: a row is
     counted by the first filter that removes it. ``accounting`` has one row per (filter,
     group) with ``n_before, n_unmeasured, n_out_of_range, n_after``.
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        One row per image with the ``by`` column and every column an active filter reads.
+    filters : mapping, optional
+        :data:`BA_FILTERS` layout (:func:`check_filters`); default :data:`BA_FILTERS`.
+        Filters with no bound set are skipped.
+    by : str, default "group"
+        Column whose levels the accounting is broken down by.
+
+    Returns
+    -------
+    kept : pandas.DataFrame
+        The rows of ``images`` that pass every filter (original index and order).
+    accounting : pandas.DataFrame
+        Columns ``filter, <by>, n_before, n_unmeasured, n_out_of_range, n_after``.
+
+    Raises
+    ------
+    ValueError
+        For a bad filter spec, a missing column, or a missing value in ``by``.
+
+    Examples
+    --------
+    >>> images = pd.DataFrame({"group": ["AF", "AF", "AM"], "yaw": [5.0, 30.0, np.nan]})
+    >>> kept, acc = apply_filters(images, {"pose": {"columns": ["yaw"], "max_abs": 20}})
+    >>> kept.index.tolist()
+    [0]
+    >>> acc[["group", "n_unmeasured", "n_out_of_range", "n_after"]].to_numpy().tolist()
+    [['AF', 0, 1, 1], ['AM', 1, 0, 0]]
     """
-    filters = BA_FILTERS if filters is None else filters
+    filters = check_filters(BA_FILTERS if filters is None else filters)
     require_columns(images, [by], "images")
     missing = images[by].isna().to_numpy()
     if missing.any():
@@ -96,9 +270,6 @@ def apply_filters(
     groups = sorted(images[by].unique())
     rows = []
     for name, spec in filters.items():
-        unknown = set(spec) - {"columns", *_BOUNDS}
-        if unknown:
-            raise ValueError(f"filter {name!r}: unknown keys {sorted(unknown)}")
         bounds = {k: spec.get(k) for k in _BOUNDS}
         if all(v is None for v in bounds.values()):
             continue
@@ -131,6 +302,42 @@ def apply_filters(
 
 
 # --------------------------------------------------------------------------- balancing
+
+def passes_filters(images: pd.DataFrame, filters: Mapping[str, Mapping[str, Any]] | None = None,
+                   id_col: str = "id") -> pd.Series:
+    """Per row of ``images``: does it survive every filter of :func:`apply_filters` (a row
+    with an unmeasured value a filter reads does not)? Rows are matched by ``id_col``.
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        One row per image with ``id_col``, ``group`` and the filtered columns.
+    filters : mapping, optional
+        As in :func:`apply_filters` (default :data:`BA_FILTERS`).
+    id_col : str, default "id"
+        Column identifying an image.
+
+    Returns
+    -------
+    pandas.Series
+        Bool per row of ``images`` (same index), named ``passes_filters``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`apply_filters`.
+
+    Examples
+    --------
+    >>> images = pd.DataFrame({"id": ["a", "b", "c"], "group": ["AF", "AF", "AM"],
+    ...                        "yaw": [5.0, 30.0, np.nan]})
+    >>> passes_filters(images, {"pose": {"columns": ["yaw"], "max_abs": 20}}).tolist()
+    [True, False, False]
+    """
+    kept, _ = apply_filters(images, filters)
+    return images[id_col].isin(kept[id_col]).rename("passes_filters")
+
+
 def _factor_matrix(images: pd.DataFrame, factors: Sequence[str]) -> np.ndarray:
     require_columns(images, factors, "images")
     x = images[list(factors)].to_numpy(dtype=np.float64)
@@ -165,6 +372,40 @@ def balance(
     every matched row lies within ``caliper`` pooled SDs of its reference row (in the
     N(140, 15) vs N(170, 15) example the default 0.2 leaves |SMD| ~ 0.05).
     Rows keep their original index and order.
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        One row per image with the ``by`` column and the ``factors`` (finite numbers).
+    factors : sequence of str
+        Columns to balance on.
+    by : str, default "group"
+        Column of the groups to make alike.
+    method : {"strata", "nn"}, default "strata"
+        Exact strata matching or nearest-neighbour matching.
+    bins : int, default 5
+        Strata: pooled-quantile bins per factor (>= 1).
+    caliper : float, default 0.2
+        NN: largest match distance, in pooled-SD units (> 0).
+    seed : int, default 0
+        Seed of the random draws (which rows a stratum keeps; NN visiting order).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The kept rows of ``images``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a missing or non-finite factor value, an unknown
+        ``method``, ``bins < 1`` or ``caliper <= 0``.
+
+    Examples
+    --------
+    >>> images = pd.DataFrame({"group": ["F"] * 4 + ["M"] * 2, "x": [1.0, 2, 3, 4, 3, 4]})
+    >>> balance(images, ["x"], bins=2).index.tolist()  # F's rows 0-1 have no M counterpart
+    [2, 3, 4, 5]
     """
     require_columns(images, [by], "images")
     x = _factor_matrix(images, factors)
@@ -222,7 +463,38 @@ def balance_within(
 ) -> pd.DataFrame:
     """:func:`balance` across ``by`` separately inside each level of ``within`` (default:
     the two genders of each race, the comparison behind paper 003's Table 1). Keeps far
-    more images than balancing all eight groups jointly. ``kwargs`` go to :func:`balance`."""
+    more images than balancing all eight groups jointly. ``kwargs`` go to :func:`balance`.
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        One row per image (unique index) with ``within``, ``by`` and the ``factors``.
+    factors : sequence of str
+        Columns to balance on.
+    within : str, default "race"
+        Column whose levels are balanced separately.
+    by : str, default "gender"
+        Column of the groups made alike inside each level of ``within``.
+    **kwargs
+        ``method``, ``bins``, ``caliper``, ``seed`` of :func:`balance`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The kept rows of ``images``, in their original order.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a non-unique index, or as :func:`balance`.
+
+    Examples
+    --------
+    >>> images = pd.DataFrame({"race": ["A"] * 6, "gender": ["F"] * 4 + ["M"] * 2,
+    ...                        "x": [1.0, 2, 3, 4, 3, 4]})
+    >>> balance_within(images, ["x"], bins=2).index.tolist()
+    [2, 3, 4, 5]
+    """
     require_columns(images, [within, by], "images")
     parts = [balance(sub, factors, by=by, **kwargs)
              for _, sub in images.groupby(within, observed=True, sort=True)]
@@ -287,6 +559,37 @@ def balance_report(
     Each group is compared with all other groups pooled, or with ``reference`` when given
     (the reference's own row then has NaN SMD/KS). ``SMD = (m_g - m_rest) /
     sqrt((v_g + v_rest) / 2)`` (sample variances); KS = ``scipy.stats.ks_2samp`` statistic.
+
+    Parameters
+    ----------
+    before, after : pandas.DataFrame
+        Images before and after balancing, with ``by`` and the ``factors``.
+    factors : sequence of str
+        Columns to compare.
+    by : str, default "group"
+        Group column; the groups are those of ``before``.
+    reference : str, optional
+        Group every group is compared with (default: all other groups pooled).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (group, factor): ``<by>, factor`` and, for ``before`` and ``after``,
+        ``n_*``, ``mean_*`` (factor units), ``smd_*`` (NaN with fewer than two rows on a
+        side or zero spread) and ``ks_*`` (in [0, 1]).
+
+    Raises
+    ------
+    ValueError
+        For a missing column.
+
+    Examples
+    --------
+    >>> before = pd.DataFrame({"group": ["F"] * 4 + ["M"] * 2, "x": [1.0, 2, 3, 4, 3, 4]})
+    >>> after = balance(before, ["x"], bins=2)
+    >>> report = balance_report(before, after, ["x"])
+    >>> report[["group", "smd_before", "smd_after"]].round(2).to_numpy().tolist()
+    [['F', -0.96, 0.0], ['M', 0.96, 0.0]]
     """
     require_columns(before, [by, *factors], "before")
     require_columns(after, [by, *factors], "after")
@@ -315,7 +618,33 @@ def balance_report(
 def mask_iou_filter(
     pairs: pd.DataFrame, iou_col: str = "mask_iou", threshold: float = 0.9
 ) -> pd.DataFrame:
-    """Pairs whose face-mask IoU is strictly above ``threshold`` (B.2); NaN IoU raises."""
+    """Pairs whose face-mask IoU is strictly above ``threshold`` (B.2); NaN IoU raises.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        One row per pair with the IoU column (a fraction in [0, 1]).
+    iou_col : str, default "mask_iou"
+        The IoU column.
+    threshold : float, default 0.9
+        Pairs with IoU > threshold are kept.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The kept rows of ``pairs``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or a missing IoU value.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"mask_iou": [0.95, 0.9, 0.5]})
+    >>> mask_iou_filter(pairs).index.tolist()
+    [0]
+    """
     require_columns(pairs, [iou_col], "pairs")
     iou = pairs[iou_col].to_numpy(dtype=np.float64)
     if np.isnan(iou).any():
@@ -326,7 +655,31 @@ def mask_iou_filter(
 def exclude_facial_hair(
     pairs: pd.DataFrame, col1: str = "facial_hair1", col2: str = "facial_hair2"
 ) -> pd.DataFrame:
-    """Drop pairs where either image has facial hair (NFH, B.2); flags are 0/1 or bool."""
+    """Drop pairs where either image has facial hair (NFH, B.2); flags are 0/1 or bool.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        One row per pair with the two facial-hair flags.
+    col1, col2 : str, default "facial_hair1", "facial_hair2"
+        Flag columns of the pair's two images (1/True = facial hair).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The pairs where neither image has facial hair.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or a flag that is not 0/1 or bool.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"facial_hair1": [0, 1, 0], "facial_hair2": [0, 0, 1]})
+    >>> exclude_facial_hair(pairs).index.tolist()
+    [0]
+    """
     require_columns(pairs, [col1, col2], "pairs")
     h1 = check_labels(pairs[col1], f"column {col1!r}")
     h2 = check_labels(pairs[col2], f"column {col2!r}")
@@ -343,7 +696,33 @@ def _scores_labels(pairs: pd.DataFrame, score: str, label: str) -> tuple[np.ndar
 def dprime_by_group(
     pairs: pd.DataFrame, score: str = "score", group: str = "group", label: str = "label"
 ) -> pd.Series:
-    """d' of genuine vs impostor scores per group (``metrics.d_prime``)."""
+    """d' of genuine vs impostor scores per group (``metrics.d_prime``).
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        One row per pair with score (similarity), group and label (1 genuine, 0 impostor).
+    score, group, label : str
+        Column names.
+
+    Returns
+    -------
+    pandas.Series
+        d' per group (sorted), named ``d_prime``; larger = genuine and impostor scores
+        further apart.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a non-finite score or a label that is not 0/1.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"group": ["AF"] * 4 + ["AM"] * 4, "label": [1, 1, 0, 0] * 2,
+    ...                       "score": [0.8, 0.6, 0.3, 0.25, 0.9, 0.7, 0.4, 0.2]})
+    >>> dprime_by_group(pairs).round(2).to_dict()
+    {'AF': 5.83, 'AM': 5.0}
+    """
     s, gen = _scores_labels(pairs, score, label)
     require_columns(pairs, [group], "pairs")
     g = pairs[group].to_numpy()
@@ -360,7 +739,38 @@ def gender_gap(
     """Table 1 gender gap per race: ``dprime_genuine`` = d'(female genuine, male genuine)
     and ``dprime_impostor`` likewise, plus the signed mean differences ``gap_genuine`` and
     ``gap_impostor`` (male mean - female mean, score units); group codes are race letter +
-    ``F``/``M``."""
+    ``F``/``M``.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        One row per pair with score (similarity), group (race letter + ``F``/``M``) and
+        label (1 genuine, 0 impostor).
+    score, group, label : str
+        Column names.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by race letter: ``dprime_genuine``, ``gap_genuine``, ``n_genuine_F``,
+        ``n_genuine_M`` and the same for ``impostor``; NaN d' and gap where a gender has
+        no pairs of that kind.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a bad score or label, or a group code that is not a race
+        letter + ``F``/``M``.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"group": ["AF"] * 4 + ["AM"] * 4, "label": [1, 1, 0, 0] * 2,
+    ...                       "score": [0.8, 0.6, 0.3, 0.25, 0.9, 0.7, 0.4, 0.2]})
+    >>> gender_gap(pairs)[["dprime_genuine", "gap_genuine", "n_genuine_F"]].round(3)
+          dprime_genuine  gap_genuine  n_genuine_F
+    race
+    A                1.0          0.1            2
+    """
     s, gen = _scores_labels(pairs, score, label)
     require_columns(pairs, [group], "pairs")
     codes = pairs[group].astype(str)
@@ -382,19 +792,97 @@ def gender_gap(
     return pd.DataFrame(rows).set_index("race")
 
 
+def gender_gaps(
+    pair_sets: Mapping[str, pd.DataFrame], planted: Mapping[str, float] | None = None, **kwargs: Any
+) -> pd.DataFrame:
+    """:func:`gender_gap` of each evaluation set, stacked: index (``set``, ``race``), sets in
+    the order of ``pair_sets`` (set name -> pair table). With ``planted`` (race -> true gap
+    M - F in score units, a known-truth world) a ``planted_gap`` column is added; a race
+    without a planted gap raises. ``kwargs`` go to :func:`gender_gap`. The layout
+    :func:`gap_rel_error_mean` and :func:`summarise` read.
+
+    Parameters
+    ----------
+    pair_sets : mapping
+        Evaluation-set name -> pair table (as :func:`gender_gap` reads).
+    planted : mapping, optional
+        Race letter -> true gap M - F (score units).
+    **kwargs
+        Column names for :func:`gender_gap`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :func:`gender_gap` columns (+ ``planted_gap``), index (``set``, ``race``).
+
+    Raises
+    ------
+    ValueError
+        If ``pair_sets`` is empty, a race has no planted gap, or as :func:`gender_gap`.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"group": ["AF"] * 4 + ["AM"] * 4, "label": [1, 1, 0, 0] * 2,
+    ...                       "score": [0.8, 0.6, 0.3, 0.25, 0.9, 0.7, 0.4, 0.2]})
+    >>> gaps = gender_gaps({"original": pairs}, planted={"A": 0.2})
+    >>> gaps[["gap_genuine", "planted_gap"]].round(3)
+                   gap_genuine  planted_gap
+    set      race
+    original A             0.1          0.2
+    """
+    if not pair_sets:
+        raise ValueError("pair_sets: no evaluation sets")
+    gaps = pd.concat({k: gender_gap(p, **kwargs) for k, p in pair_sets.items()}, names=["set"])
+    if planted is not None:
+        races = gaps.index.get_level_values("race")
+        missing = sorted(set(races) - set(planted))
+        if missing:
+            raise ValueError(f"planted: no planted gap for race(s) {missing}")
+        gaps["planted_gap"] = [planted[r] for r in races]
+    return gaps
+
+
 def gap_rel_error_mean(
     gaps: pd.DataFrame, planted: Mapping[str, float], column: str = "gap_genuine"
 ) -> dict[Any, float]:
     """How far each evaluation set's mean gender gap is from the planted one, relative.
 
     ``gaps``: :func:`gender_gap` frames stacked with the set name as the first index level
-    (``pd.concat({set: gender_gap(pairs), ...}, names=["set"])``); ``planted``: race ->
+    (:func:`gender_gaps`); ``planted``: race ->
     true gap (known-truth world). For each set ``s`` (in order of appearance)::
 
         |mean_r gaps[s, r][column] - mean(planted)| / |mean(planted)|
 
     with the mean over the set's races (NaN gaps skipped, pandas ``mean``) and over all
     of ``planted``'s values. 0 means the set's gap is the planted one on average.
+
+    Parameters
+    ----------
+    gaps : pandas.DataFrame
+        :func:`gender_gaps` output, index (set, race).
+    planted : mapping
+        Race -> true gap M - F (score units); the mean must be finite and non-zero.
+    column : str, default "gap_genuine"
+        The gap column compared.
+
+    Returns
+    -------
+    dict
+        Set name -> relative error (a fraction; 0.5 = off by half the planted gap).
+
+    Raises
+    ------
+    ValueError
+        For a missing column, an index that is not a MultiIndex, no planted gaps, or a
+        mean planted gap that is zero or not finite.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"group": ["AF"] * 4 + ["AM"] * 4, "label": [1, 1, 0, 0] * 2,
+    ...                       "score": [0.8, 0.6, 0.3, 0.25, 0.9, 0.7, 0.4, 0.2]})
+    >>> err = gap_rel_error_mean(gender_gaps({"original": pairs}), {"A": 0.2})
+    >>> {k: round(v, 3) for k, v in err.items()}  # measured 0.1 vs planted 0.2
+    {'original': 0.5}
     """
     require_columns(gaps, [column], "gaps")
     if not isinstance(gaps.index, pd.MultiIndex):
@@ -418,7 +906,41 @@ def fmr_at_reference(
 ) -> pd.DataFrame:
     """Table 3: per-group FMR at the threshold where the ``reference`` group's impostor
     FMR is ``<= fmr`` (``metrics.threshold_at_fmr``). Columns ``n_impostor, threshold,
-    fmr``, indexed by group."""
+    fmr``, indexed by group.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        One row per pair with score (similarity; match iff score > t), group and label.
+    reference : str, default "WM"
+        Group whose impostors set the threshold.
+    fmr : float, default 1e-3
+        Target FMR of the reference group, a fraction in (0, 1).
+    score, group, label : str
+        Column names.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by group (those with impostor pairs): ``n_impostor``, ``threshold`` (the
+        same for every row) and ``fmr`` (fraction of the group's impostors > threshold).
+
+    Raises
+    ------
+    ValueError
+        For a bad ``fmr``, score, label or column, or a reference group without
+        impostor pairs.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"group": ["AF"] * 4 + ["AM"] * 4, "label": [1, 1, 0, 0] * 2,
+    ...                       "score": [0.8, 0.6, 0.3, 0.25, 0.9, 0.7, 0.4, 0.2]})
+    >>> fmr_at_reference(pairs, reference="AM", fmr=0.5)
+           n_impostor  threshold  fmr
+    group
+    AF              2        0.2  1.0
+    AM              2        0.2  0.5
+    """
     check_rates(fmr, "fmr")
     s, gen = _scores_labels(pairs, score, label)
     require_columns(pairs, [group], "pairs")
@@ -453,6 +975,45 @@ def tpr_at_fmr(
     The bootstrap resamples identities (``ids``; pairs if ``None``) via
     ``stats.bootstrap_weights``; each replicate re-estimates t from weighted impostor
     counts. Groups without genuine pairs (e.g. cross-group impostors) are not reported.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        One row per pair with score (similarity; match iff score > t), group, label and,
+        for the identity bootstrap, the ``ids`` columns.
+    fmr : float, default 1e-5
+        Target pooled FMR, a fraction in (0, 1).
+    n_boot : int, default 200
+        Bootstrap replicates (0 = no interval).
+    seed : int, default 0
+        Bootstrap seed.
+    ids : tuple of str or None, default ("id1", "id2")
+        Identity columns resampled by the bootstrap; ``None`` resamples pairs.
+    ci : float, default 0.95
+        Coverage of the percentile interval.
+    score, group, label : str
+        Column names.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by group: ``n_genuine``, ``threshold``, ``tpr`` (a fraction) and, with
+        ``n_boot > 0``, ``tpr_lo`` and ``tpr_hi``.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``fmr``, score, label or column, or no impostor pairs.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"group": ["AF"] * 4 + ["AM"] * 4, "label": [1, 1, 0, 0] * 2,
+    ...                       "score": [0.8, 0.6, 0.3, 0.25, 0.9, 0.7, 0.4, 0.2]})
+    >>> tpr_at_fmr(pairs, fmr=0.5, n_boot=0)
+           n_genuine  threshold  tpr
+    group
+    AF             2       0.25  1.0
+    AM             2       0.25  1.0
     """
     rate = float(check_rates(fmr, "fmr")[0][0])
     s, gen = _scores_labels(pairs, score, label)
@@ -513,7 +1074,19 @@ TABLE1_PUBLISHED: dict[tuple[str, str, str], tuple[float, float, float, float]] 
 
 
 def table1_published() -> pd.DataFrame:
-    """``TABLE1_PUBLISHED`` as a frame: index (condition, kind, matcher), columns races."""
+    """``TABLE1_PUBLISHED`` as a frame: index (condition, kind, matcher), columns races.
+
+    Returns
+    -------
+    pandas.DataFrame
+        12 rows (3 conditions x genuine/impostor x ArcFace/MagFace), columns ``Asian,
+        Black, Indian, White``: the paper's d' gender gaps.
+
+    Examples
+    --------
+    >>> table1_published().loc[("original", "genuine", "ArcFace"), "White"]
+    np.float64(0.4115)
+    """
     idx = pd.MultiIndex.from_tuples(list(TABLE1_PUBLISHED), names=["condition", "kind", "matcher"])
     return pd.DataFrame(list(TABLE1_PUBLISHED.values()), index=idx, columns=list(_RACES))
 
@@ -526,6 +1099,32 @@ def table1_percentages(table: pd.DataFrame, baseline: str = "original") -> pd.Da
     of the two-matcher means - 1), ``mor_pct`` = 100 (mean of per-matcher ratios - 1) and
     ``pct_<matcher>`` per matcher; race ``"all"`` pools every race and matcher (RoM over
     all values, the paper's "average" convention). The paper mixes RoM and MoR.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Index (condition, kind, matcher), one column per race.
+    baseline : str, default "original"
+        The condition the others are compared with.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``kind, condition, race, rom_pct, mor_pct, pct_<matcher>...`` (percent;
+        ``mor_pct`` and ``pct_*`` are NaN for race ``"all"``).
+
+    Raises
+    ------
+    ValueError
+        If the index levels are not (condition, kind, matcher).
+
+    Examples
+    --------
+    >>> pct = table1_percentages(table1_published())
+    >>> pooled = pct[pct["race"] == "all"].set_index(["kind", "condition"])["rom_pct"]
+    >>> pooled.round(1).to_dict()
+    {('genuine', 'balanced'): -24.1, ('genuine', 'balanced_nfh'): 34.8,
+     ('impostor', 'balanced'): 54.0, ('impostor', 'balanced_nfh'): 75.1}
     """
     if list(table.index.names) != ["condition", "kind", "matcher"]:
         raise ValueError("table: index must be (condition, kind, matcher)")
@@ -547,3 +1146,97 @@ def table1_percentages(table: pd.DataFrame, baseline: str = "original") -> pd.Da
                         row[f"pct_{m}"] = pct
                 rows.append(row)
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- metrics
+def _records(df: pd.DataFrame | None) -> list[dict[str, Any]] | None:
+    return None if df is None else df.to_dict(orient="records")
+
+
+def _mask_iou_summary(pairs: pd.DataFrame, iou_col: str = "mask_iou") -> dict[str, Any]:
+    """Pair count, pairs above paper 003's IoU cut (> 0.9, B.2) and the median IoU."""
+    require_columns(pairs, [iou_col], "pairs")
+    iou = pairs[iou_col]
+    return {"n_pairs": len(pairs), "n_above_0.9": int((iou > 0.9).sum()), "median": float(iou.median())}
+
+
+def summarise(*, provenance: str, config: BATestConfig, world: BAWorldConfig, images: pd.DataFrame,
+              kept: pd.DataFrame, balanced: pd.DataFrame, accounting: pd.DataFrame, report: pd.DataFrame,
+              gaps: pd.DataFrame, dprimes: pd.DataFrame, fmr_ref: pd.DataFrame, tpr_table: pd.DataFrame,
+              real_factors: pd.DataFrame | None = None, real_fte: pd.DataFrame | None = None,
+              lfw_fte: pd.DataFrame | None = None, lfw_accounting: pd.DataFrame | None = None,
+              lfw_report: pd.DataFrame | None = None, lfw_pairs: pd.DataFrame | None = None,
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(headline, details)``: what ``reports/metrics/<name>.json`` and
+    ``<name>_details.json`` hold (notebooks/ba_test.py).
+
+    ``world``: the known-truth world (its seed and planted gaps, M - F score units);
+    ``images`` / ``kept`` / ``balanced``: all, filtered (:func:`apply_filters`, whose
+    ``accounting`` this is) and balanced (:func:`balance_within`) images; ``report``:
+    :func:`balance_report`; ``gaps``: :func:`gender_gaps` (sets in evaluation order);
+    ``dprimes``: set -> :func:`dprime_by_group` as columns; ``fmr_ref``: columns (set, FMR)
+    of :func:`fmr_at_reference`'s ``fmr``; ``tpr_table``: :func:`tpr_at_fmr` tables stacked
+    with index level ``set``. The real-image parts are ``None`` when not run:
+    ``real_factors`` (:func:`facebias.faces.factor_table` rows), ``real_fte`` / ``lfw_fte``
+    (:func:`facebias.metrics.failure_to_enrol`), ``lfw_accounting``, ``lfw_report`` and
+    ``lfw_pairs`` (one row per pair with ``mask_iou``). The headline's per-set gaps and
+    :func:`gap_rel_error_mean` are derived here from ``gaps``.
+
+    Parameters
+    ----------
+    provenance : str
+        Where the images came from (written to the details).
+    config : BATestConfig
+        The study settings.
+    world : facebias.worlds.batest.BAWorldConfig
+        The known-truth world.
+    images, kept, balanced : pandas.DataFrame
+        All, filtered and balanced images.
+    accounting, report, gaps : pandas.DataFrame
+        :func:`apply_filters` accounting, :func:`balance_report`, :func:`gender_gaps`.
+    dprimes, fmr_ref, tpr_table : pandas.DataFrame
+        Per-set d', :func:`fmr_at_reference` FMRs, stacked :func:`tpr_at_fmr` tables.
+    real_factors, real_fte, lfw_fte : pandas.DataFrame, optional
+        Real-image factors and failure-to-enrol tables (``None`` when not run).
+    lfw_accounting, lfw_report, lfw_pairs : pandas.DataFrame, optional
+        LFW filter accounting, balance report and pairs (``None`` when not run).
+
+    Returns
+    -------
+    headline : dict
+        ``source``, ``planted_gap_genuine``, ``gap_genuine`` (set -> race -> gap),
+        ``gap_rel_error_mean`` (set -> fraction) and ``n_images``.
+    details : dict
+        JSON-ready records of every table (``None`` for parts not run).
+
+    Raises
+    ------
+    ValueError
+        As :func:`gap_rel_error_mean`.
+    """
+    truth = world.true_gender_gap()
+    sets = gaps.index.get_level_values("set").unique()
+    head: dict[str, Any] = {
+        "source": "synthetic",
+        "planted_gap_genuine": truth,
+        "gap_genuine": {k: gaps.loc[k, "gap_genuine"].to_dict() for k in sets},
+        "gap_rel_error_mean": gap_rel_error_mean(gaps, truth),
+        "n_images": {"all": len(images), "filtered": len(kept), "balanced": len(balanced)},
+    }
+    details: dict[str, Any] = {
+        "paper": "003", "source": "synthetic", "provenance": provenance, "factors": list(config.balance_on),
+        "method": config.method, "world": {"seed": world.seed},
+        "accounting": _records(accounting),
+        "balance_report": _records(report),
+        "gender_gap": _records(gaps.reset_index()),
+        "dprime": dprimes.to_dict(),
+        "fmr_at_reference": {f"{s}@{f:g}": v.to_dict() for (s, f), v in fmr_ref.items()},
+        "tpr_at_fmr": _records(tpr_table.reset_index()),
+        "real_images": _records(real_factors),
+        "real_images_fte": None if real_fte is None else real_fte.to_dict(orient="index"),
+        "lfw_fte": None if lfw_fte is None else lfw_fte.to_dict(orient="index"),
+        "lfw_accounting": _records(lfw_accounting),
+        "lfw_balance_report": _records(lfw_report),
+        "lfw_pair_mask_iou": None if lfw_pairs is None else _mask_iou_summary(lfw_pairs),
+    }
+    return head, details

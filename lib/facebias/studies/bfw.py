@@ -2,7 +2,7 @@
 
 Works on a pair table in the BFW datatable schema (``fold, p1, p2, label, id1, id2,
 att1, att2, a1, a2, g1, g2, e1, e2`` + one score column per system), real or from
-``facebias.world``. Scores are similarities; a pair is a match iff ``score > t``.
+``facebias.worlds.bfw``. Scores are similarities; a pair is a match iff ``score > t``.
 
 Protocol (corrected, see ``../shared/notes/seeds_002_003.md`` A.2/A.7): thresholds are
 fitted on 4 folds and evaluated on the held-out fold; results are averaged over the 5
@@ -13,11 +13,25 @@ analyses, only pairs with ``a1 == a2`` (``grouping="intra"``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from facebias import metrics
+from facebias.io import (
+    atomic_path,
+    config_from_params,
+    param_float,
+    param_int,
+    param_list,
+    param_str,
+)
 from facebias.metrics import check_rates, fmr_at, fnmr_at, threshold_at_fmr
 
 __all__ = [
@@ -29,6 +43,13 @@ __all__ = [
     "accuracy_optimal_threshold",
     "legacy_decision_thresholds",
     "legacy_tar_table",
+    "BFWConfig",
+    "load_pair_table",
+    "SubgroupCurves",
+    "subgroup_curves",
+    "det_plot_table",
+    "write_det_csv",
+    "summarise",
 ]
 
 GROUPINGS = ("query", "intra")
@@ -37,7 +58,30 @@ GROUPINGS = ("query", "intra")
 def select_pairs(df: pd.DataFrame, grouping: str = "query") -> pd.DataFrame:
     """The pairs that take part, with a ``group`` column (the query's subgroup ``a1``).
 
-    ``grouping="query"`` keeps every pair; ``"intra"`` keeps only ``a1 == a2`` pairs.
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A BFW pair table (needs ``a1`` and ``a2``).
+    grouping : {"query", "intra"}, default "query"
+        ``"query"`` keeps every pair; ``"intra"`` keeps only ``a1 == a2`` pairs.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The kept rows (original index) with a str ``group`` column.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``grouping``.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"a1": ["AF", "AF", "BM"], "a2": ["AF", "BM", "BM"]})
+    >>> select_pairs(df, "intra")
+       a1  a2 group
+    0  AF  AF    AF
+    2  BM  BM    BM
     """
     if grouping not in GROUPINGS:
         raise ValueError(f"grouping: expected one of {GROUPINGS}, got {grouping!r}")
@@ -52,9 +96,40 @@ def cross_validated_rates(
     """Held-out FMR and FNMR per fold, subgroup, target FMR and thresholding policy.
 
     For each fold k, thresholds come from the other folds' impostor scores: one pooled
-    over all subgroups (``policy="global"``) and one per subgroup (``policy="group"``).
-    Returns one row per (fold, fmr_target, group, policy) with the threshold, the held-out
-    ``fmr`` and ``fnmr`` and the numbers of held-out pairs.
+    over all subgroups (``policy="global"``) and one per subgroup (``policy="group"``),
+    each :func:`facebias.metrics.threshold_at_fmr`; a pair matches iff ``score > t``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A BFW pair table with ``fold``, ``label`` (1 = genuine) and the ``score`` column.
+    score : str
+        The system's similarity column.
+    fmr : sequence of float
+        Target FMRs, fractions in (0, 1).
+    grouping : {"query", "intra"}, default "query"
+        See :func:`select_pairs`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (fold, fmr_target, group, policy): ``threshold``, the held-out
+        ``fmr`` and ``fnmr`` (fractions), ``n_impostor`` and ``n_genuine`` held out.
+
+    Raises
+    ------
+    ValueError
+        For a target outside (0, 1), an unknown grouping, fewer than 2 folds, or a
+        subgroup without held-out genuine or impostor pairs in a fold.
+
+    Examples
+    --------
+    >>> from facebias.worlds.bfw import BFWWorldConfig, make_bfw_world
+    >>> world = make_bfw_world(BFWWorldConfig(identities_per_group=4, images_per_identity=2,
+    ...                                       n_folds=2, dim=8))
+    >>> cv = cross_validated_rates(world, "sim_a", [0.1])
+    >>> len(cv)  # 2 folds x 1 target x 8 subgroups x 2 policies
+    32
     """
     rates, _ = check_rates(fmr, "fmr")
     pairs = select_pairs(df, grouping)
@@ -84,9 +159,28 @@ def cross_validated_rates(
 
 
 def fold_average(cv: pd.DataFrame) -> pd.DataFrame:
-    """Mean over folds of ``cross_validated_rates``, with TAR and the FMR deviation.
+    """Mean over folds of :func:`cross_validated_rates`, with TAR and the FMR deviation.
 
-    ``fmr_dev_pct = 100 (FMR - target) / target`` (paper 002, Fig. 6).
+    Parameters
+    ----------
+    cv : pandas.DataFrame
+        :func:`cross_validated_rates` output.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (policy, fmr_target, group): mean ``fmr``, ``fnmr``, ``threshold``,
+        ``fmr_sd`` across folds, summed pair counts, ``tar = 1 - fnmr`` and
+        ``fmr_dev_pct = 100 (FMR - target) / target`` (paper 002, Fig. 6; percent).
+
+    Examples
+    --------
+    >>> cv = pd.DataFrame({"fold": [1, 2], "fmr_target": 0.1, "group": "AF", "policy": "global",
+    ...                    "threshold": [0.5, 0.52], "fmr": [0.10, 0.14], "fnmr": [0.2, 0.3],
+    ...                    "n_impostor": 50, "n_genuine": 10})
+    >>> fold_average(cv)[["fmr", "tar", "fmr_dev_pct"]].round(6)  # FMR 0.12 is 20 % above 0.1
+        fmr   tar  fmr_dev_pct
+    0  0.12  0.75         20.0
     """
     out = (cv.groupby(["policy", "fmr_target", "group"], sort=True)
            .agg(fmr=("fmr", "mean"), fnmr=("fnmr", "mean"), fmr_sd=("fmr", "std"),
@@ -99,7 +193,19 @@ def fold_average(cv: pd.DataFrame) -> pd.DataFrame:
 
 
 def tar_at_far_table(avg: pd.DataFrame) -> pd.DataFrame:
-    """TAR@FAR (standard definition) as a groups × (policy, FAR) table with an ``Avg`` row."""
+    """TAR@FAR (standard definition) as a groups × (policy, FAR) table with an ``Avg`` row.
+
+    Parameters
+    ----------
+    avg : pandas.DataFrame
+        :func:`fold_average` output.
+
+    Returns
+    -------
+    pandas.DataFrame
+        TAR (fraction) per subgroup and an ``Avg`` row (mean over subgroups); columns
+        (policy, fmr_target), policies ``group`` before ``global``, FARs descending.
+    """
     t = avg.pivot_table(index="group", columns=["policy", "fmr_target"], values="tar")
     t = t.sort_index(axis=1, level=[0, 1], ascending=[False, False])
     t.loc["Avg"] = t.mean()
@@ -107,7 +213,21 @@ def tar_at_far_table(avg: pd.DataFrame) -> pd.DataFrame:
 
 
 def fpr_deviation_table(avg: pd.DataFrame, policy: str) -> pd.DataFrame:
-    """Percent deviation of each subgroup's held-out FPR from the target (groups × FAR)."""
+    """Percent deviation of each subgroup's held-out FPR from the target (groups × FAR).
+
+    Parameters
+    ----------
+    avg : pandas.DataFrame
+        :func:`fold_average` output.
+    policy : {"global", "group"}
+        The thresholding policy.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``fmr_dev_pct`` = 100 (FMR - target) / target, rows subgroups, columns target
+        FMRs descending.
+    """
     sub = avg[avg["policy"] == policy]
     return sub.pivot(index="group", columns="fmr_target", values="fmr_dev_pct").sort_index(
         axis=1, ascending=False)
@@ -117,6 +237,25 @@ def accuracy_optimal_threshold(scores: np.ndarray, labels: np.ndarray, grid: np.
     """Threshold on ``grid`` maximising ``mean((score > t) == label)``; ties go to the larger t.
 
     The BFW repository's ``find_best_threshold`` rule (without its early stop).
+
+    Parameters
+    ----------
+    scores : numpy.ndarray
+        Similarity scores.
+    labels : numpy.ndarray
+        1/True = genuine.
+    grid : numpy.ndarray
+        Candidate thresholds.
+
+    Returns
+    -------
+    float
+        The best threshold on ``grid``.
+
+    Examples
+    --------
+    >>> accuracy_optimal_threshold([0.9, 0.6, 0.4, 0.1], [1, 1, 0, 0], [0.0, 0.2, 0.5, 0.7])
+    0.5
     """
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels).astype(bool)
@@ -137,6 +276,29 @@ def legacy_decision_thresholds(
     For each fold, the best threshold on the other folds (globally, and per subgroup); the
     thresholds are the means over folds. The grid spans the 0.1–99.9% score quantiles
     (the repository's ``linspace(0.18, 0.40)`` only suits SphereFace scores).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A BFW pair table.
+    score : str
+        The system's similarity column.
+    grouping : {"query", "intra"}, default "intra"
+        See :func:`select_pairs`.
+    n_grid : int, default 1000
+        Grid points.
+
+    Returns
+    -------
+    threshold_global : float
+        Mean over folds of the best global threshold.
+    threshold_group : dict of str to float
+        Subgroup -> mean over folds of its best threshold.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``grouping``.
     """
     pairs = select_pairs(df, grouping)
     s, y, fold = pairs[score].to_numpy(), pairs["label"].to_numpy() == 1, pairs["fold"].to_numpy()
@@ -167,6 +329,40 @@ def legacy_tar_table(
     ``legacy(g, x) = 1 - #{pairs in g: s <= t and s > x} / #{pairs in g: s <= t}``.
     The FAR value is used as a *score* threshold on the pairs predicted non-match, so the
     "TAR gain" of subgroup thresholds in the paper is an artefact of the metric.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A BFW pair table.
+    score : str
+        The system's similarity column.
+    far : sequence of float
+        The "FAR" values (used as score thresholds, as the released code does).
+    threshold_global : float
+        Decision threshold of the global policy.
+    threshold_group : dict of str to float
+        Decision threshold of each subgroup.
+    grouping : {"query", "intra"}, default "intra"
+        See :func:`select_pairs`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows (policy, group), one column per ``far`` value; NaN where no pair is rejected.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``grouping``.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"a1": "AF", "a2": "AF", "s": [0.9, 0.3, 0.25, 0.1]})
+    >>> legacy_tar_table(df, "s", [0.2], 0.3, {"AF": 0.3})  # rejected 0.3, 0.25, 0.1: 1 - 2/3
+                       0.2
+    policy group
+    global AF     0.333333
+    group  AF     0.333333
     """
     pairs = select_pairs(df, grouping)
     rows = {}
@@ -180,3 +376,329 @@ def legacy_tar_table(
     out = pd.DataFrame(rows).T
     out.index.names = ["policy", "group"]
     return out
+
+
+# --------------------------------------------------------------------------- the study (notebooks/bfw_thresholds.py)
+@dataclass(frozen=True)
+class BFWConfig:
+    """Parameters of the study (``params.yaml`` section ``bfw``).
+
+    Parameters
+    ----------
+    systems : tuple of str, default ("sim_a", "sim_b")
+        Score columns of the synthetic world.
+    fmr : tuple of float, default (0.3, 0.1, 0.01, 0.001, 0.0001)
+        The FAR grid of the threshold analysis (fractions, descending as in the paper).
+    grouping : {"query", "intra"}, default "query"
+        A pair's subgroup (``query`` = its query's ``a1``; ``intra`` keeps ``a1 == a2``
+        only).
+    grouping_legacy : {"query", "intra"}, default "intra"
+        The same for the released Table 3 computation.
+    report_fmr : tuple of float, default (0.01, 0.001)
+        FMRs of the group report.
+    n_boot : int, default 200
+        Identity-bootstrap replicates (>= 0).
+    seed : int, default 7
+        Bootstrap seed (>= 0).
+    real : dict, default {}
+        The opt-in released datatables, name -> ``{datatable: path, systems: "a,b"}``
+        (one DVC stage ``bfw_real@<name>`` each).
+
+    Raises
+    ------
+    ValueError
+        For a mistyped value, a rate outside (0, 1], an unknown grouping, a negative
+        count, or a malformed ``real`` entry.
+    """
+
+    systems: tuple[str, ...] = ("sim_a", "sim_b")
+    fmr: tuple[float, ...] = (0.3, 0.1, 0.01, 0.001, 0.0001)
+    grouping: str = "query"
+    grouping_legacy: str = "intra"
+    report_fmr: tuple[float, ...] = (0.01, 0.001)
+    n_boot: int = 200
+    seed: int = 7
+    real: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        def put(key: str, value: Any) -> None:
+            object.__setattr__(self, key, value)
+
+        rate = partial(param_float, low=0, high=1, open_low=True)
+        put("systems", param_list(self.systems, "bfw.systems", param_str))
+        put("fmr", param_list(self.fmr, "bfw.fmr", rate))
+        put("report_fmr", param_list(self.report_fmr, "bfw.report_fmr", rate))
+        put("grouping", param_str(self.grouping, "bfw.grouping", GROUPINGS))
+        put("grouping_legacy", param_str(self.grouping_legacy, "bfw.grouping_legacy", GROUPINGS))
+        put("n_boot", param_int(self.n_boot, "bfw.n_boot", minimum=0))
+        put("seed", param_int(self.seed, "bfw.seed", minimum=0))
+        if not isinstance(self.real, Mapping):
+            raise ValueError(f"bfw.real must be a mapping name -> {{datatable, systems}}, got {self.real!r}")
+        for name, entry in self.real.items():
+            if not isinstance(entry, Mapping) or set(entry) != {"datatable", "systems"}:
+                raise ValueError(f"bfw.real.{name} must have exactly the keys datatable and systems, got {entry!r}")
+            param_str(entry["datatable"], f"bfw.real.{name}.datatable")
+            param_str(entry["systems"], f"bfw.real.{name}.systems")
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> BFWConfig:
+        """Build from the ``bfw`` section: unknown keys and mistyped values raise.
+
+        Parameters
+        ----------
+        params : mapping
+            The section's keys and values.
+
+        Returns
+        -------
+        BFWConfig
+            The validated config.
+
+        Raises
+        ------
+        ValueError
+            For an unknown key or an invalid value.
+
+        Examples
+        --------
+        >>> BFWConfig.from_params({"n_boot": 0}).n_boot
+        0
+        >>> BFWConfig.from_params({"fmr": [5]})  # a percentage, not a fraction
+        Traceback (most recent call last):
+        ...
+        ValueError: bfw.fmr[0] must lie in (0, 1], got 5
+        """
+        return config_from_params(cls, dict(params), "bfw")
+
+
+def load_pair_table(path: str | os.PathLike, source: str, systems: Sequence[str]) -> tuple[pd.DataFrame, str]:
+    """The pair table and a provenance line.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The table's file.
+    source : {"synthetic", "real"}
+        ``"synthetic"``: a world written by :func:`facebias.worlds.bfw.write_world`;
+        ``"real"``: a released BFW datatable (:func:`facebias.datasets.bfw.load_bfw`).
+    systems : sequence of str
+        Score columns that must exist (at least one).
+
+    Returns
+    -------
+    df : pandas.DataFrame
+        The pair table.
+    provenance : str
+        One line naming the backend and systems.
+
+    Raises
+    ------
+    ValueError
+        For no systems, an unknown source or a missing score column.
+    FileNotFoundError
+        If the synthetic world file does not exist.
+    """
+    from facebias.datasets.bfw import load_bfw
+    from facebias.worlds.bfw import read_world
+
+    path = Path(path)
+    if not systems:
+        raise ValueError("systems: name at least one score column")
+    if source == "synthetic":
+        df = read_world(path)
+        provenance = (f"backend: synthetic world (facebias.worlds.bfw, seed {df.attrs['world']['seed']}), "
+                      f"simulated systems {', '.join(systems)} — not the paper's data")
+    elif source == "real":
+        df = load_bfw(path)
+        provenance = f"backend: real BFW datatable {path.name}, systems {', '.join(systems)}"
+    else:
+        raise ValueError(f"source must be 'synthetic' or 'real', got {source!r}")
+    missing = [s for s in systems if s not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: no score column(s) {missing}; columns are {list(df.columns)}")
+    return df, provenance
+
+
+@dataclass
+class SubgroupCurves:
+    """Per system and subgroup: the DET curve, the EER and d' (:func:`subgroup_curves`).
+
+    Attributes
+    ----------
+    curves : dict
+        System -> subgroup -> :class:`facebias.metrics.DetCurve`.
+    eer : dict
+        System -> subgroup -> EER (fraction).
+    d_prime : dict
+        System -> subgroup -> d'.
+    """
+
+    curves: dict[str, dict[str, metrics.DetCurve]]
+    eer: dict[str, dict[str, float]]
+    d_prime: dict[str, dict[str, float]]
+
+    def table(self) -> pd.DataFrame:
+        """EER and d' with rows (system, subgroup).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``EER`` and ``d'``, sorted by (system, subgroup).
+        """
+        return pd.DataFrame({"EER": pd.DataFrame(self.eer).stack(), "d'": pd.DataFrame(self.d_prime).stack()}
+                            ).swaplevel().sort_index()
+
+
+def subgroup_curves(pairs: pd.DataFrame, systems: Sequence[str], groups: Sequence[str]) -> SubgroupCurves:
+    """DET curve, EER and d' of each system on each subgroup's pairs.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        :func:`select_pairs` output: ``group``, ``label`` (1 = genuine) and one
+        similarity column per system.
+    systems : sequence of str
+        Score columns.
+    groups : sequence of str
+        Subgroups to evaluate.
+
+    Returns
+    -------
+    SubgroupCurves
+        The curves, EERs and d' values.
+
+    Raises
+    ------
+    ValueError
+        If a subgroup lacks genuine or impostor pairs, or a score is non-finite.
+    """
+    out = SubgroupCurves({}, {}, {})
+    for system in systems:
+        out.curves[system], out.eer[system], out.d_prime[system] = {}, {}, {}
+        for g in groups:
+            sub = pairs[pairs["group"] == g]
+            gen, imp = sub.loc[sub["label"] == 1, system], sub.loc[sub["label"] == 0, system]
+            out.curves[system][g] = metrics.det_curve(gen, imp)
+            out.eer[system][g] = metrics.eer(gen, imp)
+            out.d_prime[system][g] = metrics.d_prime(gen, imp)
+    return out
+
+
+def det_plot_table(curves: Mapping[str, Mapping[str, metrics.DetCurve]], n: int = 198) -> pd.DataFrame:
+    """The DET curves as one tidy table for a DVC data plot.
+
+    Parameters
+    ----------
+    curves : mapping
+        System -> subgroup -> :class:`facebias.metrics.DetCurve` (e.g.
+        :attr:`SubgroupCurves.curves`).
+    n : int, default 198
+        Each curve is thinned to at most ``n`` + 2 points spaced on a log grid
+        (:func:`facebias.plots.thin_curve`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``system, subgroup, fmr, fnmr`` (fractions).
+    """
+    from facebias.plots import thin_curve
+
+    return pd.concat(
+        [pd.DataFrame({"system": s, "subgroup": g, "fmr": c.fmr, "fnmr": c.fnmr})
+         for s, by_group in curves.items() for g, curve in by_group.items() for c in [thin_curve(curve, n=n)]],
+        ignore_index=True)
+
+
+def write_det_csv(table: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write :func:`det_plot_table` output as CSV (6 significant digits), atomically.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`det_plot_table` output.
+    path : str or os.PathLike
+        The CSV file.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    with atomic_path(path) as tmp:
+        table.to_csv(tmp, index=False, float_format="%.6g")
+    return Path(path)
+
+
+def _by_far(table: pd.DataFrame) -> dict[str, dict[str, float]]:
+    return {f"{c:g}": {g: float(v) for g, v in table[c].items()} for c in table.columns}
+
+
+def summarise(*, source: str, provenance: str, datatable: str, config: BFWConfig, systems: Sequence[str],
+              fold_averages: Mapping[str, pd.DataFrame], curves: SubgroupCurves,
+              legacy: Mapping[str, pd.DataFrame], reports: Mapping[str, Any]) -> tuple[dict, dict]:
+    """What ``reports/metrics/<name>.json`` and ``<name>_details.json`` hold.
+
+    Deviation and TAR tables are derived here (:func:`fpr_deviation_table`,
+    :func:`tar_at_far_table`).
+
+    Parameters
+    ----------
+    source : str
+        ``"synthetic"`` or ``"real"``.
+    provenance : str
+        :func:`load_pair_table`'s provenance line.
+    datatable : str
+        The pair table's path.
+    config : BFWConfig
+        The study's parameters.
+    systems : sequence of str
+        Score columns evaluated.
+    fold_averages : mapping
+        System -> :func:`fold_average` of :func:`cross_validated_rates`.
+    curves : SubgroupCurves
+        :func:`subgroup_curves` output.
+    legacy : mapping
+        System -> :func:`legacy_tar_table`.
+    reports : mapping
+        System -> :func:`facebias.metrics.group_report`.
+
+    Returns
+    -------
+    headline : dict
+        The ``bfw`` metrics (schema :data:`facebias.schema.SCHEMAS` ``["bfw"]``): per
+        system the max |FMR deviation| (percent), the global-threshold FMR max/min
+        ratio, the average TAR per policy and the EER range.
+    details : dict
+        The ``bfw_details`` metrics: per-subgroup EER, d', deviations, TAR@FAR, legacy
+        Table 3 values and the group report.
+    """
+    head: dict[str, Any] = {"source": source, "systems": {}}
+    details: dict[str, Any] = {"paper": "002", "source": source, "provenance": provenance, "datatable": str(datatable),
+                               "grouping": config.grouping, "fmr": list(config.fmr), "systems": {}}
+    for s in systems:
+        avg = fold_averages[s]
+        d_glob, d_grp = fpr_deviation_table(avg, "global"), fpr_deviation_table(avg, "group")
+        tar = tar_at_far_table(avg)
+
+        def fmr_ratio_global(f: float, avg: pd.DataFrame = avg) -> float:
+            sub = avg[(avg["policy"] == "global") & (avg["fmr_target"] == f)]
+            return float(metrics.max_min_ratio(sub["fmr"]))
+
+        head["systems"][s] = {
+            "max_abs_fmr_dev_pct": {"global": {f"{c:g}": float(d_glob[c].abs().max()) for c in d_glob},
+                                    "group": {f"{c:g}": float(d_grp[c].abs().max()) for c in d_grp}},
+            "fmr_ratio_global": {f"{f:g}": fmr_ratio_global(f) for f in config.fmr},
+            "tar_avg": {p: {f"{c:g}": float(v) for c, v in tar.loc["Avg", p].items()} for p in ("global", "group")},
+            "eer_max": max(curves.eer[s].values()),
+            "eer_min": min(curves.eer[s].values()),
+        }
+        details["systems"][s] = {
+            "eer": curves.eer[s],
+            "d_prime": curves.d_prime[s],
+            "fmr_dev_pct": {"global": _by_far(d_glob), "group": _by_far(d_grp)},
+            "tar_at_far": {p: _by_far(tar[p]) for p in ("global", "group")},
+            "legacy_tar": {p: _by_far(legacy[s].loc[p]) for p in ("global", "group")},
+            "group_report": reports[s].to_dict(),
+        }
+    return head, details
+

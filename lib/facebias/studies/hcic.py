@@ -29,15 +29,18 @@ Conventions
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from facebias.annotate.labels import annotated_bins, label_pairs
 from facebias.faces.embed import PUBLISHED_THRESHOLDS
+from facebias.io import config_from_params, param_float, param_int, param_list, param_str
 from facebias.metrics import (
     DetCurve,
     check_labels,
@@ -46,13 +49,12 @@ from facebias.metrics import (
     fmr_at,
     fnmr_at,
     group_report,
-    require_columns,
 )
+from facebias.validate import require_columns
 
 __all__ = [
     "RELATIONS",
     "ATTRIBUTES",
-    "BIN_EDGES",
     "MODEL_THRESHOLDS",
     "cosine",
     "pair_scores",
@@ -61,12 +63,10 @@ __all__ = [
     "slots_from_images",
     "cross_group_pairs",
     "relation",
-    "annotated_bins",
     "human_levels",
     "similarity_summary",
     "pair_item_ids",
     "pair_hcic",
-    "label_pairs",
     "uncanny_pair_keep",
     "error_curves",
     "fixed_threshold_points",
@@ -81,19 +81,23 @@ __all__ = [
     "annotator_consistency",
     "response_histogram",
     "group_independence_test",
-    "simulate_embeddings",
     "embed_images",
+    "HCICConfig",
+    "GROUP_DESCRIPTIONS",
+    "annotator_description",
+    "PairLabels",
+    "pair_labels",
+    "kept_pair_scores",
+    "summarise",
 ]
 
 RELATIONS = ("same_prototype", "same_group", "different_group")
 ATTRIBUTES = ("pose", "light", "age", "expression")
-#: Human-annotated bins of a mean raw 0-4 score (Supp. E): [0,.8) [.8,1.6) [1.6,2.4) [2.4,3.2) [3.2,4].
-BIN_EDGES = (0.0, 0.8, 1.6, 2.4, 3.2, 4.0)
+#: Centre (prototype) slot of each sequence on the procedural renderer (original light at 0).
+CENTRE_LEVEL = {"pose": 2, "light": 0, "age": 2, "expression": 2}
 #: Published verification thresholds as cosine similarities (match iff s > t):
 #: :data:`facebias.faces.embed.PUBLISHED_THRESHOLDS` (SFace 0.363, dlib 0.82 = distance 0.6).
 MODEL_THRESHOLDS = PUBLISHED_THRESHOLDS
-#: Centre (prototype) slot of each sequence.
-CENTRE_LEVEL = {"pose": 2, "light": 0, "age": 2, "expression": 2}
 PAIR_COLUMNS = ("pair_id", "image_a", "image_b", "prototype_a", "prototype_b", "seed_a", "seed_b",
                 "group", "attribute", "level", "label", "is_self_pair", "b_is_prototype")
 IMAGE_COLUMNS = ("image_id", "seed", "group", "prototype_id", "attribute", "level", "is_prototype")
@@ -102,7 +106,30 @@ IMAGE_COLUMNS = ("image_id", "seed", "group", "prototype_id", "attribute", "leve
 # --------------------------------------------------------------------------- similarities
 def cosine(a: Any, b: Any) -> np.ndarray:
     """Row-wise cosine similarity of two (n, d) arrays (or two (d,) vectors), clipped to
-    [-1, 1]. Rows with a NaN or a zero norm give NaN."""
+    [-1, 1]. Rows with a NaN or a zero norm give NaN.
+
+    Parameters
+    ----------
+    a, b : array_like
+        (n, d) arrays or (d,) vectors of the same shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n,) similarities (higher = more alike), or a 0-d array for two vectors.
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ.
+
+    Examples
+    --------
+    >>> cosine([[1.0, 0.0], [0.0, 0.0]], [[0.0, 1.0], [1.0, 0.0]])  # a zero vector gives NaN
+    array([ 0., nan])
+    >>> round(float(cosine([1.0, 0.0], [1.0, 1.0])), 6)
+    0.707107
+    """
     x = np.atleast_2d(np.asarray(a, dtype=np.float64))
     y = np.atleast_2d(np.asarray(b, dtype=np.float64))
     if x.shape != y.shape:
@@ -131,9 +158,36 @@ def pair_scores(pairs: pd.DataFrame, vectors: pd.DataFrame | Mapping[str, Any],
 
     ``vectors``: DataFrame indexed by image_id (one column per dimension) or a dict
     image_id -> vector; a NaN row is an image that failed to enrol and gives a NaN score.
-    An image missing from ``vectors`` is an error. ``result.attrs`` holds the counts
-    ``n_pairs``, ``n_missing`` (NaN scores) and ``n_images_failed`` (distinct images of
-    the pairs with a NaN vector).
+    An image missing from ``vectors`` is an error.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        One row per pair with the two image-id columns.
+    vectors : pandas.DataFrame or mapping
+        Embeddings by image id.
+    col_a, col_b : str, default "image_a", "image_b"
+        The image-id columns.
+
+    Returns
+    -------
+    pandas.Series
+        Cosine similarities (NaN where an image failed to enrol). ``result.attrs`` holds
+        the counts ``n_pairs``, ``n_missing`` (NaN scores) and ``n_images_failed``
+        (distinct images of the pairs with a NaN vector).
+
+    Raises
+    ------
+    ValueError
+        For a missing column, duplicate image ids, ragged vectors, or an image without a
+        vector.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"image_a": ["a", "a"], "image_b": ["b", "c"]})
+    >>> s = pair_scores(pairs, {"a": [1.0, 0.0], "b": [1.0, 1.0], "c": [np.nan, np.nan]})
+    >>> s.round(6).tolist(), s.attrs["n_missing"]
+    ([0.707107, nan], 1)
     """
     require_columns(pairs, [col_a, col_b], "pairs")
     index, mat = _vector_table(vectors)
@@ -160,7 +214,29 @@ def centre_levels(images: pd.DataFrame) -> dict[str, int]:
     table: the one level of 0..4 that no image of that attribute has. Where that is not
     one level (no such images, or a subset with several levels missing) the procedural
     layout :data:`CENTRE_LEVEL` applies (pose 2, light 0, age 2, expression 2); the DCGAN's
-    learned light direction gives light 2."""
+    learned light direction gives light 2.
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        The images table (needs ``attribute`` and ``level``).
+
+    Returns
+    -------
+    dict of str to int
+        Attribute -> centre level (0-based slot index).
+
+    Raises
+    ------
+    ValueError
+        For a missing column.
+
+    Examples
+    --------
+    >>> images = pd.DataFrame({"attribute": "light", "level": [0, 1, 3, 4]})
+    >>> centre_levels(images)  # light has no image at 2: an ordered (learned) light sequence
+    {'pose': 2, 'light': 2, 'age': 2, 'expression': 2}
+    """
     require_columns(images, ["attribute", "level"], "images")
     out = dict(CENTRE_LEVEL)
     for attr in ATTRIBUTES:
@@ -172,18 +248,60 @@ def centre_levels(images: pd.DataFrame) -> dict[str, int]:
 
 
 def group_order(images: pd.DataFrame, prefer: Sequence[str] = ()) -> list[str]:
-    """The groups of the ``group`` column: those in ``prefer`` first (in that order; a
-    preferred group absent from the data is left out), then the rest in order of first
-    appearance. Groups come from the data; ``prefer`` only orders them."""
+    """The groups of the ``group`` column, in figure order. Groups come from the data;
+    ``prefer`` only orders them.
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        A table with a ``group`` column.
+    prefer : sequence of str, default ()
+        Groups to put first, in that order (a preferred group absent from the data is
+        left out); the rest follow in order of first appearance.
+
+    Returns
+    -------
+    list of str
+        The groups.
+
+    Raises
+    ------
+    ValueError
+        For a missing ``group`` column.
+
+    Examples
+    --------
+    >>> group_order(pd.DataFrame({"group": ["WM", "BF", "WM", "AF"]}), prefer=("AF", "XX"))
+    ['AF', 'WM', 'BF']
+    """
     require_columns(images, ["group"], "images")
     seen = [str(g) for g in pd.unique(images["group"].astype(str))]
     return [g for g in prefer if g in seen] + [g for g in seen if g not in set(prefer)]
 
 
 def slots_from_images(images: pd.DataFrame, centre: Mapping[str, int] | None = None) -> pd.DataFrame:
-    """The 20 sequence slots per prototype from the images table: ``prototype_id,
-    attribute, level, image_id, is_self``; the centre slot of each sequence
-    (:func:`centre_levels` unless ``centre`` is given) is the prototype image."""
+    """The 20 sequence slots per prototype from the images table; the centre slot of each
+    sequence is the prototype image.
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        The images table (``image_id, seed, group, prototype_id, attribute, level,
+        is_prototype``).
+    centre : mapping of str to int, optional
+        Centre level per attribute; default :func:`centre_levels` of ``images``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``prototype_id, attribute, level, image_id, is_self``, 4 attributes x 5 levels
+        per prototype.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, or a prototype without an image at a non-centre level.
+    """
     require_columns(images, IMAGE_COLUMNS, "images")
     centre = centre_levels(images) if centre is None else {**CENTRE_LEVEL, **centre}
     protos = images[images["is_prototype"].astype(bool)].set_index("prototype_id")["image_id"]
@@ -208,9 +326,29 @@ def cross_group_pairs(images: pd.DataFrame, n_per_prototype: int = 1, seed: int 
     of ``n_per_prototype`` prototypes of a **different group and a different seed**, drawn
     uniformly without replacement (``default_rng(seed)``, prototypes in sorted order).
 
-    Columns: those of ``pairs.parquet`` (``group`` = prototype A's group, ``label`` 0)
-    plus ``group_a, group_b, relation`` (= ``different_group``); ``pair_id`` from
-    ``start_id``.
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        The images table (see :func:`slots_from_images`).
+    n_per_prototype : int, default 1
+        Partner prototypes per prototype (>= 1).
+    seed : int, default 0
+        Seeds the choice of partners.
+    start_id : int, default 0
+        First ``pair_id``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of ``pairs.parquet`` (``group`` = prototype A's group, ``label`` 0)
+        plus ``group_a, group_b, relation`` (= ``different_group``); ``pair_id`` from
+        ``start_id``.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``n_per_prototype``, too few prototypes of another group and seed, or
+        as :func:`slots_from_images`.
     """
     if int(n_per_prototype) != n_per_prototype or n_per_prototype < 1:
         raise ValueError(f"n_per_prototype: expected a positive integer, got {n_per_prototype!r}")
@@ -246,9 +384,33 @@ def cross_group_pairs(images: pd.DataFrame, n_per_prototype: int = 1, seed: int 
 
 
 def relation(pairs: pd.DataFrame) -> pd.Series:
-    """``same_prototype`` (same seed and group), ``same_group`` (other seed, same group) or
-    ``different_group``. Groups come from ``group_a``/``group_b`` when present; where they
-    are missing the pair's ``group`` applies to both images (as in ``pairs.parquet``)."""
+    """How the two images of each pair are related.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        ``prototype_a``, ``prototype_b`` and optionally ``group_a``/``group_b`` (where
+        those are missing the pair's ``group`` applies to both images, as in
+        ``pairs.parquet``; without them every pair is within one group).
+
+    Returns
+    -------
+    pandas.Series
+        ``same_prototype`` (same seed and group), ``same_group`` (other seed, same group)
+        or ``different_group``, named ``relation``.
+
+    Raises
+    ------
+    ValueError
+        For a missing prototype column.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"prototype_a": "p0", "prototype_b": ["p0", "p1", "p2"],
+    ...                       "group_a": "WM", "group_b": ["WM", "WM", "BF"]})
+    >>> relation(pairs).tolist()
+    ['same_prototype', 'same_group', 'different_group']
+    """
     require_columns(pairs, ["prototype_a", "prototype_b"], "pairs")
     same_p = (pairs["prototype_a"] == pairs["prototype_b"]).to_numpy()
     if "group_a" in pairs.columns and "group_b" in pairs.columns:
@@ -263,21 +425,30 @@ def relation(pairs: pd.DataFrame) -> pd.Series:
 
 
 # --------------------------------------------------------------------------- summaries
-def annotated_bins(mean_raw: Any) -> np.ndarray:
-    """Human-annotated level 0..4 of a mean raw 0-4 score, edges :data:`BIN_EDGES`
-    (left-closed, 4 itself in the top bin). NaN or values outside [0, 4] raise."""
-    x = np.asarray(mean_raw, dtype=np.float64)
-    bad = ~np.isfinite(x) | (x < 0) | (x > 4)
-    if bad.any():
-        raise ValueError(f"mean_raw: values must be finite and within [0, 4], got {x[bad].ravel()[0]!r}")
-    return np.digitize(x, BIN_EDGES[1:-1], right=False).astype(np.int64)
-
-
 def human_levels(pairs: pd.DataFrame, image_means: Mapping[str, pd.Series],
                  attributes: Sequence[str] = ("age", "expression")) -> pd.Series:
     """Level of each pair for box plots: the intended level, replaced for ``attributes``
-    by the annotated bin of image B's mean raw score (``image_means[attribute]``:
-    Series image_id -> mean of the raw 0-4 responses)."""
+    by the annotated bin of image B's mean raw score (:func:`facebias.annotate.labels.annotated_bins`).
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        ``image_b``, ``attribute`` and ``level`` (intended, 0-based).
+    image_means : mapping of str to pandas.Series
+        Attribute -> Series image_id -> mean of the raw 0-4 responses.
+    attributes : sequence of str, default ("age", "expression")
+        Attributes whose level is the annotated one.
+
+    Returns
+    -------
+    pandas.Series
+        int64 levels 0..4, named ``level_human``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, an attribute without means, or an image without a mean.
+    """
     require_columns(pairs, ["image_b", "attribute", "level"], "pairs")
     out = pairs["level"].astype(np.int64).copy()
     for attr in attributes:
@@ -297,8 +468,30 @@ def similarity_summary(df: pd.DataFrame, score_col: str = "score",
                        by: Sequence[str] = ("relation", "attribute", "level", "group"),
                        q: tuple[float, float] = (0.15, 0.85)) -> pd.DataFrame:
     """Median and the 15-85 % percentile range of ``score_col`` per cell of ``by`` (the
-    box plots of Fig. 5 and Supp. 10-12). NaN scores (failures to enrol) are left out and
-    counted in ``n_missing``; columns ``*by, median, q15, q85, n, n_missing``."""
+    box plots of Fig. 5 and Supp. 10-12).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Scored pairs.
+    score_col : str, default "score"
+        Similarity column.
+    by : sequence of str, default ("relation", "attribute", "level", "group")
+        Cell columns.
+    q : tuple of float, default (0.15, 0.85)
+        Lower and upper quantiles.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``*by, median, q15, q85, n, n_missing``: NaN scores (failures to enrol)
+        are left out and counted in ``n_missing``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column.
+    """
     require_columns(df, [score_col, *by], "df")
     s = df[score_col].astype(float)
     g = s.groupby([df[c] for c in by], observed=True, sort=True)
@@ -310,7 +503,28 @@ def similarity_summary(df: pd.DataFrame, score_col: str = "score",
 
 # --------------------------------------------------------------------------- HCIC labels
 def pair_item_ids(pairs: pd.DataFrame) -> pd.Series:
-    """Annotation item id of each pair (:func:`facebias.annotate.pair_item_ids`)."""
+    """Annotation item id of each pair (:func:`facebias.annotate.pair_item_ids`).
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        A table with a ``pair_id`` column.
+
+    Returns
+    -------
+    pandas.Series
+        ``pair_<pair_id:05d>``, indexed like ``pairs``, named ``item_id``.
+
+    Raises
+    ------
+    ValueError
+        For a missing ``pair_id`` column.
+
+    Examples
+    --------
+    >>> pair_item_ids(pd.DataFrame({"pair_id": [0, 12]})).tolist()
+    ['pair_00000', 'pair_00012']
+    """
     from facebias.annotate import pair_item_ids as ids
 
     require_columns(pairs, ["pair_id"], "pairs")
@@ -319,9 +533,31 @@ def pair_item_ids(pairs: pd.DataFrame) -> pd.Series:
 
 def pair_vote_matrix(pair_votes: pd.DataFrame, pairs: pd.DataFrame, n: int = 9,
                      question: str = "identity") -> pd.DataFrame:
-    """Raw identity responses (0-4) as a (pairs x n) float frame indexed like ``pairs``
-    (columns ``r0..r{n-1}``, NaN where a pair has fewer votes); uses
-    ``facebias.annotate.votes_matrix`` on a votes frame (``store.votes()`` columns)."""
+    """Raw identity responses (0 = likely same .. 4 = likely different) as a pairs x n
+    matrix (``facebias.annotate.votes_matrix``).
+
+    Parameters
+    ----------
+    pair_votes : pandas.DataFrame
+        Votes in the store's schema (``store.votes()`` columns).
+    pairs : pandas.DataFrame
+        The pairs (needs ``pair_id``).
+    n : int, default 9
+        Vote slots per pair.
+    question : str, default "identity"
+        The identity question.
+
+    Returns
+    -------
+    pandas.DataFrame
+        float, indexed like ``pairs``, columns ``r0..r{n-1}``, NaN where a pair has
+        fewer votes.
+
+    Raises
+    ------
+    ValueError
+        If a pair has no votes, or as ``votes_matrix``.
+    """
     from facebias.annotate import votes_matrix
 
     ids, mat = votes_matrix(pair_votes, question, n=n)
@@ -337,31 +573,33 @@ def pair_vote_matrix(pair_votes: pd.DataFrame, pairs: pd.DataFrame, n: int = 9,
 
 
 def pair_hcic(matrix: pd.DataFrame | np.ndarray) -> np.ndarray:
-    """HCIC of each row of a (pairs x 9) raw response matrix (``facebias.annotate.hcic``)."""
+    """HCIC of each row of a (pairs x 9) raw response matrix (``facebias.annotate.hcic``).
+
+    HCIC is a dissimilarity: a pair is "same identity" iff ``HCIC <= t``.
+
+    Parameters
+    ----------
+    matrix : pandas.DataFrame or numpy.ndarray
+        (n_pairs, 9) raw identity votes 0..4, no NaN.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n_pairs,) HCIC in [0, 1], higher = more likely different.
+
+    Raises
+    ------
+    ValueError
+        As ``facebias.annotate.hcic`` (not 9 votes, a missing vote, a vote outside 0..4).
+
+    Examples
+    --------
+    >>> pair_hcic([[0, 0, 0, 1, 1, 1, 2, 4, 4]])  # middle five 0, 1, 1, 1, 2: mean 1, / 4
+    array([0.25])
+    """
     from facebias.annotate import hcic
 
     return np.asarray(hcic(np.asarray(matrix)), dtype=np.float64)
-
-
-def label_pairs(pairs: pd.DataFrame, hcic_values: Any, t_hcic: float) -> pd.Series:
-    """HCIC ground truth: 1 (same identity) iff ``hcic <= t_hcic``, else 0.
-
-    ``hcic_values``: an array aligned with ``pairs`` rows or a Series indexed by pair_id.
-    Values must lie in [0, 1] (HCIC is a dissimilarity)."""
-    if not 0 <= t_hcic <= 1:
-        raise ValueError(f"t_hcic: must lie in [0, 1], got {t_hcic!r}")
-    if isinstance(hcic_values, pd.Series):
-        require_columns(pairs, ["pair_id"], "pairs")
-        h = hcic_values.reindex(pairs["pair_id"].to_numpy()).to_numpy(dtype=np.float64)
-    else:
-        h = np.asarray(hcic_values, dtype=np.float64)
-    if h.shape != (len(pairs),):
-        raise ValueError(f"hcic_values: expected {len(pairs)} values, got shape {h.shape}")
-    bad = ~np.isfinite(h) | (h < 0) | (h > 1)
-    if bad.any():
-        raise ValueError(f"hcic_values: {int(bad.sum())} value(s) missing or outside [0, 1] "
-                         f"(first in row {pairs.index[np.flatnonzero(bad)[0]]!r})")
-    return pd.Series((h <= t_hcic).astype(np.int64), index=pairs.index, name=f"label_hcic_{t_hcic:g}")
 
 
 def hcic_labels(pairs: pd.DataFrame, pair_votes: pd.DataFrame, t_hcic: Sequence[float] = (0.3,),
@@ -369,9 +607,30 @@ def hcic_labels(pairs: pd.DataFrame, pair_votes: pd.DataFrame, t_hcic: Sequence[
     """HCIC ground truth from identity votes in the store's schema
     (:meth:`facebias.annotate.AnnotationStore.votes` columns; human or simulated).
 
-    Returns ``(labels, matrix)``: ``labels`` indexed like ``pairs`` with ``hcic`` and one
-    ``label_{t:g}`` column per threshold (1 = same iff HCIC <= t); ``matrix`` the raw
-    (pairs x ``n``) responses (:func:`pair_vote_matrix`). A pair without votes raises."""
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        The pairs (needs ``pair_id``).
+    pair_votes : pandas.DataFrame
+        Identity votes in the store's schema.
+    t_hcic : sequence of float, default (0.3,)
+        Label thresholds in [0, 1].
+    n : int, default 9
+        Votes per pair.
+
+    Returns
+    -------
+    labels : pandas.DataFrame
+        Indexed like ``pairs``: ``hcic`` and one ``label_{t:g}`` column per threshold
+        (1 = same iff HCIC <= t).
+    matrix : pandas.DataFrame
+        The raw (pairs x ``n``) responses (:func:`pair_vote_matrix`).
+
+    Raises
+    ------
+    ValueError
+        If a pair has no votes or not ``n`` of them, or a threshold lies outside [0, 1].
+    """
     matrix = pair_vote_matrix(pair_votes, pairs, n=n)
     h = pair_hcic(matrix)
     out = pd.DataFrame({"hcic": h}, index=pairs.index)
@@ -382,9 +641,36 @@ def hcic_labels(pairs: pd.DataFrame, pair_votes: pd.DataFrame, t_hcic: Sequence[
 
 def label_counts(pairs: pd.DataFrame, label_col: str, keep: Any = None,
                  intended_col: str = "label") -> dict[str, int]:
-    """Counts of one label column beside the intended labels: positives / negatives over
-    all pairs and over the pairs kept (``keep``: bool per row; all when None), and how many
-    intended-same pairs it calls different and intended-different pairs it calls same."""
+    """Counts of one label column beside the intended labels.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        The two label columns (0/1 or bool, 1 = same identity).
+    label_col : str
+        The label set counted (e.g. ``"label_0.3"``).
+    keep : array_like of bool, optional
+        Pairs kept by the realism filter; all when None.
+    intended_col : str, default "label"
+        The intended labels (same seed = same identity).
+
+    Returns
+    -------
+    dict of str to int
+        ``positive_all, negative_all, positive_kept, negative_kept`` and
+        ``intended_same_judged_different, intended_different_judged_same``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a label that is not 0/1, or ``keep`` of the wrong length.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"label": [1, 1, 0, 0], "label_0.3": [1, 0, 0, 1]})
+    >>> label_counts(pairs, "label_0.3")["intended_same_judged_different"]
+    1
+    """
     require_columns(pairs, [label_col, intended_col], "pairs")
     lab = pd.Series(check_labels(pairs[label_col], f"column {label_col!r}"), index=pairs.index)
     want = pd.Series(check_labels(pairs[intended_col], f"column {intended_col!r}"), index=pairs.index)
@@ -398,9 +684,35 @@ def label_counts(pairs: pd.DataFrame, label_col: str, keep: Any = None,
 
 
 def uncanny_pair_keep(pairs: pd.DataFrame, uncanny: pd.Series, threshold: float = 0.8) -> pd.Series:
-    """Realism filter (B1.8): keep a pair iff **both** images' normalised uncanny score
-    (``uncanny``: Series image_id -> score in [0, 1], i.e. mean raw / 4) is below
-    ``threshold`` (``facebias.annotate.uncanny_keep``). An image without a score raises."""
+    """Realism filter (B1.8): keep a pair iff **both** images' normalised uncanny score is
+    below ``threshold`` (``facebias.annotate.uncanny_keep``).
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        ``image_a`` and ``image_b``.
+    uncanny : pandas.Series
+        Image id -> normalised uncanny score in [0, 1] (mean raw / 4; higher = less
+        realistic).
+    threshold : float, default 0.8
+        An image is kept iff its score < threshold.
+
+    Returns
+    -------
+    pandas.Series
+        bool, indexed like ``pairs``, named ``keep``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or an image without a score.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"image_a": ["a", "a"], "image_b": ["b", "c"]})
+    >>> uncanny_pair_keep(pairs, pd.Series({"a": 0.1, "b": 0.85, "c": 0.5})).tolist()
+    [False, True]
+    """
     from facebias.annotate import uncanny_keep
 
     require_columns(pairs, ["image_a", "image_b"], "pairs")
@@ -430,7 +742,30 @@ def error_curves(pairs: pd.DataFrame, score_col: str, label_col: str,
     """FNMR-vs-FMR curve (``facebias.metrics.det_curve``) per cell of ``by`` (Fig. 6).
 
     Cells without both genuine (label 1) and impostor (0) pairs are left out.
-    ``missing="drop"`` leaves out NaN scores (failures to enrol); by default they raise.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        Scored, labelled pairs.
+    score_col : str
+        Similarity column (match iff score > t).
+    label_col : str
+        Label column, 1 = same identity.
+    by : sequence of str, default ("attribute", "group")
+        Cell columns.
+    missing : {"error", "drop"}, default "error"
+        ``"drop"`` leaves out NaN scores (failures to enrol); by default they raise.
+
+    Returns
+    -------
+    dict of tuple to DetCurve
+        Cell key (a tuple of ``by`` values) -> curve.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a bad ``missing``, a label that is not 0/1, or (with
+        ``missing="error"``) a NaN score.
     """
     require_columns(pairs, [score_col, label_col, *by], "pairs")
     df = _finite(pairs, score_col, missing)
@@ -446,9 +781,41 @@ def error_curves(pairs: pd.DataFrame, score_col: str, label_col: str,
 def fixed_threshold_points(pairs: pd.DataFrame, score_col: str, label_col: str, t: float = 0.6,
                            by: Sequence[str] = ("attribute", "group"), missing: str = "error",
                            ) -> pd.DataFrame:
-    """(FMR, FNMR) at one similarity threshold ``t`` per cell (Fig. 6's triangles):
-    columns ``*by, threshold, fmr, fnmr, n_genuine, n_impostor`` (NaN rate where a cell
-    has no pairs of that kind)."""
+    """(FMR, FNMR) at one similarity threshold ``t`` per cell (Fig. 6's triangles).
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        Scored, labelled pairs.
+    score_col : str
+        Similarity column; a pair matches iff score > t.
+    label_col : str
+        Label column, 1 = same identity.
+    t : float, default 0.6
+        The threshold.
+    by : sequence of str, default ("attribute", "group")
+        Cell columns.
+    missing : {"error", "drop"}, default "error"
+        As in :func:`error_curves`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``*by, threshold, fmr, fnmr, n_genuine, n_impostor`` (rates are
+        fractions; NaN where a cell has no pairs of that kind).
+
+    Raises
+    ------
+    ValueError
+        As :func:`error_curves`.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"score": [0.9, 0.5, 0.7, 0.2], "label": [1, 1, 0, 0], "group": "WM"})
+    >>> fixed_threshold_points(pairs, "score", "label", t=0.6, by=("group",))
+      group  threshold  fmr  fnmr  n_genuine  n_impostor
+    0    WM        0.6  0.5   0.5          2           2
+    """
     require_columns(pairs, [score_col, label_col, *by], "pairs")
     df = _finite(pairs, score_col, missing)
     rows = []
@@ -465,8 +832,39 @@ def fixed_threshold_points(pairs: pd.DataFrame, score_col: str, label_col: str, 
 
 def fnmr_by_threshold(pairs: pd.DataFrame, score_col: str, label_col: str, thresholds: Sequence[float],
                       by: Sequence[str] = ("group",)) -> pd.DataFrame:
-    """FNMR per cell of ``by`` at each similarity threshold (rows = cells, columns =
-    thresholds); with ``match iff s > t`` it can only fall as the threshold falls."""
+    """FNMR per cell of ``by`` at each similarity threshold; with ``match iff s > t`` it
+    can only fall as the threshold falls.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        Scored, labelled pairs.
+    score_col : str
+        Similarity column.
+    label_col : str
+        Label column, 1 = same identity (only these pairs are used).
+    thresholds : sequence of float
+        Similarity thresholds.
+    by : sequence of str, default ("group",)
+        Cell columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        FNMR (fraction), rows = cells, columns = thresholds.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a label that is not 0/1, or a non-finite genuine score.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"score": [0.9, 0.5, 0.7, 0.2], "label": [1, 1, 0, 0], "group": "WM"})
+    >>> fnmr_by_threshold(pairs, "score", "label", [0.4, 0.6])
+    threshold  0.4  0.6
+    WM         0.0  0.5
+    """
     require_columns(pairs, [score_col, label_col, *by], "pairs")
     gen = pairs[check_labels(pairs[label_col], f"column {label_col!r}")]
     t = np.asarray(thresholds, dtype=np.float64)
@@ -484,8 +882,45 @@ def fnmr_at_fmr_by_group(pairs: pd.DataFrame, score_col: str, label_col: str, fm
     bootstrap replicate resamples the anchor prototypes (``cluster``) with replacement,
     a pair's weight is its prototype's multiplicity, and thresholds are re-estimated per
     replicate. ``fnmr_group`` reads each group's own curve at ``fmr`` (Fig. 6);
-    ``fnmr_global`` uses one threshold from all impostors pooled. Groups without genuine
-    or without impostor pairs are left out and listed in ``result.attrs["skipped"]``.
+    ``fnmr_global`` uses one threshold from all impostors pooled.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        Scored, labelled pairs.
+    score_col : str
+        Similarity column (match iff score > t).
+    label_col : str
+        Label column, 1 = same identity.
+    fmr : float, default 0.01
+        Target FMR, a fraction in (0, 1).
+    group : str, default "group"
+        Group column.
+    cluster : str, default "prototype_a"
+        Bootstrap cluster column.
+    n_boot : int, default 200
+        Bootstrap replicates (0 = no interval).
+    ci : float, default 0.95
+        Interval coverage.
+    seed : int, default 0
+        Bootstrap seed.
+    missing : {"error", "drop"}, default "error"
+        As in :func:`error_curves`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group: ``n_genuine, n_impostor``, the group policy's
+        ``threshold_group, fmr_group, fnmr_group`` (+ ``_lo``/``_hi``) and the pooled
+        policy's ``threshold_global, fmr_global, fnmr_global`` (+ ``_lo``/``_hi``). Groups
+        without genuine or without impostor pairs are left out and listed in
+        ``result.attrs["skipped"]``.
+
+    Raises
+    ------
+    ValueError
+        If no group has both kinds of pairs, or as
+        :func:`facebias.metrics.group_report`.
     """
     require_columns(pairs, [score_col, label_col, group, cluster], "pairs")
     df = _finite(pairs, score_col, missing)
@@ -514,9 +949,26 @@ def fnmr_at_fmr_by_cell(pairs: pd.DataFrame, score_col: str, label_col: str, fmr
     at one FMR), each cell on its own threshold, with the prototype-cluster bootstrap CI of
     :func:`fnmr_at_fmr_by_group` (one joint bootstrap over all cells).
 
-    Columns ``*by`` then those of :func:`fnmr_at_fmr_by_group` less ``group``; cells
-    without genuine or without impostor pairs are left out and listed (as tuples) in
-    ``result.attrs["skipped"]``.
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        Scored, labelled pairs.
+    score_col, label_col, fmr, cluster, n_boot, ci, seed, missing
+        As in :func:`fnmr_at_fmr_by_group`.
+    by : sequence of str, default ("attribute", "group")
+        Cell columns (no missing values).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``*by`` then those of :func:`fnmr_at_fmr_by_group` less ``group``; cells
+        without genuine or without impostor pairs are left out and listed (as tuples) in
+        ``result.attrs["skipped"]``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or cell value, or as :func:`fnmr_at_fmr_by_group`.
     """
     require_columns(pairs, [score_col, label_col, cluster, *by], "pairs")
     by = list(by)
@@ -534,9 +986,35 @@ def fnmr_at_fmr_by_cell(pairs: pd.DataFrame, score_col: str, label_col: str, fmr
 
 
 def relation_medians(pairs: pd.DataFrame, score_col: str, relation_col: str = "relation") -> dict[str, Any]:
-    """Median score per relation (Fig. 5's ordering claim): ``{relation: median, ...,
-    "ordered": same_prototype > same_group > different_group}``; NaN scores (failures to
-    enrol) are left out; a relation without pairs is NaN and makes ``ordered`` False."""
+    """Median score per relation (Fig. 5's ordering claim).
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        Scored pairs with a relation column (:func:`relation`).
+    score_col : str
+        Similarity column; NaN scores (failures to enrol) are left out.
+    relation_col : str, default "relation"
+        The relation column.
+
+    Returns
+    -------
+    dict
+        ``{relation: median, ..., "ordered": same_prototype > same_group >
+        different_group}``; a relation without pairs makes ``ordered`` False.
+
+    Raises
+    ------
+    ValueError
+        For a missing column.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"score": [0.9, 0.95, 0.5, 0.6, 0.1],
+    ...                       "relation": ["same_prototype"] * 2 + ["same_group"] * 2 + ["different_group"]})
+    >>> relation_medians(pairs, "score")
+    {'different_group': 0.1, 'same_group': 0.55, 'same_prototype': 0.925, 'ordered': True}
+    """
     require_columns(pairs, [score_col, relation_col], "pairs")
     med = pairs[score_col].astype(float).groupby(pairs[relation_col]).median()
     out: dict[str, Any] = {str(k): float(v) for k, v in med.items()}
@@ -550,8 +1028,27 @@ def delta_attr(pairs: pd.DataFrame, score_col: str = "score",
     """Extension (B1.11 [REC], not in the paper): expected similarity drop from changing
     one attribute, ``mean over prototypes of s(P, P) - s(P, seq[level])``.
 
-    Uses same-prototype pairs; ``s(P, P)`` is the prototype's self-pair score. Columns
-    ``*by, delta, se, n`` (se = SD / sqrt(n) over prototypes), ``estimator``.
+    Uses same-prototype pairs; ``s(P, P)`` is the prototype's self-pair score.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        Scored pairs (``prototype_a, prototype_b, is_self_pair`` and the ``by`` columns).
+    score_col : str, default "score"
+        Similarity column.
+    by : sequence of str, default ("attribute", "level")
+        Cell columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``*by, delta`` (similarity units; positive = the edit lowers the
+        similarity), ``se`` (SD / sqrt(n) over prototypes), ``n``, ``estimator``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or no self pairs.
     """
     require_columns(pairs, ["prototype_a", "prototype_b", "is_self_pair", score_col, *by], "pairs")
     pos = pairs[pairs["prototype_a"] == pairs["prototype_b"]]
@@ -570,8 +1067,29 @@ def annotator_consistency(matrix: pd.DataFrame, pairs: pd.DataFrame,
                           by: Sequence[str] = ("attribute",)) -> tuple[pd.Series, pd.DataFrame]:
     """Per-pair SD of the raw identity responses normalised to [0, 1] (``item_sd`` with
     k = 5: population SD / 4), and its median, 15th and 85th percentile per cell of
-    ``by`` (Supp. Fig. 13). ``matrix``: from :func:`pair_vote_matrix` (index = pairs').
-    Returns ``(per_pair_sd, summary)``."""
+    ``by`` (Supp. Fig. 13).
+
+    Parameters
+    ----------
+    matrix : pandas.DataFrame
+        :func:`pair_vote_matrix` output (index = ``pairs.index``).
+    pairs : pandas.DataFrame
+        The pairs with the ``by`` columns.
+    by : sequence of str, default ("attribute",)
+        Cell columns.
+
+    Returns
+    -------
+    per_pair_sd : pandas.Series
+        Normalised SD per pair, in [0, 0.5].
+    summary : pandas.DataFrame
+        ``*by, median, q15, q85, n``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or a ``matrix`` index other than ``pairs.index``.
+    """
     from facebias.annotate import item_sd
 
     require_columns(pairs, list(by), "pairs")
@@ -590,7 +1108,31 @@ def response_histogram(image_votes: pd.DataFrame, images: pd.DataFrame, question
     """Histogram of the raw responses to ``question`` (Fig. 3, Supp. 9): rows = intended
     step 0..4 of the ``question`` sequence (``by="step"``, the prototype is step 2; for
     age and expression) or the image's ``group`` (``by="group"``); columns = response
-    level. Shares per row when ``normalise``."""
+    level.
+
+    Parameters
+    ----------
+    image_votes : pandas.DataFrame
+        Single-image votes (``item_id, question, value``; value = raw level 0..4).
+    images : pandas.DataFrame
+        The images table.
+    question : str
+        The question, e.g. ``"age"``.
+    by : {"step", "group"}, default "step"
+        Rows: intended step or image group.
+    normalise : bool, default True
+        Shares per row (fractions) instead of counts.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows ``by``, columns ``response``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, no votes for ``question``, or an unknown ``by``.
+    """
     require_columns(image_votes, ["item_id", "question", "value"], "image_votes")
     require_columns(images, ["image_id", "group", "attribute", "level", "is_prototype"], "images")
     v = image_votes[image_votes["question"] == question]
@@ -618,8 +1160,32 @@ def group_independence_test(matrix: pd.DataFrame, pairs: pd.DataFrame,
     (B1.12 [REC]; Fig. 4 / Supp. 14), one test per cell of ``by`` (default: attribute x
     intended label, i.e. same-seed and different-seed pairs), Bonferroni-corrected over
     the tests. Responses are pooled over annotators (9 per pair), which treats them as
-    independent; read p-values as approximate. Columns ``*by, chi2, dof, p, p_bonferroni,
-    reject, n_responses``."""
+    independent; read p-values as approximate.
+
+    Parameters
+    ----------
+    matrix : pandas.DataFrame
+        :func:`pair_vote_matrix` output (index = ``pairs.index``).
+    pairs : pandas.DataFrame
+        The pairs with the ``group`` and ``by`` columns.
+    by : sequence of str, default ("attribute", "label")
+        One test per cell.
+    group : str, default "group"
+        Group column.
+    alpha : float, default 0.05
+        Family-wise significance level.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``*by, chi2, dof, p, n_responses, p_bonferroni, reject``; cells with
+        fewer than 2 groups or 2 responses are not tested; empty if none is.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or a ``matrix`` index other than ``pairs.index``.
+    """
     from scipy.stats import chi2_contingency
 
     require_columns(pairs, [group, *by], "pairs")
@@ -646,63 +1212,6 @@ def group_independence_test(matrix: pd.DataFrame, pairs: pd.DataFrame,
     return out
 
 
-# --------------------------------------------------------------------------- toy FR system
-#: Edit strength per unit of |level - centre| in the toy system (pose strongest).
-TOY_EDIT_STRENGTH = {"pose": 0.6, "expression": 0.36, "age": 0.27, "light": 0.36}
-
-
-def _rng(seed: int, *keys: Any) -> np.random.Generator:
-    codes = [zlib.crc32(str(k).encode()) for k in keys]
-    return np.random.default_rng([int(seed), *codes])
-
-
-def simulate_embeddings(images: pd.DataFrame, dim: int = 64, group_noise: Mapping[str, float] | None = None,
-                        edit_scale: float = 1.0, seed: int = 0, *, identity: float = 1.0,
-                        group_offset: float = 0.6, prototype_jitter: float = 0.3,
-                        noise: float = 0.5, centre: Mapping[str, int] | None = None) -> pd.DataFrame:
-    """A toy face-recognition system for planted-effect checks (B5.11): unit vectors,
-    DataFrame indexed by image_id (columns ``e0..``).
-
-    Embedding of an image of prototype (seed s, group g) at attribute level l:
-    ``identity * u_s + group_offset * v_g + prototype_jitter * w_(s,g)
-    + edit_scale * TOY_EDIT_STRENGTH[attr] * |l - centre| * r_image + sigma_g * n_image``,
-    then L2-normalised. ``u, v, w, r, n`` are N(0, I/dim) draws (norm ~1) keyed by their
-    entity's id and ``seed`` (independent of row order); ``centre``: each sequence's centre
-    level (default :func:`centre_levels` of ``images``). A light sequence centred at level
-    0 is the renderer's four unordered lights, each one step from the original; any other
-    sequence (the DCGAN's learned light direction too) is ``|l - centre|`` steps.
-    ``sigma_g = noise + group_noise.get(g, 0)`` plants worse recognition of some groups
-    (groups not in the data are ignored). Same image id -> same vector, so self pairs
-    score 1.
-    """
-    require_columns(images, ["image_id", "seed", "group", "attribute", "level"], "images")
-    if dim < 2:
-        raise ValueError(f"dim: must be >= 2, got {dim}")
-    group_noise = dict(group_noise or {})
-    centre = centre_levels(images) if centre is None else {**CENTRE_LEVEL, **centre}
-    scale = 1.0 / np.sqrt(dim)
-    cache: dict[tuple, np.ndarray] = {}
-
-    def draw(*keys: Any) -> np.ndarray:
-        if keys not in cache:
-            cache[keys] = _rng(seed, *keys).standard_normal(dim) * scale
-        return cache[keys]
-
-    out = np.empty((len(images), dim))
-    for i, (iid, s, g, attr, level) in enumerate(zip(images["image_id"], images["seed"], images["group"],
-                                                      images["attribute"], images["level"], strict=True)):
-        e = identity * draw("seed", s) + group_offset * draw("group", g) + prototype_jitter * draw("proto", s, g)
-        edit, eps = _rng(seed, "image", iid).standard_normal((2, dim)) * scale
-        if attr in TOY_EDIT_STRENGTH:
-            c = centre[attr]
-            steps = (level != 0) if (attr == "light" and c == 0) else abs(int(level) - c)
-            e = e + edit_scale * TOY_EDIT_STRENGTH[attr] * steps * edit
-        e = e + (noise + float(group_noise.get(g, 0.0))) * eps
-        out[i] = e / np.linalg.norm(e)
-    return pd.DataFrame(out.astype(np.float32), index=pd.Index(images["image_id"].astype(str), name="image_id"),
-                        columns=[f"e{j}" for j in range(dim)])
-
-
 # --------------------------------------------------------------------------- real FR models
 def embed_images(paths: Sequence[str | Path], backend: str = "sface", cache_dir: str | Path | None = None,
                  progress: bool = False, compute: Any = None, min_size: int = 0,
@@ -720,6 +1229,33 @@ def embed_images(paths: Sequence[str | Path], backend: str = "sface", cache_dir:
     bicubic interpolation to exactly ``min_size`` on that side (aspect kept), the machine
     annotators' :func:`facebias.annotate.machine.upscale`; images at least that large are
     embedded as read. The cache is keyed by the pixels embedded (the enlarged image).
+
+    Parameters
+    ----------
+    paths : sequence of str or pathlib.Path
+        Image files.
+    backend : {"sface", "dlib"}, default "sface"
+        The model.
+    cache_dir : str or pathlib.Path, optional
+        Embedding cache folder.
+    progress : bool, default False
+        Show a progress bar.
+    compute : Any, optional
+        :mod:`facebias.compute` setting; None = this process.
+    min_size : int, default 0
+        Shorter-side size below which images are enlarged (0 = never).
+
+    Returns
+    -------
+    vectors : numpy.ndarray
+        (n, d) float32 unit rows (cosine = dot product), NaN rows for failures to enrol.
+    enrolled : numpy.ndarray
+        (n,) bool.
+
+    Raises
+    ------
+    ValueError
+        For a negative or non-integer ``min_size`` or an unknown backend.
     """
     from facebias.faces.embed import embed_many, load_embedder
 
@@ -755,3 +1291,431 @@ def embed_images(paths: Sequence[str | Path], backend: str = "sface", cache_dir:
     idx = np.flatnonzero(ok)
     vectors[idx], enrolled[idx] = res.vectors, res.enrolled
     return vectors, enrolled
+
+
+# --------------------------------------------------------------------------- the study (notebooks/hcic.py)
+@dataclass(frozen=True)
+class HCICConfig:
+    """Parameters of the study (``params.yaml`` sections ``hcic``, ``hcic_dcgan``).
+
+    Parameters
+    ----------
+    models : tuple of str, default ("sface", "dlib")
+        Real FR models run on the renders (:data:`MODEL_THRESHOLDS` keys).
+    t_hcic : tuple of float, default (0.2, 0.3, 0.4)
+        Label thresholds in [0, 1] (same identity iff HCIC <= t).
+    t_main : float, default 0.3
+        The main label threshold (one of ``t_hcic``).
+    t_fixed : float, default 0.6
+        The paper's similarity threshold, used for the toy system (in [-1, 1]).
+    fmr : float, default 0.01
+        Target FMR of the per-group FNMR tables, a fraction in (0, 1).
+    n_boot : int, default 200
+        Prototype-cluster bootstrap replicates (>= 0).
+    toy_noise : dict of str to float, default {}
+        Group -> planted extra embedding noise of the toy system (>= 0).
+    n_cross : int, default 1
+        Cross-group partner prototypes per prototype (>= 0).
+    seed : int, default 0
+        Seed (>= 0).
+    min_size : int, default 0
+        Faces with a shorter side below it are enlarged (bicubic; 0 = as drawn).
+    group_order : tuple of str, default ()
+        Figure order of the groups (the groups themselves come from the data).
+    section : str, default "hcic"
+        The ``params.yaml`` section, for messages (not a key of it).
+
+    Raises
+    ------
+    ValueError
+        For a mistyped value or one out of range, or ``t_main`` not in ``t_hcic``.
+    """
+
+    models: tuple[str, ...] = ("sface", "dlib")
+    t_hcic: tuple[float, ...] = (0.2, 0.3, 0.4)
+    t_main: float = 0.3
+    t_fixed: float = 0.6
+    fmr: float = 0.01
+    n_boot: int = 200
+    toy_noise: dict[str, float] = field(default_factory=dict)
+    n_cross: int = 1
+    seed: int = 0
+    min_size: int = 0
+    group_order: tuple[str, ...] = ()
+    section: str = field(default="hcic", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        def put(key: str, value: Any) -> None:
+            object.__setattr__(self, key, value)
+
+        k = self.section
+        put("models", param_list(self.models, f"{k}.models",
+                                 partial(param_str, choices=tuple(MODEL_THRESHOLDS)), min_len=0))
+        unit = partial(param_float, low=0, high=1)
+        put("t_hcic", param_list(self.t_hcic, f"{k}.t_hcic", unit))
+        put("t_main", unit(self.t_main, f"{k}.t_main"))
+        if self.t_main not in self.t_hcic:
+            raise ValueError(f"{k}.t_main must be one of t_hcic {list(self.t_hcic)}, got {self.t_main!r}")
+        put("t_fixed", param_float(self.t_fixed, f"{k}.t_fixed", -1, 1))
+        put("fmr", param_float(self.fmr, f"{k}.fmr", 0, 1, open_low=True, open_high=True))
+        put("n_boot", param_int(self.n_boot, f"{k}.n_boot", minimum=0))
+        put("n_cross", param_int(self.n_cross, f"{k}.n_cross", minimum=0))
+        put("seed", param_int(self.seed, f"{k}.seed", minimum=0))
+        put("min_size", param_int(self.min_size, f"{k}.min_size", minimum=0))
+        put("group_order", param_list(self.group_order, f"{k}.group_order", param_str, min_len=0))
+        if not isinstance(self.toy_noise, Mapping):
+            raise ValueError(f"{k}.toy_noise must be a mapping group -> noise, got {self.toy_noise!r}")
+        put("toy_noise", {param_str(g, f"{k}.toy_noise key"): param_float(v, f"{k}.toy_noise.{g}", low=0)
+                          for g, v in self.toy_noise.items()})
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], section: str = "hcic") -> HCICConfig:
+        """Build from a ``params.yaml`` section: unknown keys and mistyped values raise.
+
+        Parameters
+        ----------
+        params : mapping
+            The section's keys and values.
+        section : str, default "hcic"
+            Its name (``"hcic"`` or ``"hcic_dcgan"``), for messages.
+
+        Returns
+        -------
+        HCICConfig
+            The validated config.
+
+        Raises
+        ------
+        ValueError
+            For an unknown key (``section`` included) or an invalid value.
+
+        Examples
+        --------
+        >>> HCICConfig.from_params({"t_hcic": [0.3], "t_main": 0.3}).t_hcic
+        (0.3,)
+        >>> HCICConfig.from_params({"t_main": 0.5})
+        Traceback (most recent call last):
+        ...
+        ValueError: hcic.t_main must be one of t_hcic [0.2, 0.3, 0.4], got 0.5
+        """
+        if "section" in params:  # a field, but not a key of the section
+            raise ValueError(f"{section}: unknown key(s) ['section']")
+        return config_from_params(cls, {**params, "section": section}, section)
+
+
+#: What the groups are, by the ``groups`` entry of the synth summary (``group_kind``).
+GROUP_DESCRIPTIONS = {
+    "race_gender": "race x gender (000's six groups)",
+    "skin_gender": ("measured skin tone (lighter / darker side of the ITA skin-tone hyperplane) x "
+                    "gender (p_male): not race, no race labeller ships offline"),
+}
+
+
+def annotator_description(votes: pd.DataFrame | None) -> str:
+    """Who cast a votes table (store schema), from its ``source`` and ``annotator`` columns.
+
+    Parameters
+    ----------
+    votes : pandas.DataFrame or None
+        Votes with ``source`` and ``annotator`` columns.
+
+    Returns
+    -------
+    str
+        E.g. ``"simulated panel N=9"`` (N = distinct annotators); ``"none"`` for no table.
+
+    Raises
+    ------
+    ValueError
+        For a missing column.
+
+    Examples
+    --------
+    >>> annotator_description(pd.DataFrame({"source": "simulated",
+    ...                                     "annotator": ["sim001", "sim002", "sim001"]}))
+    'simulated panel N=2'
+    """
+    if votes is None:
+        return "none"
+    require_columns(votes, ["source", "annotator"], "votes")
+    kinds = {"simulated": "simulated panel", "human": "human annotators", "imported": "imported votes"}
+    src = ", ".join(kinds.get(s, s) for s in sorted(votes["source"].astype(str).unique()))
+    return f"{src} N={votes['annotator'].nunique()}"
+
+
+@dataclass
+class PairLabels:
+    """The ground truth of the error rates (:func:`pair_labels`).
+
+    Attributes
+    ----------
+    pairs : pandas.DataFrame
+        The input pairs with ``keep`` (realism filter) and, with pair votes, ``hcic`` and
+        one ``label_<t>`` column per threshold (1 = same iff HCIC <= t).
+    label_sets : dict of str to str
+        Label set name -> column (``{"intended": "label"}`` without pair votes).
+    main : str
+        The main label set.
+    kind : str
+        ``"hcic"`` or ``"intended"``.
+    matrix : pandas.DataFrame or None
+        Raw identity responses (None without pair votes).
+    image_means : dict or None
+        Question -> Series image_id -> mean raw 0-4 response (None without image votes).
+    realism_filter : dict or None
+        Accounting of the realism filter (None without image votes).
+    label_counts : dict
+        Label set -> :func:`label_counts`.
+    skipped : dict of str to str
+        Analysis -> why it was skipped.
+    """
+
+    pairs: pd.DataFrame
+    label_sets: dict[str, str]
+    main: str
+    kind: str
+    matrix: pd.DataFrame | None
+    image_means: dict[str, pd.Series] | None
+    realism_filter: dict[str, Any] | None
+    label_counts: dict[str, dict[str, int]]
+    skipped: dict[str, str]
+
+    def levels(self, pairs: pd.DataFrame) -> pd.Series:
+        """Each pair's level for the box plots: the annotated bin of age / expression with
+        image votes (:func:`human_levels`), else the intended level.
+
+        Parameters
+        ----------
+        pairs : pandas.DataFrame
+            Pairs with ``level`` (and ``image_b``, ``attribute`` with image votes).
+
+        Returns
+        -------
+        pandas.Series
+            int64 levels, named ``level_human``.
+        """
+        if self.image_means is None:
+            return pairs["level"].astype(np.int64).rename("level_human")
+        return human_levels(pairs, self.image_means)
+
+
+def pair_labels(pairs: pd.DataFrame, pair_votes: pd.DataFrame | None, image_votes: pd.DataFrame | None,
+                t_hcic: Sequence[float], t_main: float) -> PairLabels:
+    """HCIC labels from pair votes (one label set per ``t_hcic``, main ``t_main``) or the
+    intended ones; the realism filter from image votes (single-image scores are the plain
+    mean of the responses, B4.13, normalised to [0, 1]; a pair is kept iff both images score
+    below 0.8) or every pair kept. Votes are in the store's schema.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        The pairs (``pairs.parquet`` schema).
+    pair_votes : pandas.DataFrame or None
+        Identity votes; None = intended labels.
+    image_votes : pandas.DataFrame or None
+        Single-image votes on :data:`facebias.annotate.SCALES_000`; None = keep every pair.
+    t_hcic : sequence of float
+        HCIC label thresholds in [0, 1].
+    t_main : float
+        The main threshold.
+
+    Returns
+    -------
+    PairLabels
+        Labels, filter and accounting.
+
+    Raises
+    ------
+    ValueError
+        If a pair lacks votes or an image lacks an uncanny score, or as
+        :func:`hcic_labels`.
+    """
+    from facebias.annotate import SCALES_000, scores_from_votes
+
+    out = pairs.copy()
+    skipped: dict[str, str] = {}
+    if pair_votes is not None:
+        hl, matrix = hcic_labels(out, pair_votes, t_hcic)
+        out = out.join(hl)
+        label_sets, main, kind = {f"{t:g}": f"label_{t:g}" for t in t_hcic}, f"{t_main:g}", "hcic"
+    else:
+        matrix = None
+        label_sets, main, kind = {"intended": "label"}, "intended", "intended"
+        skipped["hcic"] = "no pair votes: labels are the intended ones (same seed = same identity)"
+    means = filt = None
+    if image_votes is not None:
+        image_scores = scores_from_votes(image_votes, SCALES_000, agg="mean")  # plain mean / 4, in [0, 1]
+        means = {q: image_scores[q] * 4 for q in image_scores}  # raw 0-4 means (the annotated bins)
+        uncanny = image_scores["uncanny"]
+        out["keep"] = uncanny_pair_keep(out, uncanny)
+        kept = out.loc[out["keep"], "label"]
+        filt = {"intended_positive_kept": int(kept.sum()), "intended_negative_kept": int((1 - kept).sum()),
+                "images_uncanny": int((uncanny >= 0.8).sum()), "images_realistic_share": float((uncanny < 0.8).mean())}
+    else:
+        out["keep"] = True
+        skipped["realism_filter"] = "no image votes: every pair is kept; age / expression levels are intended steps"
+    counts = {k: label_counts(out, col, out["keep"]) for k, col in label_sets.items() if k != "intended"}
+    return PairLabels(pairs=out, label_sets=label_sets, main=main, kind=kind, matrix=matrix, image_means=means,
+                      realism_filter=filt, label_counts=counts, skipped=skipped)
+
+
+def kept_pair_scores(pairs: pd.DataFrame, scored: pd.DataFrame, score_cols: Sequence[str]) -> pd.DataFrame:
+    """The pairs kept by the realism filter with their scores.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        ``pair_id`` and ``keep`` (e.g. :attr:`PairLabels.pairs`).
+    scored : pandas.DataFrame
+        The pairs plus the cross-group pairs, one row per ``pair_id``, with
+        ``score_cols``.
+    score_cols : sequence of str
+        Score columns to look up by ``pair_id``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The kept rows of ``pairs`` with the score columns.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, duplicate pair ids in ``scored``, or a kept pair without a
+        row there.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"pair_id": [0, 1], "keep": [True, False]})
+    >>> kept_pair_scores(pairs, pd.DataFrame({"pair_id": [1, 0], "score_toy": [0.2, 0.9]}),
+    ...                  ["score_toy"])
+       pair_id  keep  score_toy
+    0        0  True        0.9
+    """
+    require_columns(pairs, ["pair_id", "keep"], "pairs")
+    require_columns(scored, ["pair_id", *score_cols], "scored pairs")
+    if scored["pair_id"].duplicated().any():
+        raise ValueError("scored pairs: pair_id must be unique")
+    kept = pairs[pairs["keep"].to_numpy(bool)].copy()
+    table = scored.set_index("pair_id")
+    missing = ~kept["pair_id"].isin(table.index)
+    if missing.any():
+        raise ValueError(f"scored pairs: no row for pair_id {kept.loc[missing, 'pair_id'].iloc[0]!r}")
+    for c in score_cols:
+        kept[c] = table.loc[kept["pair_id"].to_numpy(), c].to_numpy()
+    return kept
+
+
+def _fnmr_json(tab: pd.DataFrame) -> dict[str, Any]:
+    return {r["group"]: {"fnmr": r["fnmr_group"], "lo": r.get("fnmr_group_lo"), "hi": r.get("fnmr_group_hi"),
+                         "threshold": r["threshold_group"], "n_genuine": int(r["n_genuine"]),
+                         "n_impostor": int(r["n_impostor"])} for _, r in tab.iterrows()}
+
+
+def _fte_json(table: pd.DataFrame) -> dict[str, Any]:
+    return {str(g): {"n": int(r["n"]), "n_fte": int(r["n_fte"]), "rate": float(r["fte_rate"])}
+            for g, r in table.iterrows()}
+
+
+def summarise(*, backend: str, provenance: str, config: HCICConfig, labels: PairLabels, pair_annotators: str,
+              label_description: str, groups: Sequence[str], group_kind: str, group_description: str,
+              n_images: int, n_cross: int, fixed: Mapping[str, float], upscale_description: str,
+              fte: Mapping[str, pd.DataFrame], ordering: Mapping[str, Any],
+              fnmr_tables: Mapping[tuple[str, str], pd.DataFrame], intended_tables: Mapping[str, pd.DataFrame],
+              cell_tables: Mapping[str, pd.DataFrame], kept: pd.DataFrame, delta: Mapping[str, pd.DataFrame],
+              consistency: tuple[pd.Series, pd.DataFrame] | None = None,
+              independence: pd.DataFrame | None = None) -> dict[str, Any]:
+    """What ``reports/metrics/<name>.json`` holds (schema ``SCHEMAS["hcic"]`` of
+    :mod:`facebias.schema`).
+
+    Parameters
+    ----------
+    backend : str
+        The generator backend.
+    provenance : str
+        Provenance line.
+    config : HCICConfig
+        The study's parameters.
+    labels : PairLabels
+        :func:`pair_labels` output.
+    pair_annotators : str
+        :func:`annotator_description` of the pair votes.
+    label_description : str
+        What the labels are.
+    groups : sequence of str
+        The groups, in figure order.
+    group_kind, group_description : str
+        What the groups are (:data:`GROUP_DESCRIPTIONS`).
+    n_images, n_cross : int
+        Numbers of images and cross-group pairs.
+    fixed : mapping of str to float
+        System -> fixed similarity threshold.
+    upscale_description : str
+        How small faces were enlarged.
+    fte : mapping
+        Model -> failure-to-enrol table by group (row ``all`` included).
+    ordering : mapping
+        System -> :func:`relation_medians`.
+    fnmr_tables : mapping
+        (system, label set) -> :func:`fnmr_at_fmr_by_group`.
+    intended_tables : mapping
+        System -> the same on the intended labels.
+    cell_tables : mapping
+        System -> :func:`fnmr_at_fmr_by_cell`.
+    kept : pandas.DataFrame
+        :func:`kept_pair_scores` (``score_<system>`` columns).
+    delta : mapping
+        System -> :func:`delta_attr`.
+    consistency : tuple, optional
+        :func:`annotator_consistency` (with pair votes).
+    independence : pandas.DataFrame, optional
+        :func:`group_independence_test` (with pair votes).
+
+    Returns
+    -------
+    dict
+        The metrics; rates are fractions.
+    """
+    systems = list(ordering)
+    main_col = labels.label_sets[labels.main]
+    delta_ext = {s: d[d["level"].isin([0, 4])].set_index(["attribute", "level"])["delta"].to_dict()
+                 for s, d in delta.items()}
+    head: dict[str, Any] = {
+        "backend": backend,
+        "source": (f"synthetic ({backend} generator, "
+                   f"{'annotators: ' + pair_annotators if labels.kind == 'hcic' else 'no annotators'})"),
+        "provenance": provenance,
+        "labels": labels.kind,  # intended | hcic: the ground truth of every error rate below
+        "label_description": label_description,
+        "groups": list(groups), "group_kind": group_kind, "group_description": group_description,
+        "n_images": int(n_images), "n_pairs": len(labels.pairs), "n_cross_group_pairs": int(n_cross),
+        "fmr_target": config.fmr, "n_boot": config.n_boot, "bootstrap_unit": "prototype (anchor) clusters",
+        "fixed_thresholds": dict(fixed),
+        "upscale": {"min_size": config.min_size, "interpolation": "bicubic (cv2.INTER_CUBIC)",
+                    "description": upscale_description},
+        "failure_to_enrol": {m: int(f.loc["all", "n_fte"]) for m, f in fte.items()},
+        "failure_to_enrol_by_group": {m: _fte_json(f) for m, f in fte.items()},
+        "similarity_by_relation": dict(ordering),
+        "fnmr_at_fmr": {s: {key: _fnmr_json(fnmr_tables[(s, key)]) for key in labels.label_sets} for s in systems},
+        "fnmr_at_fmr_intended_labels": {s: _fnmr_json(t) for s, t in intended_tables.items()},
+        "fnmr_at_fmr_by_attribute": {s: {a: _fnmr_json(t[t["attribute"] == a]) for a in ATTRIBUTES}
+                                     for s, t in cell_tables.items()},
+        "fixed_threshold_rates": {s: fixed_threshold_points(kept, f"score_{s}", main_col, t=fixed[s],
+                                                            by=("group",), missing="drop")
+                                  .set_index("group")[["fmr", "fnmr"]].to_dict(orient="index") for s in systems},
+        "delta_attr_extension": {s: {f"{a}_{lv}": v for (a, lv), v in d.items()} for s, d in delta_ext.items()},
+        "skipped": dict(labels.skipped),
+    }
+    if labels.kind == "hcic":
+        head["hcic_label_counts"] = labels.label_counts
+    if labels.realism_filter is not None:
+        head["realism_filter"] = labels.realism_filter
+    if consistency is not None:
+        sd, table = consistency
+        head["per_pair_sd"] = {"median": float(sd.median()),
+                               "by_attribute": table.set_index("attribute")["median"].to_dict()}
+    if independence is not None:
+        head["group_independence"] = {"n_tests": len(independence),
+                                      "n_rejected_bonferroni": int(independence["reject"].sum())
+                                      if len(independence) else 0}
+    return head
+

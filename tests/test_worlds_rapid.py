@@ -1,4 +1,4 @@
-"""The rapid-test known-truth world (facebias.world.make_rapid_world): noisy queries with a
+"""The rapid-test known-truth world (facebias.worlds.rapid.make_rapid_world): noisy queries with a
 planted fraction p of target faces, systems of different quality and score scale, and
 cross-query pairs of the same group; deterministic given the seed."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from facebias.world import RAPID_TRANSFORMS, RapidWorldConfig, make_rapid_world
+from facebias.worlds.rapid import RAPID_TRANSFORMS, RapidWorldConfig, make_rapid_world
 
 SMALL = RapidWorldConfig(queries_per_group=10, faces_min=15, faces_max=40, p=0.6, seed=3)
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import statsmodels.formula.api as smf
 
-from facebias.world import BAWorldConfig, batest_pairs, factor_effect, make_batest_world
+from facebias.worlds.batest import BAWorldConfig, batest_pairs, factor_effect, make_batest_world
 
 SMALL = BAWorldConfig(identities_per_group=60, images_per_identity=6)
 
