@@ -563,8 +563,8 @@ def fit_error_model(X: Any, e: Any, C: float = 1.0, sample_weight: Any = None,
     --------
     >>> X = [[0], [0], [0], [0], [1], [1], [1], [1]]
     >>> coef, intercept = fit_error_model(X, [0, 0, 0, 1, 1, 1, 1, 0])
-    >>> coef.round(2), round(intercept, 2)  # errors more likely where x = 1
-    (array([0.95]), -0.52)
+    >>> coef.round(2), round(intercept, 2)  # errors more likely where x = 1 (L2-shrunk)
+    (array([0.67]), -0.33)
     """
     Xa, ea = _design(X, e)
     w = np.ones(len(ea)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
@@ -677,7 +677,8 @@ def bootstrap_error_model(X: Any, e: Any, n_boot: int = 1000, seed: int = 0, clu
     Examples
     --------
     >>> rng = np.random.default_rng(0)
-    >>> X = pd.DataFrame({"hair_long": rng.integers(0, 2, 400), "skin_dark": rng.integers(0, 2, 400)})
+    >>> X = pd.DataFrame({"hair_long": rng.integers(0, 2, 400),
+    ...                   "skin_dark": rng.integers(0, 2, 400)})
     >>> p_error = 1 / (1 + np.exp(0.5 + 1.5 * X["hair_long"]))  # planted: long hair, fewer errors
     >>> e = (rng.random(400) < p_error).astype(int)
     >>> res = bootstrap_error_model(X, e, n_boot=20, seed=0)
@@ -959,6 +960,32 @@ def observational_sample(generator: Any, n: int, seed: int, confounding: float =
     ``(x, y)`` this tilt gives exactly ``corr(x, y) = confounding`` (|confounding| < 1).
     Returns ``(truth, latents)`` with ``truth = generator.truth`` (its column names; see
     :func:`truth_scores`).
+
+    Parameters
+    ----------
+    generator : object
+        A generator with truth (``sample``, ``truth``, and ``decision_values`` or truth
+        in (0, 1) read as logits) with ``gender``, ``skin_tone`` and ``hair_length``.
+    n : int
+        Faces in the sample.
+    seed : int
+        Seed of the latents and of the weighted draw.
+    confounding : float, default -0.6
+        Target within-gender corr(skin, hair), in (-1, 1).
+    pool : int, default 10
+        Latents drawn per face kept (>= 1).
+
+    Returns
+    -------
+    truth : pandas.DataFrame
+        The sample's generator truth (fresh index).
+    latents : numpy.ndarray
+        (n, D) latents in the order of ``truth``.
+
+    Raises
+    ------
+    ValueError
+        If ``confounding`` is not in (-1, 1) or ``pool < 1``.
     """
     if not -1 < confounding < 1:
         raise ValueError(f"confounding must be in (-1, 1), got {confounding}")
@@ -985,7 +1012,34 @@ def attribute_distributions(frames: Mapping[str, pd.DataFrame],
                                                          "skin_color", "smile")) -> pd.DataFrame:
     """Long frame for the violin plots of Figs 11-12: ``dataset, gender ('female' score <=
     0.4 / 'male' >= 0.6, as the authors' code; others dropped), skin ('light' < 0.4,
-    'dark' > 0.6, else 'medium'), attribute, value``."""
+    'dark' > 0.6, else 'medium'), attribute, value``.
+
+    Parameters
+    ----------
+    frames : mapping
+        Data-set name -> scores (``gender``, ``skin_color`` and the attributes, in [0, 1]).
+    attributes : sequence of str
+        Score columns to stack (those absent from a frame are skipped).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset, gender, skin, attribute, value`` (value: score in [0, 1]).
+
+    Raises
+    ------
+    ValueError
+        If a frame's ``gender`` or ``skin_color`` is missing or outside [0, 1].
+
+    Examples
+    --------
+    >>> frames = {"transects": pd.DataFrame({"gender": [0.1, 0.5, 0.9], "skin_color": [0.2, 0.5, 0.9],
+    ...                                      "age": [0.3, 0.4, 0.5]})}
+    >>> attribute_distributions(frames, ["age"])
+         dataset  gender   skin attribute  value
+    0  transects  female  light       age    0.3
+    1  transects    male   dark       age    0.5
+    """
     parts = []
     for name, df in frames.items():
         g = _scores(df, "gender", f"attribute_distributions[{name}]")
@@ -1056,6 +1110,47 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
     ``(images uint8 (n, s, s, 3), table)`` with ``y_male`` (the sign of the set gender
     decision value), the set decision values ``<attr>_c`` and, where the backend has a
     truth, ``true_*``.
+
+    Parameters
+    ----------
+    generator : object
+        A backend with ``sample``, ``synthesize`` (and ``attribute_normals`` unless
+        ``normals`` is given).
+    n : int
+        Training renders.
+    seed : int
+        Seed of the latents and of the label and level draws.
+    shortcut : str, default "hair_length"
+        The attribute tied to gender (not gender or skin_tone).
+    strength : float, default 1.0
+        Share of faces that follow the shortcut, in [0, 1].
+    female_high : bool, default True
+        Women at the shortcut's high end.
+    c_gender, c_shortcut, c_skin : tuple of float
+        Ranges of |decision value| drawn uniformly.
+    normals : facebias.generate.build.Hyperplanes, optional
+        Fitted hyperplanes.
+    batch_size : int, default 64
+        Renders per ``synthesize`` call.
+    one_sided : bool, default False
+        Only women follow the shortcut.
+    other_end_share : float, default 0.5
+        With ``one_sided``: share of men at the end no woman has, in [0, 1].
+
+    Returns
+    -------
+    images : numpy.ndarray
+        uint8 (n, s, s, 3) renders.
+    table : pandas.DataFrame
+        ``y_male`` (1 = male), ``gender_c``, ``<shortcut>_c``, ``skin_tone_c``,
+        ``follows_shortcut`` and ``true_*`` where available.
+
+    Raises
+    ------
+    ValueError
+        For ``strength`` or ``other_end_share`` outside [0, 1], an attribute the
+        generator lacks, a shortcut that is gender or skin tone, or a backend without
+        normals and no ``normals``.
     """
     if not 0 <= strength <= 1:
         raise ValueError(f"strength must be in [0, 1], got {strength}")
@@ -1098,7 +1193,35 @@ def hair_test_set(generator: Any, n_seeds: int, seed: int,
     """A factorial test set (2x2x2 transects): for each of ``n_seeds`` seeds, every
     combination of the ``axes`` decision values (default gender ±1.75, hair ±1.5, skin
     ±1.5), other attributes held at the seed's value. Returns ``(images, table)`` with
-    ``transect``, ``<axis>_idx``, ``<axis>_c``, ``y_male`` and ``true_*``."""
+    ``transect``, ``<axis>_idx``, ``<axis>_c``, ``y_male`` and ``true_*``.
+
+    Parameters
+    ----------
+    generator : object
+        A backend with truth (``sample``, ``truth``, ``synthesize``).
+    n_seeds : int
+        Transects (identities).
+    seed : int
+        Seed of the latents.
+    axes : mapping, optional
+        Attribute -> decision values.
+    normals : facebias.generate.build.Hyperplanes, optional
+        Fitted hyperplanes (default: the generator's true normals).
+    batch_size : int, default 64
+        Renders per ``synthesize`` call.
+
+    Returns
+    -------
+    images : numpy.ndarray
+        uint8 (n_seeds * cells, s, s, 3) renders.
+    table : pandas.DataFrame
+        One row per render; ``y_male`` = 1 where the true gender > 0.5.
+
+    Raises
+    ------
+    ValueError
+        If the generator has no normals and ``normals`` is not given.
+    """
     from facebias import latent
 
     axes = dict(axes or {"skin_tone": (-1.5, 1.5), "hair_length": (-1.5, 1.5), "gender": (-1.75, 1.75)})
@@ -1138,7 +1261,39 @@ def pixel_signal(generator: Any, n_seeds: int, seed: int, attribute: str = "gend
     R, G, B; a pixel is face if it is darker than ``background`` in both renders),
     ``brightness`` = their mean grey level there, ``relative`` = mean of ``|diff| / (local
     brightness + 1)``. A classifier that reads the attribute from pixels has less to go on
-    where ``signal`` is small (e.g. cues drawn as darkening on darker skin)."""
+    where ``signal`` is small (e.g. cues drawn as darkening on darker skin).
+
+    Parameters
+    ----------
+    generator : object
+        A backend with ``sample`` and ``synthesize``.
+    n_seeds : int
+        Identities.
+    seed : int
+        Seed of the latents.
+    attribute : str, default "gender"
+        The attribute flipped.
+    levels : tuple of float, default (-1.75, 1.75)
+        Its two decision values.
+    by : str, default "skin_tone"
+        The attribute the signal is broken down by.
+    by_levels : sequence of float, default (-1.5, 1.5)
+        Its decision values.
+    normals : facebias.generate.build.Hyperplanes, optional
+        Fitted hyperplanes.
+    background : int, default 250
+        Grey level at and above which a pixel is background.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``<by>, signal, brightness, relative, n_pixels``.
+
+    Raises
+    ------
+    ValueError
+        If an attribute is unknown to the generator or ``attribute == by``.
+    """
     names, nrm, off = _normals(generator, normals)
     for a in (attribute, by):
         if a not in names:
@@ -1175,7 +1330,28 @@ PLANTED_SHORTCUT_EFFECT = 2.0
 def gan_levels(shortcut: str) -> dict[str, tuple[str, tuple[str, str]]]:
     """The binary attributes of the GAN study for :func:`group_errors` /
     :func:`paired_groups`: gender (``gender_male``, F/M), skin (``skin_dark``, L/D) and the
-    shortcut attribute's level (``<shortcut>_high``, lo/hi): group labels like ``DF-lo``."""
+    shortcut attribute's level (``<shortcut>_high``, lo/hi): group labels like ``DF-lo``.
+
+    Parameters
+    ----------
+    shortcut : str
+        The planted shortcut attribute.
+
+    Returns
+    -------
+    dict
+        Name -> (0/1 column, (letter of level 0, letter of level 1)).
+
+    Raises
+    ------
+    ValueError
+        If ``shortcut`` is ``"gender"`` or ``"skin"``.
+
+    Examples
+    --------
+    >>> gan_levels("light")["light"]
+    ('light_high', ('lo', 'hi'))
+    """
     if shortcut in ("gender", "skin"):
         raise ValueError(f"shortcut must differ from gender and skin, got {shortcut!r}")
     return {"gender": ("gender_male", ("F", "M")), "skin": ("skin_dark", ("L", "D")),
@@ -1191,7 +1367,40 @@ def gan_design(df: pd.DataFrame, shortcut: str | None,
     <shortcut>_incongruent`` (``<shortcut>_incongruent``: the level the training set tied to
     the other gender, i.e. the gender x level interaction; see :func:`gan_analysis_frame`).
     ``groups`` picks a subset, e.g. ``("gender", "skin")`` for an observational analysis
-    that records only those."""
+    that records only those.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`gan_analysis_frame` rows (0/1 source columns).
+    shortcut : str or None
+        The shortcut attribute (None: only gender and skin are available).
+    groups : sequence of str, default ("gender", "skin", "shortcut", "incongruent")
+        Distinct groups to encode.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Two 0/1 int columns per group.
+
+    Raises
+    ------
+    ValueError
+        For no, repeated or unknown groups, a missing column, or a source column that is
+        not 0/1.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"gender_male": [0, 1], "skin_dark": [1, 0], "light_high": [1, 1],
+    ...                    "light_incongruent": [0, 1]})
+    >>> list(gan_design(df, "light").columns)
+    ['gender_female', 'gender_male', 'skin_light', 'skin_dark', 'light_low', 'light_high',
+     'light_congruent', 'light_incongruent']
+    >>> gan_design(df, "light", ("gender",))
+       gender_female  gender_male
+    0              1            0
+    1              0            1
+    """
     spec = {"gender": ("gender_male", "gender_female", "gender_male"),
             "skin": ("skin_dark", "skin_light", "skin_dark")}
     if shortcut is not None:
@@ -1230,6 +1439,47 @@ def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: 
     the level the shortcut's training set gave the other gender (``female_high``: women at
     the high end, so a perceived woman at the low end or a man at the high end);
     ``counts`` = ``n``, ``no_face``, ``ambiguous``, ``kept``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per image with the intended decision values.
+    p_male : array_like
+        The labeller's P(male) per row, in [0, 1] (NaN = no face).
+    shortcut : str
+        The shortcut attribute.
+    suffix : str, default "_c"
+        Suffix of the decision-value columns.
+    female_high : bool, default True
+        The shortcut's training set put women at the high end.
+    ambiguous : tuple of float, default (0.4, 0.6)
+        Closed interval of P(male) removed as ambiguous.
+
+    Returns
+    -------
+    kept : pandas.DataFrame
+        The kept rows with the covariate columns above.
+    counts : dict
+        ``n``, ``no_face``, ``ambiguous``, ``kept``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a ``p_male`` of the wrong length, or a reading outside
+        [0, 1].
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"skin_tone_c": [-1.5, 1.5, 1.5, -1.5],
+    ...                       "light_c": [1.0, -1.0, 1.0, -1.0],
+    ...                       "gender_c": [-1.75, -1.75, 1.75, 1.75]})
+    >>> kept, counts = gan_analysis_frame(table, [0.1, 0.2, 0.5, np.nan], "light")
+    >>> kept[["gender_male", "skin_dark", "light_high", "light_incongruent"]]
+       gender_male  skin_dark  light_high  light_incongruent
+    0            0          0           1                  0
+    1            0          1           0                  1
+    >>> counts
+    {'n': 4, 'no_face': 1, 'ambiguous': 1, 'kept': 2}
     """
     cols = [f"skin_tone{suffix}", f"{shortcut}{suffix}", f"gender{suffix}"]
     require_columns(table, cols, "gan_analysis_frame")
@@ -1263,7 +1513,38 @@ def pruning_by_level(table: pd.DataFrame, p_male: Any, axes: Sequence[str] = ("s
     combination of the sides (``"low"``: decision value <= 0, ``"high"``: > 0) of ``axes``,
     with ``n``, ``no_face`` (NaN reading), ``ambiguous`` (reading in the closed interval)
     and ``kept``. A labeller that fails more often on some cells (e.g. dark male faces)
-    makes the kept set unbalanced even where the transects are balanced."""
+    makes the kept set unbalanced even where the transects are balanced.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per image with ``<axis><suffix>`` decision values.
+    p_male : array_like
+        The labeller's P(male) per row (NaN = no face).
+    axes : sequence of str, default ("skin_tone", "gender")
+        Axes whose sides are crossed.
+    suffix : str, default "_c"
+        Suffix of the decision-value columns.
+    ambiguous : tuple of float, default (0.4, 0.6)
+        Closed interval of P(male) removed as ambiguous.
+
+    Returns
+    -------
+    list of dict
+        2 ** len(axes) rows, axes varying slowest first.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or a ``p_male`` of the wrong length.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"gender_c": [-1.75, -1.75, 1.75, 1.75]})
+    >>> pruning_by_level(table, [0.1, 0.2, 0.5, np.nan], axes=("gender",))
+    [{'gender': 'low', 'n': 2, 'no_face': 0, 'ambiguous': 0, 'kept': 2},
+     {'gender': 'high', 'n': 2, 'no_face': 1, 'ambiguous': 1, 'kept': 0}]
+    """
     require_columns(table, [f"{a}{suffix}" for a in axes], "pruning_by_level")
     p = np.asarray(p_male, dtype=float)
     if p.shape != (len(table),):
@@ -1287,7 +1568,33 @@ def fit_if_possible(X: pd.DataFrame, e: Any, n_boot: int, seed: int, clusters: A
                     min_n: int = 10) -> ErrorModelResult | None:
     """:func:`bootstrap_error_model`, or ``None`` where it cannot be fitted: fewer than
     ``min_n`` rows with an error value, or errors of one class only (a classifier with no
-    error on the kept images). NaN errors (no face for the classifier) are dropped."""
+    error on the kept images). NaN errors (no face for the classifier) are dropped.
+
+    Parameters
+    ----------
+    X : pandas.DataFrame or array_like
+        (n, p) covariates.
+    e : array_like
+        (n,) errors, 0/1 or NaN.
+    n_boot : int
+        Bootstrap refits.
+    seed : int
+        Bootstrap seed.
+    clusters : array_like, optional
+        (n,) cluster ids for a cluster bootstrap.
+    min_n : int, default 10
+        Fewest rows with an error value.
+
+    Returns
+    -------
+    ErrorModelResult or None
+        The fitted model, or None.
+
+    Examples
+    --------
+    >>> print(fit_if_possible(pd.DataFrame({"x": [0, 1] * 10}), [0.0] * 20, n_boot=10, seed=0))
+    None
+    """
     ea = np.asarray(e, dtype=float)
     ok = np.isfinite(ea)
     if ok.sum() < min_n or len(np.unique(ea[ok])) < 2:
@@ -1299,7 +1606,25 @@ def fit_if_possible(X: pd.DataFrame, e: Any, n_boot: int, seed: int, clusters: A
 
 def coef_row(res: ErrorModelResult | None, name: str) -> dict[str, Any] | None:
     """One coefficient of an error model: ``coef``, bootstrap ``sd``, percentile ``ci`` and
-    ``significant`` (the interval excludes 0); ``None`` if the model or covariate is absent."""
+    ``significant`` (the interval excludes 0); ``None`` if the model or covariate is absent.
+
+    Parameters
+    ----------
+    res : ErrorModelResult or None
+        An error model.
+    name : str
+        The covariate.
+
+    Returns
+    -------
+    dict or None
+        ``coef``, ``sd`` (log-odds), ``ci`` ([low, high]) and ``significant``.
+
+    Examples
+    --------
+    >>> print(coef_row(None, "skin_dark"))
+    None
+    """
     if res is None:
         return None
     s = res.summary()
@@ -1324,7 +1649,34 @@ def shortcut_error_models(transects: pd.DataFrame, observational: pd.DataFrame, 
     * ``observational_with_shortcut``: the confounded sample with the shortcut's level and
       incongruence added.
 
-    ``None`` for a model that cannot be fitted (:func:`fit_if_possible`)."""
+    ``None`` for a model that cannot be fitted (:func:`fit_if_possible`).
+
+    Parameters
+    ----------
+    transects, observational : pandas.DataFrame
+        :func:`gan_analysis_frame` rows with ``error_col`` (0/1, NaN = no face);
+        ``transects`` also has ``cluster_col``.
+    error_col : str
+        The error column.
+    shortcut : str
+        The shortcut attribute.
+    n_boot : int
+        Bootstrap refits.
+    seed : int
+        Bootstrap seed.
+    cluster_col : str, default "transect"
+        Cluster ids of the transects.
+
+    Returns
+    -------
+    dict
+        Model name -> :class:`ErrorModelResult` or None.
+
+    Raises
+    ------
+    ValueError
+        As :func:`gan_design`.
+    """
     X = gan_design(transects, shortcut)
     return {
         "experimental": fit_if_possible(X, transects[error_col], n_boot, seed),
@@ -1339,7 +1691,25 @@ def shortcut_error_models(transects: pd.DataFrame, observational: pd.DataFrame, 
 
 def shortcut_headline(models: Mapping[str, ErrorModelResult | None], shortcut: str) -> dict[str, Any]:
     """Coefficient rows (:func:`coef_row`) of :func:`shortcut_error_models`: the shortcut's
-    incongruence and high level, dark skin and male, per model (``None`` where absent)."""
+    incongruence and high level, dark skin and male, per model (``None`` where absent).
+
+    Parameters
+    ----------
+    models : mapping
+        :func:`shortcut_error_models` output (a missing key counts as None).
+    shortcut : str
+        The shortcut attribute.
+
+    Returns
+    -------
+    dict
+        Model name -> covariate -> :func:`coef_row`.
+
+    Examples
+    --------
+    >>> shortcut_headline({"experimental": None}, "light")["observational"]
+    {'skin_dark': None, 'gender_male': None}
+    """
     full = (f"{shortcut}_incongruent", f"{shortcut}_high", "skin_dark", "gender_male")
     wanted = {"experimental": full, "experimental_clusters": full,
               "observational": ("skin_dark", "gender_male"), "observational_with_shortcut": full}
@@ -1361,6 +1731,26 @@ def shortcut_recovered(headline: Mapping[str, Any], shortcut: str, confounding: 
       observational model shrinks |dark-skin coefficient|;
     * ``experimental_skin_ci_covers_0`` and ``observational_with_shortcut_skin_ci_covers_0``
       (reported, not planted: a classifier may also err by skin for reasons of its own).
+
+    Parameters
+    ----------
+    headline : mapping
+        :func:`shortcut_headline` output.
+    shortcut : str
+        The shortcut attribute.
+    confounding : float
+        The planted within-gender correlation (0: no confounded-sign flag).
+
+    Returns
+    -------
+    dict
+        Flag name -> bool or None.
+
+    Examples
+    --------
+    >>> flags = shortcut_recovered(shortcut_headline({}, "light"), "light", 0.8)
+    >>> set(flags.values())  # no model could be fitted
+    {None}
     """
     s = f"{shortcut}_incongruent"
 
@@ -1424,6 +1814,40 @@ def confounded_latents(generator: Any, normals: Any, n: int, seed: int,
     requested -0.6 in a check with Gaussian decision values). Returns ``(latents (n, D),
     values)``, ``values`` = every hyperplane's decision value per latent (columns
     ``normals.names``). Deterministic in ``seed``.
+
+    Parameters
+    ----------
+    generator : object
+        A backend with ``sample(n, seed=)``.
+    normals : facebias.generate.hyperplanes.Hyperplanes
+        Fitted hyperplanes (``names``, ``select``, ``values``).
+    n : int
+        Latents.
+    seed : int
+        Seed of the draws.
+    confounding : float or tuple of float, default -0.6
+        Within-side correlation(s), in (-1, 1).
+    x, y, given : str, default "skin_tone", "light", "gender"
+        Three distinct hyperplanes.
+    margin : float, default 0.0
+        Least |decision value| of ``given`` kept.
+    balanced : bool, default False
+        Take half the latents from each side of ``given``.
+    pool : int, default 50
+        Draws per latent available to ``margin`` / ``balanced``.
+
+    Returns
+    -------
+    latents : numpy.ndarray
+        (n, D) latents.
+    values : pandas.DataFrame
+        Their decision values, one column per hyperplane.
+
+    Raises
+    ------
+    ValueError
+        For a correlation outside (-1, 1), hyperplanes that are missing or not distinct,
+        too few draws beyond ``margin`` or on a side, or fewer than 3 latents on a side.
     """
     pair = (confounding, confounding) if np.ndim(confounding) == 0 else tuple(confounding)
     if len(pair) != 2 or not all(-1 < float(c) < 1 for c in pair):
@@ -1467,7 +1891,32 @@ def confounded_latents(generator: Any, normals: Any, n: int, seed: int,
 
 def within_group_correlation(values: pd.DataFrame, x: str, y: str, given: str) -> dict[str, float]:
     """Pearson correlation of ``values[x]`` and ``values[y]`` within each side of
-    ``values[given]`` (decision value <= 0: ``"low"``, > 0: ``"high"``)."""
+    ``values[given]`` (decision value <= 0: ``"low"``, > 0: ``"high"``).
+
+    Parameters
+    ----------
+    values : pandas.DataFrame
+        Decision values per latent.
+    x, y, given : str
+        Column names.
+
+    Returns
+    -------
+    dict
+        ``{"low": r, "high": r}``; NaN for a side with fewer than 3 rows.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> v = pd.DataFrame({"skin": [0.0, 1, 2, 0, 1, 2], "light": [0.0, 1, 2, 2, 1, 0],
+    ...                   "gender": [-1.0, -1, -1, 1, 1, 1]})
+    >>> within_group_correlation(v, "skin", "light", "gender")
+    {'low': 1.0, 'high': -1.0}
+    """
     require_columns(values, [x, y, given], "within_group_correlation")
     side = values[given].to_numpy(float) > 0
     out = {}
@@ -1484,7 +1933,39 @@ def paired_direction(table: pd.DataFrame, reading: str, axis: str, sign: float =
     Returns ``n_pairs`` (both readings finite), ``share_intended`` (difference > 0),
     ``mean_difference`` (in the reading's unit, times ``sign``) and ``n_missing`` (pairs
     with a NaN reading). ``sign = -1`` for a reading that points the other way (ITA:
-    higher = lighter, the skin axis: higher = darker)."""
+    higher = lighter, the skin axis: higher = darker).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A transect table with ``reading``, ``<axis>_c``, ``cluster_col`` and ``*_idx``.
+    reading : str
+        The labeller's column.
+    axis : str
+        The transect axis.
+    sign : float, default 1.0
+        +1 if the reading grows with the axis, -1 if it shrinks.
+    cluster_col : str, default "transect"
+        Transect ids.
+
+    Returns
+    -------
+    dict
+        ``n_pairs``, ``share_intended`` (a fraction), ``mean_difference``, ``n_missing``.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"transect": [0, 0, 1, 1], "skin_tone_idx": [0, 1, 0, 1],
+    ...                       "skin_tone_c": [-1.5, 1.5, -1.5, 1.5],
+    ...                       "ita": [40.0, 10.0, 30.0, np.nan]})
+    >>> paired_direction(table, "ita", "skin_tone", sign=-1)
+    {'n_pairs': 1, 'share_intended': 1.0, 'mean_difference': 30.0, 'n_missing': 1}
+    """
     idx = [c for c in table.columns if c.endswith("_idx") and c != f"{axis}_idx"]
     require_columns(table, [reading, f"{axis}_c", cluster_col], "paired_direction")
     diffs, missing = [], 0
@@ -1510,7 +1991,37 @@ def transect_labeller_agreement(table: pd.DataFrame, kept: pd.DataFrame,
     :func:`gan_analysis_frame` whose perceived gender equals the side of the intended
     gender decision value; then, per entry of ``readings`` (key -> (reading column of
     ``table``, sign: +1 if the reading grows with the axis[, axis]); the axis defaults to the
-    key), :func:`paired_direction` with the labeller's column named."""
+    key), :func:`paired_direction` with the labeller's column named.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The transect table with the labellers' readings.
+    kept : pandas.DataFrame
+        :func:`gan_analysis_frame` rows (``gender_male``, ``gender_intended``).
+    readings : mapping
+        Key -> (reading column, sign[, axis]).
+
+    Returns
+    -------
+    dict
+        ``gender_perceived_matches_intended`` (a fraction), ``n_kept`` and one
+        :func:`paired_direction` dict per key.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"transect": [0, 0], "skin_tone_idx": [0, 1],
+    ...                       "skin_tone_c": [-1.5, 1.5], "ita": [40.0, 10.0]})
+    >>> kept = pd.DataFrame({"gender_male": [0, 1, 1], "gender_intended": [0, 1, 0]})
+    >>> out = transect_labeller_agreement(table, kept, {"skin_tone": ("ita", -1)})
+    >>> round(out["gender_perceived_matches_intended"], 3), out["skin_tone"]["share_intended"]
+    (0.667, 1.0)
+    """
     require_columns(kept, ["gender_male", "gender_intended"], "transect_labeller_agreement")
     g = kept["gender_male"].to_numpy() == kept["gender_intended"].to_numpy()
     out: dict[str, Any] = {"gender_perceived_matches_intended": float(g.mean()) if len(g) else float("nan"),
@@ -1526,7 +2037,35 @@ def observational_labeller_agreement(values: pd.DataFrame, readings: pd.DataFram
                                      attributes: Mapping[str, tuple[str, float]]) -> dict[str, Any]:
     """Per attribute (-> (reading column of ``readings``, sign)): agreement
     (:func:`facebias.annotate.machine.agreement`: n, Spearman, Pearson) between ``sign`` x
-    the labeller's reading and the latent's decision value ``values[attribute]``."""
+    the labeller's reading and the latent's decision value ``values[attribute]``.
+
+    Parameters
+    ----------
+    values : pandas.DataFrame
+        Decision values per latent.
+    readings : pandas.DataFrame
+        The labellers' readings, row-aligned with ``values``.
+    attributes : mapping
+        Attribute -> (reading column, sign).
+
+    Returns
+    -------
+    dict
+        Attribute -> ``reading``, ``sign`` and the agreement keys.
+
+    Raises
+    ------
+    ValueError
+        If the two tables have different lengths.
+
+    Examples
+    --------
+    >>> values = pd.DataFrame({"skin_tone": [-1.0, 0.0, 1.0, 2.0]})
+    >>> readings = pd.DataFrame({"ita": [50.0, 40.0, 20.0, 10.0]})  # ITA: higher = lighter
+    >>> out = observational_labeller_agreement(values, readings, {"skin_tone": ("ita", -1)})
+    >>> out["skin_tone"]["spearman"]
+    1.0
+    """
     from facebias.annotate.machine import agreement
 
     if len(values) != len(readings):
@@ -1588,7 +2127,29 @@ class TransectsConfig:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> TransectsConfig:
-        """Build from the ``transects`` section: unknown keys and mistyped values raise."""
+        """Build from the ``transects`` section: unknown keys and mistyped values raise.
+
+        Parameters
+        ----------
+        params : mapping
+            The section's keys and values (missing keys: defaults).
+
+        Returns
+        -------
+        TransectsConfig
+            The checked settings.
+
+        Raises
+        ------
+        ValueError
+            For an unknown key or a mistyped or out-of-range value.
+
+        Examples
+        --------
+        >>> cfg = TransectsConfig.from_params({"n_boot": 200})
+        >>> cfg.n_boot, cfg.thresholds
+        (200, (0.5, 0.8))
+        """
         return config_from_params(cls, dict(params), "transects")
 
 
@@ -1600,6 +2161,30 @@ def rated_sample(truth: pd.DataFrame, latents: np.ndarray, panel: Any, item_pref
     has an ``item_id`` column), with the truth as ``true_<attribute>`` (plus
     ``true_uncanny`` from :func:`facebias.annotate.simulate.realism_truth` of the latents)
     and the trimmed-mean 004 scores in [0, 1] of ``n_votes`` simulated votes per question.
+
+    Parameters
+    ----------
+    truth : pandas.DataFrame
+        Generator truth, one row per face (optionally with ``item_id``).
+    latents : numpy.ndarray
+        (n, D) latents of the same faces (for the realism truth).
+    panel : object
+        A simulated annotator panel (:mod:`facebias.annotate.simulate`).
+    item_prefix : str, default "obs"
+        Prefix of generated item ids.
+    n_votes : int, default 5
+        Votes per image and question.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``true_*`` columns and one score column per 004 question (0 = the scale's first
+        level), index ``item_id``.
+
+    Raises
+    ------
+    ValueError
+        If ``truth`` and ``latents`` differ in length.
     """
     from facebias.annotate import SCALES_004, scores_from_votes, simulate_image_votes
     from facebias.annotate.simulate import ATTR_MAP_004, realism_truth
@@ -1616,7 +2201,33 @@ def rated_sample(truth: pd.DataFrame, latents: np.ndarray, panel: Any, item_pref
 def observational_rated(generator: Any, panel: Any, n: int, seed: int, confounding: float
                         ) -> tuple[pd.DataFrame, np.ndarray]:
     """The PPB-like observational sample (:func:`observational_sample`) rated by ``panel``
-    (:func:`rated_sample`, items ``obs00000`` ...): ``(rated, latents)``."""
+    (:func:`rated_sample`, items ``obs00000`` ...): ``(rated, latents)``.
+
+    Parameters
+    ----------
+    generator : object
+        A generator with truth.
+    panel : object
+        A simulated annotator panel.
+    n : int
+        Faces.
+    seed : int
+        Seed of the sample.
+    confounding : float
+        Within-gender corr(skin, hair), in (-1, 1).
+
+    Returns
+    -------
+    rated : pandas.DataFrame
+        As :func:`rated_sample`.
+    latents : numpy.ndarray
+        (n, D) latents.
+
+    Raises
+    ------
+    ValueError
+        As :func:`observational_sample`.
+    """
     truth, z = observational_sample(generator, n, seed=seed, confounding=confounding)
     return rated_sample(truth, z, panel, "obs"), z
 
@@ -1631,6 +2242,32 @@ def experimental_error_models(kept: pd.DataFrame, observational: pd.DataFrame, e
     * ``observational_with_hair``: the same with hair length added;
 
     and ``n_no_face``: rows dropped for a missing error, per data set.
+
+    Parameters
+    ----------
+    kept : pandas.DataFrame
+        Pruned transects (:func:`prune` with ``drop_children``) with ``transect`` and
+        ``error_col``.
+    observational : pandas.DataFrame
+        The pruned observational sample with ``error_col``.
+    error_col : str
+        The error column (0/1, NaN = no face).
+    n_boot : int
+        Bootstrap refits.
+    seed : int
+        Bootstrap seed.
+
+    Returns
+    -------
+    dict
+        The four :class:`ErrorModelResult` and ``n_no_face``
+        (``{"transects": int, "observational": int}``).
+
+    Raises
+    ------
+    ValueError
+        For a missing column, or as :func:`design_matrix` and
+        :func:`bootstrap_error_model`.
     """
     require_columns(kept, [error_col, "transect"], "transects")
     require_columns(observational, [error_col], "observational")
@@ -1660,6 +2297,42 @@ def planted_recovered(experimental: ErrorModelResult, observational: ErrorModelR
     significant and positive (the mis-attribution the confounding produces); with
     ``worst_observational_group`` (of :func:`group_errors` by gender and skin): whether it is
     ``"DF"`` (dark-skinned women worst, as on PPB).
+
+    Significant means the 95% (``ci``) bootstrap interval excludes 0; coefficients are
+    log-odds of an error, so negative ``hair_long`` = short hair errs more.
+
+    Parameters
+    ----------
+    experimental : ErrorModelResult
+        The transect model (covariates ``hair_long``, ``skin_dark``, ``gender_male``).
+    observational : ErrorModelResult, optional
+        The observational (gender, skin) model.
+    worst_observational_group : str, optional
+        Group with the highest observational error rate.
+
+    Returns
+    -------
+    dict
+        Flag name -> bool: ``experimental_hair_significant_short_worse``,
+        ``experimental_skin_ci_covers_0``, ``experimental_gender_significant_female_worse``
+        and, when given, ``observational_skin_significant_dark_worse`` and
+        ``observational_dark_female_worst``.
+
+    Raises
+    ------
+    ValueError
+        If a model lacks one of the covariates read.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = pd.DataFrame(rng.integers(0, 2, (2000, 3)),
+    ...                  columns=["hair_long", "skin_dark", "gender_male"])
+    >>> logit = -1 - 2 * X["hair_long"] - X["gender_male"]  # planted: short hair, women err more
+    >>> e = (rng.random(2000) < 1 / (1 + np.exp(-logit))).astype(int)
+    >>> planted_recovered(bootstrap_error_model(X, e, n_boot=20, seed=0))
+    {'experimental_hair_significant_short_worse': True, 'experimental_skin_ci_covers_0': True,
+     'experimental_gender_significant_female_worse': True}
     """
     def sig(res: ErrorModelResult, name: str, sign: int) -> bool:
         row = coef_row(res, name)
@@ -1686,7 +2359,21 @@ def classifier_headline(models: Mapping[str, Any], observational_groups: pd.Data
     """Coefficient rows (:func:`coef_row`) of :func:`experimental_error_models`: hair, skin
     and gender on the transects and in the observational model with hair, skin and gender in
     the (gender, skin) one, and the group with the highest observational error rate
-    (``observational_groups``: :func:`group_errors` output)."""
+    (``observational_groups``: :func:`group_errors` output).
+
+    Parameters
+    ----------
+    models : mapping
+        :func:`experimental_error_models` output.
+    observational_groups : pandas.DataFrame
+        :func:`group_errors` on the observational sample.
+
+    Returns
+    -------
+    dict
+        ``experimental``, ``observational``, ``observational_with_hair`` (covariate ->
+        :func:`coef_row`) and ``worst_observational_group``.
+    """
     return {
         "experimental": {c: coef_row(models["experimental"], c) for c in EXPERIMENTAL_HEADLINE},
         "observational": {c: coef_row(models["observational"], c) for c in ("skin_dark", "gender_male")},
@@ -1707,14 +2394,34 @@ class KnownTruthCheck:
     clusters: ErrorModelResult  # bootstrap over transects
 
     def headline(self) -> dict[str, Any]:
-        """Hair, skin and gender coefficient rows of the image-bootstrap model."""
+        """Hair, skin and gender coefficient rows of the image-bootstrap model.
+
+        Returns
+        -------
+        dict
+            ``{"experimental": covariate -> coef_row}``.
+        """
         return {"experimental": {c: coef_row(self.images, c) for c in EXPERIMENTAL_HEADLINE}}
 
     def recovered(self) -> dict[str, bool]:
-        """:func:`planted_recovered` of the image-bootstrap model."""
+        """:func:`planted_recovered` of the image-bootstrap model.
+
+        Returns
+        -------
+        dict
+            Flag name -> bool.
+        """
         return planted_recovered(self.images)
 
     def to_dict(self) -> dict[str, Any]:
+        """The check as JSON-ready values (what the metrics file holds).
+
+        Returns
+        -------
+        dict
+            ``n_transects``, ``pruning`` (counts of :func:`prune`) and ``coefficients``
+            (``images`` / ``clusters``: :meth:`ErrorModelResult.to_dict`).
+        """
         return {"n_transects": int(self.rated["transect"].nunique()), "pruning": self.pruning,
                 "coefficients": {"images": self.images.to_dict(), "clusters": self.clusters.to_dict()}}
 
@@ -1730,6 +2437,36 @@ def known_truth_check(generator: Any, hyperplanes: Any, synth_config: Any, panel
     :func:`simulated_gender_classifier` with ``effects`` (seed ``seed + 5``); error models
     bootstrapped over images and over transects (seed ``seed``). The generator must have
     ``truth()``.
+
+    Parameters
+    ----------
+    generator : object
+        A generator with truth.
+    hyperplanes : object
+        Its attribute hyperplanes, for planning.
+    synth_config : object
+        The ``synth`` stage's config (its axes; ``n_transects`` and ``seed`` replaced).
+    panel : object
+        A simulated annotator panel.
+    n_transects : int
+        Transects planned.
+    seed : int
+        The check's seed.
+    effects : mapping
+        Planted log-odds effects of the simulated classifier (covariate -> effect).
+    n_boot : int
+        Bootstrap refits.
+
+    Returns
+    -------
+    KnownTruthCheck
+        Rated and kept tables, pruning counts and the two error models.
+
+    Raises
+    ------
+    ValueError
+        If the generator has no ``truth()``, or as :func:`prune` and
+        :func:`bootstrap_error_model`.
     """
     import dataclasses
 
@@ -1756,7 +2493,32 @@ def known_truth_check(generator: Any, hyperplanes: Any, synth_config: Any, panel
 
 def pruning_counts(scores: pd.DataFrame) -> dict[str, dict[str, int]]:
     """:func:`prune`'s counts under both fakeness rules, with and without children:
-    keys ``paper``, ``paper_adults``, ``repo``, ``repo_adults``."""
+    keys ``paper``, ``paper_adults``, ``repo``, ``repo_adults``.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Scores in [0, 1] with ``gender``, ``skin_color``, ``hair_length``, ``uncanny`` and
+        ``age``.
+
+    Returns
+    -------
+    dict
+        Rule name -> :func:`prune` counts.
+
+    Raises
+    ------
+    ValueError
+        As :func:`prune`.
+
+    Examples
+    --------
+    >>> scores = pd.DataFrame({"gender": [0.9, 0.5, 0.1], "skin_color": [0.2, 0.8, 0.7],
+    ...                        "hair_length": [0.1, 0.9, 0.8], "uncanny": [0.0, 0.0, 0.78],
+    ...                        "age": [0.6, 0.6, 0.2]})
+    >>> {rule: c["kept"] for rule, c in pruning_counts(scores).items()}
+    {'paper': 1, 'paper_adults': 1, 'repo': 2, 'repo_adults': 1}
+    """
     return {f"{rule}{'_adults' if drop else ''}": prune(scores, rule, drop_children=drop)[1]
             for rule in ("paper", "repo") for drop in (False, True)}
 
@@ -1764,7 +2526,31 @@ def pruning_counts(scores: pd.DataFrame) -> dict[str, dict[str, int]]:
 def perceived_matches_intended(kept: pd.DataFrame) -> dict[str, float]:
     """Share of kept images whose perceived binary level (``gender_male``, ``skin_dark``,
     ``hair_long`` from :func:`prune`) equals the generator's intended level
-    (``<axis>_idx``, 0 or 1), per transect axis."""
+    (``<axis>_idx``, 0 or 1), per transect axis.
+
+    Parameters
+    ----------
+    kept : pandas.DataFrame
+        Pruned transects with the binary and ``*_idx`` columns.
+
+    Returns
+    -------
+    dict
+        ``gender``, ``skin_tone``, ``hair_length`` -> fraction.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> kept = pd.DataFrame({"gender_male": [1, 0], "skin_dark": [0, 0], "hair_long": [1, 1],
+    ...                      "gender_idx": [1, 1], "skin_tone_idx": [0, 1],
+    ...                      "hair_length_idx": [1, 1]})
+    >>> perceived_matches_intended(kept)
+    {'gender': 0.5, 'skin_tone': 0.5, 'hair_length': 1.0}
+    """
     pairs = (("gender", "gender_male"), ("skin_tone", "skin_dark"), ("hair_length", "hair_long"))
     require_columns(kept, [c for a, b in pairs for c in (b, f"{a}_idx")], "kept transects")
     return {axis: float((kept[b] == kept[f"{axis}_idx"]).mean()) for axis, b in pairs}
@@ -1784,6 +2570,47 @@ def summarise(*, provenance: str, config: TransectsConfig, effects: Mapping[str,
     :func:`group_errors` table; ``age_tables``: classifier -> :func:`age_gender_errors`.
     Headline coefficients and recovery flags are computed here (:func:`classifier_headline`,
     :func:`planted_recovered`), one set of flags for every classifier and the known-truth check.
+
+    Parameters
+    ----------
+    provenance : str
+        Where the inputs came from.
+    config : TransectsConfig
+        The study settings.
+    effects : mapping
+        The simulated classifier's planted effects (log-odds).
+    n_images : int
+        Transect images rendered.
+    pruning, observational_pruning : mapping
+        :func:`pruning_counts` / :func:`prune` counts.
+    known_truth : KnownTruthCheck
+        The latent-only planted check.
+    perceived : mapping
+        :func:`perceived_matches_intended`.
+    cnn_training_accuracy : float
+        The shortcut CNN's accuracy on its training set (a fraction).
+    best_threshold : mapping
+        Classifier -> :func:`best_threshold` threshold.
+    models : mapping
+        Classifier -> :func:`experimental_error_models`.
+    kept, observational : pandas.DataFrame
+        Pruned transects and observational sample with ``e_<classifier>`` columns.
+    group_tables : mapping
+        Data set -> classifier -> :func:`group_errors`.
+    age_tables : mapping
+        Classifier -> :func:`age_gender_errors`.
+    pixel_signal_table : pandas.DataFrame
+        :func:`pixel_signal`.
+
+    Returns
+    -------
+    dict
+        The metrics file's content (JSON-ready; error rates are fractions).
+
+    Raises
+    ------
+    ValueError
+        As :func:`group_errors` and :func:`planted_recovered`.
     """
     classifiers = list(models)
     headline: dict[str, Any] = {}
@@ -1840,6 +2667,46 @@ def released_transects(scores: pd.DataFrame, ordering: Sequence[str] | str = DEF
     Returns ``(kept, info)``: the pruned frame with ``image_index, transect, skin_idx,
     hair_idx, gender_idx`` and the binned covariates, and ``info`` = the pruning counts plus
     the ordering used and whether it was inferred.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Released scores in [0, 1], index = image index (``'0000'`` ...).
+    ordering : sequence of str or "infer", default ("skin", "hair", "gender")
+        Grid bit order, most significant first.
+    fakeness_rule : {"paper", "repo"} or None, default "paper"
+        As in :func:`prune`.
+    drop_children : bool, default False
+        As in :func:`prune`.
+    per_transect : int, default 8
+        Images per transect.
+
+    Returns
+    -------
+    kept : pandas.DataFrame
+        The pruned rows, sorted by image index.
+    info : dict
+        Pruning counts, ``ordering``, ``ordering_inferred`` and ``polarity``.
+
+    Raises
+    ------
+    ValueError
+        If the index is not image indices, or as
+        :func:`~facebias.datasets.transects.grid_cells` and :func:`prune`.
+
+    Examples
+    --------
+    >>> from facebias.datasets.transects import grid_cells
+    >>> cells = grid_cells(range(8))
+    >>> scores = pd.DataFrame({"gender": np.where(cells["gender_idx"] == 1, 0.9, 0.1),
+    ...                        "skin_color": np.where(cells["skin_idx"] == 1, 0.8, 0.2),
+    ...                        "hair_length": np.where(cells["hair_idx"] == 1, 0.9, 0.1),
+    ...                        "uncanny": 0.0}, index=[f"{i:04d}" for i in range(8)])
+    >>> kept, info = released_transects(scores, ordering="infer")
+    >>> info["kept"], info["ordering"], info["ordering_inferred"]
+    (8, ['skin', 'hair', 'gender'], True)
+    >>> bool((kept["gender_male"] == kept["gender_idx"]).all())
+    True
     """
     df = scores.copy()
     idx = pd.to_numeric(pd.Series(df.index, index=df.index), errors="coerce")
@@ -1925,7 +2792,28 @@ class GANTransectsConfig:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> GANTransectsConfig:
-        """Build from the ``transects_dcgan`` section: unknown keys and mistyped values raise."""
+        """Build from the ``transects_dcgan`` section: unknown keys and mistyped values raise.
+
+        Parameters
+        ----------
+        params : mapping
+            The section's keys and values (missing keys: defaults).
+
+        Returns
+        -------
+        GANTransectsConfig
+            The checked settings.
+
+        Raises
+        ------
+        ValueError
+            For an unknown key or a mistyped or out-of-range value.
+
+        Examples
+        --------
+        >>> GANTransectsConfig.from_params({"shortcut": "light", "n_boot": 50}).n_boot
+        50
+        """
         return config_from_params(cls, dict(params), "transects_dcgan")
 
 
@@ -1940,7 +2828,26 @@ def gan_params(config: GANTransectsConfig, transect_axes: Mapping[str, Sequence[
     darker skin comes with the incongruent level in both genders (for
     :func:`confounded_latents`); ``simulated_effect`` = ``{"<shortcut>_incongruent":``
     :data:`PLANTED_SHORTCUT_EFFECT` ``}`` (log-odds of an error, the simulated classifier).
-    ``transect_axes``: the generator's axes (name -> decision values)."""
+    ``transect_axes``: the generator's axes (name -> decision values).
+
+    Parameters
+    ----------
+    config : GANTransectsConfig
+        The study settings.
+    transect_axes : mapping
+        Axis name -> decision values.
+
+    Returns
+    -------
+    dict
+        The ``params`` block (JSON-ready).
+
+    Examples
+    --------
+    >>> p = gan_params(GANTransectsConfig(), {"light": [-2.0, 2.0]})
+    >>> p["confounding_by_gender_side"], p["simulated_effect"], p["n_probe"]
+    ([-0.8, 0.8], {'light_incongruent': 2.0}, 600)
+    """
     c = config
     return {"shortcut": c.shortcut, "shortcut_female_high": c.shortcut_female_high,
             "shortcut_one_sided": c.shortcut_one_sided, "shortcut_flip": c.shortcut_flip,
@@ -1959,7 +2866,33 @@ def training_accuracy(p_male: Any, y_male: Any, threshold: float = 0.5) -> dict[
     """A classifier on its own training set: ``accuracy_vs_intended`` = share of the scored
     renders (finite ``p_male``) whose call ``p_male > threshold`` equals ``y_male`` (0/1,
     the gender the render was made with), and ``n_scored`` (a render the classifier cannot
-    score, e.g. a face SFace does not enrol, is NaN and left out)."""
+    score, e.g. a face SFace does not enrol, is NaN and left out).
+
+    Parameters
+    ----------
+    p_male : array_like
+        P(male) per training render (NaN = not scored).
+    y_male : array_like
+        Intended gender, 1 = male.
+    threshold : float, default 0.5
+        Male iff P(male) > threshold.
+
+    Returns
+    -------
+    dict
+        ``accuracy_vs_intended`` (a fraction) and ``n_scored``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`errors`.
+
+    Examples
+    --------
+    >>> acc = training_accuracy([0.9, 0.2, np.nan, 0.7], [1, 0, 1, 0])
+    >>> round(acc["accuracy_vs_intended"], 3), acc["n_scored"]
+    (0.667, 3)
+    """
     p = np.asarray(p_male, dtype=float)
     return {"accuracy_vs_intended": float(1 - np.nanmean(errors(p, y_male, threshold))),
             "n_scored": int(np.isfinite(p).sum())}
@@ -1989,6 +2922,47 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
     classifier -> :func:`group_errors`. Classifiers are taken in the order of ``models``;
     headline coefficients (:func:`shortcut_headline`) and recovery flags
     (:func:`shortcut_recovered`, with ``params["confounding"]``) are computed here.
+
+    Parameters
+    ----------
+    backend : str
+        Generator name.
+    provenance : str
+        Where the inputs came from.
+    labeller : str
+        The gender labeller's name.
+    params : mapping
+        :func:`gan_params`.
+    n_transect_images : int
+        Transect renders.
+    transect_pruning, observational_pruning : mapping
+        :func:`gan_analysis_frame` counts.
+    pruning_by_level : sequence of mapping
+        :func:`pruning_by_level` rows.
+    transect_agreement, observational_agreement : mapping
+        Labeller agreement on the two data sets.
+    observational_correlation : mapping
+        :func:`within_group_correlation`.
+    training : mapping
+        Classifier -> :func:`training_accuracy`.
+    sface_enrolled : array_like
+        Bool per probe training render.
+    models : mapping
+        Classifier -> :func:`shortcut_error_models`.
+    transects, observational : pandas.DataFrame
+        Kept rows with ``e_<classifier>`` columns.
+    group_tables : mapping
+        Data set -> classifier -> :func:`group_errors`.
+
+    Returns
+    -------
+    dict
+        The metrics file's content (JSON-ready; rates are fractions).
+
+    Raises
+    ------
+    ValueError
+        If an ``e_<classifier>`` column is missing.
     """
     shortcut, female_high = params["shortcut"], params["shortcut_female_high"]
     classifiers = list(models)
