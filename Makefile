@@ -9,7 +9,7 @@ export DVC_NO_ANALYTICS := 1
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: reproduce test lint bench lab venv clean system-data plots
+.PHONY: reproduce test lint bench gpu-check lab venv clean system-data plots
 
 venv: $(STAMP)
 
@@ -51,6 +51,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_stylegan2.py
 	$(BIN)/python benchmarks/bench_rapid.py
 	$(BIN)/python benchmarks/bench_compute.py
+
+# StyleGAN2 on CUDA (fp32 equals the CPU, fp16 close): needs a GPU; the tests never do
+gpu-check: $(STAMP)
+	$(BIN)/python benchmarks/check_cuda.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks
