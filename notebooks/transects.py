@@ -189,7 +189,7 @@ train_imgs, train_table = T.make_shortcut_training_set(
 t_render = time.time() - t0
 cnn = train_shortcut_classifier(train_imgs, train_table["y_male"], epochs=cfg.epochs, seed=seed,
                                   threads=torch_threads or None)
-train_acc = float(((predict_p_male(cnn, train_imgs) > 0.5) == train_table["y_male"]).mean())
+train_acc = T.training_accuracy(predict_p_male(cnn, train_imgs), train_table["y_male"])["accuracy_vs_intended"]
 pm["shortcut CNN"] = predict_p_male(cnn, np.stack(transect_images))
 pm_obs["shortcut CNN"] = predict_p_male(cnn, obs_images)
 print(f"shortcut CNN: {cfg.n_train} renders in {t_render:.0f} s, trained in {time.time() - t0 - t_render:.0f} s, "
