@@ -100,6 +100,36 @@ plt.show()
 sg.table().unstack(0).round(4)
 
 # %% [markdown]
+# ## DET curves averaged over the five folds (Fig. 3)
+# Per subgroup, per gender and per ethnicity of the query: in each fold the FNMR at each FMR
+# of a log grid, then the mean over folds (not one pooled curve). The black line joins each
+# group's (FMR, FNMR) at one constant threshold: the global threshold at FAR
+# `min(report_fmr)` on all impostors, so its spread across groups is what one threshold
+# does to them.
+
+# %%
+t_fmr = min(cfg.report_fmr)
+fig, axes = plt.subplots(len(systems_used), len(study.DET_BY), figsize=(4.4 * len(study.DET_BY),
+                         3.6 * len(systems_used)), squeeze=False, layout="constrained")
+for row, system in zip(axes, systems_used, strict=True):
+    t_const = float(metrics.threshold_at_fmr(pairs.loc[pairs["label"] == 0, system], t_fmr))
+    for ax, by in zip(row, study.DET_BY, strict=True):
+        curves_k, at_t = study.fold_averaged_det(df, system, by, threshold=t_const, grouping=cfg.grouping)
+        for i, (g, c) in enumerate(curves_k.groupby("group", sort=True)):
+            ax.plot(c["fmr"], 100 * c["fnmr"], color=plots.group_color(g, i), label=g, lw=1.2)
+        at_t = at_t.sort_values("fmr")
+        ax.plot(at_t["fmr"], 100 * at_t["fnmr"], "k.-", lw=0.8, ms=5, label=f"t = {t_const:.3f}")
+        ax.set_xscale("log")
+        ax.set_xlim(1e-4, 1)
+        ax.set_xlabel("FMR (fold mean)")
+        ax.set_ylabel("FNMR (%)")
+        ax.set_title(f"{system}: per {by}", fontsize=9)
+        ax.legend(fontsize=7, ncol=2)
+plots.stamp(fig, provenance)
+plots.save(fig, fig_dir / f"{name}_det_folds.png")
+plt.show()
+
+# %% [markdown]
 # The same curves as a DVC data plot (`dvc plots show`, `make plots`): each thinned to at most
 # 200 points spaced on a log grid (`plots.thin_curve`), one tidy row per point.
 
@@ -173,6 +203,13 @@ for system in systems_used:
     print(f"{system}: decision thresholds global {t_glob:.4f}; per subgroup",
           {g: round(v, 4) for g, v in t_grp.items()})
     display(legacy[system].round(3))  # noqa: F821
+    # the released code's own grid (linspace(0.18, 0.40, 500) with its early stop): the one
+    # that regenerates Table 3 from the released sphereface scores
+    r_glob, r_grp = study.legacy_decision_thresholds(df, system, cfg.grouping_legacy, n_grid=500, grid="released")
+    released = study.legacy_tar_table(df, system, fars, r_glob, r_grp, cfg.grouping_legacy)
+    print(f"{system}, released grid: global threshold {r_glob:.4f}; Avg rows (paper: global "
+          "0.992/0.881/0.526/0.478/0.474, subgroup 1.000/0.891/0.531/0.483/0.479)")
+    display(released.groupby(level="policy").mean().round(3))  # noqa: F821
 
 # %% [markdown]
 # ## Group report with bootstrap intervals (identities resampled)
@@ -191,13 +228,55 @@ for system in systems_used:
     print()
 
 # %% [markdown]
+# ## Rank-1 confusion (Fig. 5)
+# For every image (probe), the subgroup of its nearest image of *another* identity (cosine of
+# the embeddings); rows are the probe's subgroup and sum to 1. Uniform rows (1/8) mean no
+# subgroup structure; mass on the diagonal means a subgroup's faces are more alike among
+# themselves. The world's embeddings are the ones its scores were computed from; a released
+# datatable holds scores only, so there the figure is skipped.
+
+# %%
+rank1 = {}
+if source == "synthetic":
+    from facebias.worlds.bfw import BFWWorldConfig, image_embeddings, image_table
+
+    world_cfg = BFWWorldConfig.from_params(df.attrs["world"])
+    images = image_table(world_cfg)
+    for system in systems_used:
+        rank1[system] = study.rank1_confusion(image_embeddings(world_cfg, system), images["group"],
+                                              images["id"], groups)
+    fig, axes = plt.subplots(1, len(systems_used), figsize=(4.6 * len(systems_used), 4.2), squeeze=False,
+                             layout="constrained")
+    for ax, system in zip(axes[0], systems_used, strict=True):
+        t = rank1[system]
+        im = ax.imshow(t.to_numpy(), cmap="Blues", vmin=0, vmax=1)
+        ax.set_xticks(range(len(t.columns)), t.columns)
+        ax.set_yticks(range(len(t.index)), t.index)
+        for (i, j), v in np.ndenumerate(t.to_numpy()):
+            ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=7,
+                    color="white" if v > 0.5 else "black")
+        ax.set_xlabel("subgroup of the nearest other identity")
+        ax.set_ylabel("probe subgroup")
+        ax.set_title(f"{system}: % of probes", fontsize=9)
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="share of probes")
+    plots.stamp(fig, provenance)
+    plots.save(fig, fig_dir / f"{name}_rank1_confusion.png")
+    plt.show()
+    display(pd.DataFrame({s: np.diag(t) for s, t in rank1.items()}, index=groups).round(3))  # noqa: F821
+else:
+    print("rank-1 confusion skipped: a released BFW datatable holds pair scores only, no per-image "
+          "features to search (Fig. 5 needs the embeddings)")
+
+# %% [markdown]
+# ## Metrics for DVC# %% [markdown]
 # ## Metrics for DVC
 # `reports/metrics/{name}.json` holds the headline numbers (`dvc metrics show`);
 # `reports/metrics/{name}_details.json` every table above, group reports included.
 
 # %%
 head, details = study.summarise(source=source, provenance=provenance, datatable=datatable, config=cfg,
-                                systems=systems_used, fold_averages=avg, curves=sg, legacy=legacy, reports=reports)
+                                systems=systems_used, fold_averages=avg, curves=sg, legacy=legacy, reports=reports,
+                                rank1=rank1)
 write_metrics(root / reports_dir / "metrics" / f"{name}.json", head, "bfw")
 write_metrics(root / reports_dir / "metrics" / f"{name}_details.json", details, "bfw_details")
 pd.DataFrame({s: v["max_abs_fmr_dev_pct"]["global"] for s, v in head["systems"].items()}).add_prefix("global |dev|% ")\

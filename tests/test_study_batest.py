@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import ks_2samp
 
 from facebias.io import load_params
 from facebias.metrics import d_prime, tar_at_far
@@ -202,7 +203,7 @@ def test_fmr_at_reference():
 
 def test_tpr_at_fmr_matches_metrics_and_intervals():
     rng = np.random.default_rng(4)
-    p = _pairs(rng, ["AF", "AM", "WM"], 90, 3000, gen_mu={"AF": 0.3, "AM": 0.35}, n_ids=30)
+    p = _pairs(rng, ["AF", "AM", "WM"], 90, 3400, gen_mu={"AF": 0.3, "AM": 0.35}, n_ids=30)
     res = bt.tpr_at_fmr(p, fmr=1e-3, n_boot=100, seed=1)
     imp = p.loc[p.label == 0, "score"].to_numpy()
     for grp in ["AF", "AM", "WM"]:
@@ -226,6 +227,52 @@ def test_tpr_at_fmr_matches_metrics_and_intervals():
     imp = mixed.loc[mixed.label == 0, "score"].to_numpy()
     gen = mixed.loc[(mixed.group == "AF") & (mixed.label == 1), "score"].to_numpy()
     assert res_mixed.loc["AF", "tpr"] == pytest.approx(tar_at_far(gen, imp, 1e-3))
+
+
+def _brute_threshold(imp: np.ndarray, f: float) -> float:
+    """Smallest impostor score t with mean(imp > t) <= f, by trying every score."""
+    return min(c for c in imp if np.mean(imp > c) <= f)
+
+
+def test_tables_3_and_4_too_few_impostors_are_nan_and_labelled():
+    """A rate from fewer than 10 / FMR impostors is NaN with the note, never 0; with enough
+    impostors it is the brute-force rate (hand-sized case, FMR 0.1 -> at least 100)."""
+    rng = np.random.default_rng(11)
+
+    def pairs(n_imp: dict[str, int]) -> pd.DataFrame:
+        rows = [pd.DataFrame({"group": g, "label": 0, "score": rng.normal(0.1 * k, 0.2, n),
+                              "id1": np.arange(n) % 7, "id2": np.arange(n) % 7 + 100})
+                for k, (g, n) in enumerate(n_imp.items())]
+        rows += [pd.DataFrame({"group": g, "label": 1, "score": rng.normal(0.5, 0.2, 20),
+                               "id1": np.arange(20) % 7, "id2": np.arange(20) % 7}) for g in n_imp]
+        return pd.concat(rows, ignore_index=True)
+
+    # Table 3: the reference WM has 99 < 100 impostors: every group NaN, threshold NaN
+    p = pairs({"WM": 99, "AF": 300})
+    res = bt.fmr_at_reference(p, reference="WM", fmr=0.1)
+    assert res["fmr"].isna().all() and res["threshold"].isna().all()
+    assert (res["note"] == "too few impostors").all() and res.loc["AF", "n_impostor"] == 300
+    # WM has 100 (enough) and AF 60 (too few): WM is the brute-force rate, AF NaN
+    p = pairs({"WM": 100, "AF": 60})
+    res = bt.fmr_at_reference(p, reference="WM", fmr=0.1)
+    wm = p.loc[(p.group == "WM") & (p.label == 0), "score"].to_numpy()
+    t = _brute_threshold(wm, 0.1)
+    assert res.loc["WM", "threshold"] == t and res.loc["WM", "fmr"] == np.mean(wm > t)
+    assert res.loc["WM", "note"] == "" and 0 < res.loc["WM", "fmr"] <= 0.1
+    assert np.isnan(res.loc["AF", "fmr"]) and res.loc["AF", "note"] == "too few impostors"
+    # Table 4: 99 pooled impostors -> NaN TPRs and intervals; 100 -> brute force
+    for n_boot in (0, 20):
+        res = bt.tpr_at_fmr(pairs({"WM": 50, "AF": 49}), fmr=0.1, n_boot=n_boot)
+        assert res["tpr"].isna().all() and (res["note"] == "too few impostors").all()
+        if n_boot:
+            assert res[["tpr_lo", "tpr_hi"]].isna().all().all()
+    p = pairs({"WM": 50, "AF": 50})
+    res = bt.tpr_at_fmr(p, fmr=0.1, n_boot=20)
+    t = _brute_threshold(p.loc[p.label == 0, "score"].to_numpy(), 0.1)
+    for g in ("WM", "AF"):
+        gen = p.loc[(p.group == g) & (p.label == 1), "score"].to_numpy()
+        assert res.loc[g, "threshold"] == t and res.loc[g, "tpr"] == np.mean(gen > t)
+        assert res.loc[g, "note"] == "" and res.loc[g, "tpr_lo"] <= res.loc[g, "tpr"] <= res.loc[g, "tpr_hi"]
 
 
 # --------------------------------------------------------------------------- Table 1 text
@@ -435,12 +482,20 @@ def test_summarise_tables_keep_their_values(ba_summary):
                                                  "balanced@0.0001"]
     for key, by_group in details["fmr_at_reference"].items():
         s, f = key.split("@")
-        assert by_group[cfg.reference_group] <= float(f)
-        assert by_group == bt.fmr_at_reference(pair_sets[s], cfg.reference_group, float(f))["fmr"].to_dict()
+        table = bt.fmr_at_reference(pair_sets[s], cfg.reference_group, float(f))
+        assert list(by_group) == table.index.tolist()
+        np.testing.assert_array_equal(list(by_group.values()), table["fmr"].to_numpy())  # NaN == NaN here
+        ref = by_group[cfg.reference_group]
+        assert np.isnan(ref) or ref <= float(f)
+        # NaN exactly where the table says too few impostors, never a 0 in their place
+        assert (table["fmr"].isna() == (table["note"] == "too few impostors")).all()
     tpr = pd.DataFrame(details["tpr_at_fmr"])
-    assert set(tpr["set"]) == {"original", "balanced"} and (tpr["tpr_lo"] <= tpr["tpr"]).all()
+    assert set(tpr["set"]) == {"original", "balanced"}
+    assert ((tpr["tpr_lo"] <= tpr["tpr"]) | tpr["tpr"].isna()).all()
+    assert (tpr["tpr"].isna() == (tpr["note"] == "too few impostors")).all()
     assert details["lfw_pair_mask_iou"] == {"n_pairs": 4, "n_above_0.9": 2, "median": pytest.approx(0.905)}
-    for k in ("real_images", "real_images_fte", "lfw_fte", "lfw_accounting", "lfw_balance_report"):
+    for k in ("real_images", "real_images_fte", "lfw_fte", "lfw_accounting", "lfw_balance_report",
+              "identity_count", "identity_noise", "challenging"):
         assert details[k] is None  # not run
 
 
@@ -463,3 +518,179 @@ def test_gender_gaps_stack_the_sets_and_check_the_planted_races(ba_summary):
         bt.gender_gaps(pair_sets, planted={"A": 0.04, "B": 0.04, "I": 0.04})
     with pytest.raises(ValueError, match="no evaluation sets"):
         bt.gender_gaps({})
+
+
+# --------------------------------------------------------------------------- identity noise (Fig. 6a)
+def test_identity_outliers_find_the_planted_mislabelled_images():
+    """Recall and precision of the dropped images on a world with 15 % planted label noise
+    (two seeds); a clean world drops (almost) nothing."""
+    from facebias.worlds.batest import identity_noise_world
+
+    for seed in (1, 2):
+        emb, imgs = identity_noise_world(noise_rate=0.15, spread=1.1, seed=seed)
+        drop, bad = bt.identity_outliers(emb, imgs["identity"]), imgs["mislabelled"].to_numpy()
+        assert bad.sum() == 150
+        assert (drop & bad).sum() / bad.sum() >= 0.95  # recall
+        assert (drop & bad).sum() / drop.sum() >= 0.95  # precision
+        emb0, imgs0 = identity_noise_world(noise_rate=0.0, spread=1.1, seed=seed)
+        assert bt.identity_outliers(emb0, imgs0["identity"]).mean() <= 0.01
+
+
+def test_identity_outliers_hand_cases_and_sklearn():
+    """A second identity's images filed in one folder form their own DBSCAN cluster: they
+    still go, as they are outside the largest one; the mask is sklearn's DBSCAN, folder by
+    folder; eps too small for any cluster flags the whole folder."""
+    from sklearn.cluster import DBSCAN
+
+    rng = np.random.default_rng(5)
+    a, b = np.eye(8)[0], np.eye(8)[1]
+    emb = np.r_[a + 0.1 * rng.normal(size=(10, 8)), b + 0.1 * rng.normal(size=(4, 8))]
+    folder = np.r_[["x"] * 14]
+    lab = DBSCAN(eps=0.6, min_samples=3, metric="cosine").fit_predict(emb)
+    assert len(set(lab[:10])) == 1 and len(set(lab[10:])) == 1 and lab[0] != lab[10] >= 0
+    drop = bt.identity_outliers(emb, folder)
+    assert drop.tolist() == [False] * 10 + [True] * 4
+    # folders are cleaned separately: the same rows filed as two folders drop nothing
+    assert not bt.identity_outliers(emb, np.r_[["x"] * 10, ["y"] * 4]).any()
+    assert bt.identity_outliers(emb, folder, eps=1e-9).all()
+    with pytest.raises(ValueError, match="zero norm"):
+        bt.identity_outliers(np.zeros((3, 2)), ["x"] * 3)
+    with pytest.raises(ValueError, match="identities"):
+        bt.identity_outliers(emb, ["x"] * 3)
+    with pytest.raises(ValueError, match="eps"):
+        bt.identity_outliers(emb, folder, eps=2.5)
+
+
+# --------------------------------------------------------------------------- identity count (Fig. 9)
+def _count_world(**kw):
+    from functools import partial
+
+    from facebias.worlds.batest import BAWorldConfig, batest_pairs, make_batest_world
+
+    c = BAWorldConfig(identities_per_group=60, images_per_identity=16, **kw)
+    return make_batest_world(c), partial(batest_pairs, config=c)
+
+
+DESIGNS = ((60, 8), (30, 11), (15, 16))  # the paper's 200x15, 100x20, 50x25 scaled to a 60 x 16 world
+
+
+def test_identity_count_subsets_have_the_asked_sizes():
+    images, _ = _count_world()
+    sub = bt.identity_count_subset(images, 30, 11, seed=4)
+    per = sub.groupby(["group", "identity"], observed=True).size()
+    assert (per == 11).all() and (per.groupby(level="group").size() == 30).all()
+    assert not sub.index.duplicated().any()
+    with pytest.raises(ValueError, match="identities have >= 17 images"):
+        bt.identity_count_subset(images, 10, 17)
+
+
+def test_identity_count_null_world_shows_no_difference():
+    """Subsets of one world: every two designs' d' intervals overlap in every group, and the
+    identity-block KS permutation test rejects at about its nominal rate."""
+    images, pairs_fn = _count_world()
+    res = bt.identity_count_experiment(images, pairs_fn, designs=DESIGNS, n_boot=100, n_perm=100)
+    dp = res["dprime"]
+    assert list(dp["design"].unique()) == ["60x8", "30x11", "15x16"] and len(dp) == 24
+    assert (dp["n_genuine"] == dp["n_identities"] * dp["n_images"] * (dp["n_images"] - 1) // 2).all()
+    assert ((dp["dprime_lo"] <= dp["dprime"]) & (dp["dprime"] <= dp["dprime_hi"])).all()
+    for _, sub in dp.groupby("group"):
+        assert sub["dprime_lo"].max() <= sub["dprime_hi"].min()  # all three intervals overlap
+    ks = res["ks"]
+    assert len(ks) == 3 * 8 * 2 and ks["p_perm"].between(1 / 101, 1).all()
+    assert (ks["p_perm"] < 0.05).mean() <= 0.2  # 48 tests, expected 5 % of them
+    # the KS statistic is scipy's on the same scores
+    p1 = pairs_fn(bt.identity_count_subset(images, 60, 8, seed=0))
+    p2 = pairs_fn(bt.identity_count_subset(images, 30, 11, seed=1))
+    row = ks[(ks.design_a == "60x8") & (ks.design_b == "30x11") & (ks.group == "BF") & (ks.kind == "genuine")]
+    ref = ks_2samp(p1.loc[(p1.group == "BF") & (p1.label == 1), "score"],
+                   p2.loc[(p2.group == "BF") & (p2.label == 1), "score"])
+    assert row["ks"].item() == pytest.approx(ref.statistic) and row["p_value"].item() == pytest.approx(ref.pvalue)
+
+
+def test_identity_count_planted_harder_group_differs():
+    """A subset from a world whose AF genuine mean is 0.03 lower (a harder group) differs
+    from the same design drawn from the default world: AF's d' intervals are disjoint and
+    the KS permutation test rejects; the other groups' intervals still overlap."""
+    from facebias.worlds.batest import BAWorldConfig
+
+    images, pairs_fn = _count_world()
+    hard = dict(BAWorldConfig().genuine_mean, AF=0.57)
+    images_h, pairs_fn_h = _count_world(genuine_mean=hard, seed=77)
+    pa = pairs_fn(bt.identity_count_subset(images, 30, 11, seed=0))
+    pb = pairs_fn_h(bt.identity_count_subset(images_h, 30, 11, seed=0))
+    da, db = bt.dprime_identity_bootstrap(pa, n_boot=100), bt.dprime_identity_bootstrap(pb, n_boot=100)
+    assert db.loc["AF", "dprime_hi"] < da.loc["AF", "dprime_lo"]
+    others = [g for g in da.index if g != "AF"]
+    assert (np.maximum(da.loc[others, "dprime_lo"], db.loc[others, "dprime_lo"])
+            <= np.minimum(da.loc[others, "dprime_hi"], db.loc[others, "dprime_hi"])).all()
+    ks = bt.score_ks(pa, pb, n_perm=100).set_index(["group", "kind"])
+    assert ks.loc[("AF", "genuine"), "p_perm"] == pytest.approx(1 / 101)
+    assert ks.loc[("AF", "genuine"), "ks"] > 3 * ks.drop(("AF", "genuine"))["ks"].median()
+
+
+# --------------------------------------------------------------------------- challenging subset (section 5)
+def test_challenging_subset_hand_case_and_sizes():
+    """Min-max normalised qualities averaged over columns; per group n_subjects x n_images
+    drawn strictly below the group's median; too few eligible identities raise."""
+    imgs = pd.DataFrame({"group": np.repeat(["AF", "WM"], 12), "identity": np.repeat(np.arange(6), 4),
+                         "q1": np.r_[[1, 2, 9, 9, 1, 9, 9, 9, 1, 2, 3, 9], np.arange(12)].astype(float),
+                         "q2": 5.0})
+    sub = bt.challenging_subset(imgs, ["q1", "q2"], n_subjects=2, n_images=2, seed=3)
+    qn = (imgs["q1"] - 0) / 11 / 2  # q1 spans 0..11; constant q2 normalises to 0
+    assert np.allclose(sub["quality_norm"], qn.loc[sub.index])
+    assert (sub["quality_norm"] < sub["quality_median"]).all()
+    af = sub[sub.group == "AF"]
+    assert sorted(af["identity"]) == [0, 0, 2, 2]  # identity 1 has one image below the median
+    assert af["quality_median"].iloc[0] == pytest.approx(6 / 22)  # median of AF's normalised q1
+    wm = sub[sub.group == "WM"]  # WM qualities 0..11: median 5.5, identity 3 (0-3) and 4 (4-7)
+    assert sorted(wm["identity"]) == [3, 3, 4, 4] and set(wm.index) <= set(range(12, 18))
+    with pytest.raises(ValueError, match="1 identities have >= 3 images"):
+        bt.challenging_subset(imgs, ["q1"], n_subjects=2, n_images=3)
+    few = bt.challenging_subset(imgs, ["q1"], n_subjects=2, n_images=3, allow_fewer=True)
+    assert few.groupby("group").size().to_dict() == {"AF": 3, "WM": 3}
+
+
+def test_challenging_subset_finds_the_planted_quality_effect():
+    """With a planted quality effect b = 0.3 on genuine scores (per image), the challenging
+    subset's mean genuine score is below a random 90 x 5 subset's by about
+    2 b sd sqrt(2 / pi) = 0.072 (quality sd 0.15); with b = 0 it is not."""
+    from facebias.worlds.batest import BAWorldConfig, batest_pairs, make_batest_world
+
+    def gap(b):
+        c = BAWorldConfig(identities_per_group=100, effects={"quality": b})
+        images = make_batest_world(c)
+        ch = bt.challenging_subset(images, n_subjects=90, n_images=5, seed=1)
+        assert (ch.groupby("group", observed=True)["identity"].nunique() == 90).all() and len(ch) == 8 * 450
+        rnd = bt.identity_count_subset(images, 90, 5, seed=1)
+        g = lambda p: p[p.label == 1].groupby("group", observed=True)["score"].mean()  # noqa: E731
+        return g(batest_pairs(ch, c)) - g(batest_pairs(rnd, c))
+
+    expected = -2 * 0.3 * 0.15 * np.sqrt(2 / np.pi)
+    assert (gap(0.3) - expected).abs().max() < 0.02
+    assert gap(0.0).abs().max() < 0.01
+
+
+# --------------------------------------------------------------------------- Fig. 16 heatmaps
+def test_mask_heatmap_planted_morphology():
+    """Planted: female masks reach two rows higher (upper face), male masks two rows lower
+    (chin); the difference is +1 / -1 on exactly those rows, 0 elsewhere, and equals the
+    brute-force pixel means. A null (same masks in both groups) gives 0 everywhere."""
+    rng = np.random.default_rng(2)
+    base = np.zeros((20, 10, 10), dtype=bool)
+    base[:, 3:7, 2:8] = True
+    f, m = base[:10].copy(), base[10:].copy()
+    f[:, 1:3, 2:8] = True
+    m[:, 7:9, 2:8] = True
+    masks = np.r_[f, m]
+    groups = np.array(["F"] * 10 + ["M"] * 10)
+    order = rng.permutation(20)
+    diff, mf, mm = bt.mask_heatmap(masks[order], groups[order], "F", "M")
+    assert np.array_equal(mf, f.mean(axis=0)) and np.array_equal(mm, m.mean(axis=0))
+    assert (diff[1:3, 2:8] == 1).all() and (diff[7:9, 2:8] == -1).all()
+    assert np.count_nonzero(diff) == 2 * 2 * 6
+    null = np.r_[base[:10], base[:10]]
+    assert not bt.mask_heatmap(null, groups, "F", "M")[0].any()
+    with pytest.raises(ValueError, match="no masks of group 'X'"):
+        bt.mask_heatmap(masks, groups, "F", "X")
+    with pytest.raises(ValueError, match="0/1"):
+        bt.mask_heatmap(masks * 2.5, groups, "F", "M")

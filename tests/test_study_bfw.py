@@ -1,5 +1,7 @@
 """Paper 002 study on the known-truth world: planted subgroup effects are found, nulls are not."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +13,7 @@ from facebias.studies import bfw as study
 from facebias.worlds.bfw import SIM_A, BFWWorldConfig, SystemSpec, make_bfw_world
 
 FARS = [0.1, 0.01, 0.001]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +53,30 @@ def test_null_world_shows_no_deviation_at_a_global_threshold():
     planted = make_bfw_world(BFWWorldConfig(systems=(SIM_A,), seed=11))
     avg_p = study.fold_average(study.cross_validated_rates(planted, "sim_a", [0.01]))
     assert study.fpr_deviation_table(avg_p, "global")[0.01].abs().max() > 2 * glob.abs().max()
+
+
+def test_null_fmr_ratio_grows_as_far_falls_and_the_planted_world_exceeds_it():
+    """README's caution, measured: in a null world (same rho and sigma everywhere) the
+    max/min held-out FMR ratio at one global threshold is near 1 at FAR 1e-2 and grows as
+    FAR falls (fewer impostors above the threshold, identity-correlated pairs), reaching
+    about 2 only at 1e-4; the planted world's ratio at 1e-3 exceeds every null one."""
+    null = SystemSpec("null", dict.fromkeys(BFW_GROUPS, 0.2), 0.9)
+    fars = [0.01, 0.001, 0.0001]
+    r = study.null_fmr_ratio(BFWWorldConfig(systems=(null,)), seeds=[11, 12], fars=fars)
+    assert len(r) == 6 and set(r["seed"]) == {11, 12} and (r["ratio"] >= 1).all()
+    by = r.pivot(index="seed", columns="fmr_target", values="ratio")
+    for seed in (11, 12):
+        assert by.loc[seed, 0.01] < by.loc[seed, 0.001] < by.loc[seed, 0.0001], by
+    assert (by[0.01] < 1.35).all(), by  # near 1: +-15% around the target, by chance
+    # independent computation of one cell from the fold averages
+    w = make_bfw_world(BFWWorldConfig(systems=(null,), seed=11))
+    avg = study.fold_average(study.cross_validated_rates(w, "null", [0.001]))
+    assert by.loc[11, 0.001] == pytest.approx(metrics.max_min_ratio(avg.query("policy == 'global'")["fmr"]))
+    planted = make_bfw_world(BFWWorldConfig(systems=(SIM_A,), seed=11))
+    avg_p = study.fold_average(study.cross_validated_rates(planted, "sim_a", [0.001]))
+    assert metrics.max_min_ratio(avg_p.query("policy == 'global'")["fmr"]) > by[0.001].max()
+    with pytest.raises(ValueError, match="not a null world"):
+        study.null_fmr_ratio(BFWWorldConfig(systems=(SIM_A,)), seeds=[1], fars=[0.01])
 
 
 def test_thresholds_are_fitted_on_other_folds_only():
@@ -154,6 +181,163 @@ def test_legacy_decision_thresholds_follow_a_planted_shift_and_not_a_null():
     assert null["AF"] == null["WM"]
 
 
+def _repo_best_threshold(s, y, grid, early_stop=5):
+    """The released ``find_best_threshold`` loop, written out: scan upwards, keep the best
+    accuracy (ties to the later t), stop after more than ``early_stop`` falls in a row."""
+    best_acc, best_t, prev, falls = -1.0, None, None, 0
+    for t in grid:
+        acc = np.mean((s > t) == y)
+        if acc >= best_acc:
+            best_acc, best_t = acc, t
+        falls = falls + 1 if prev is not None and acc < prev else 0
+        if falls > early_stop:
+            break
+        prev = acc
+    return best_t
+
+
+def test_accuracy_optimal_threshold_early_stop_hand_case():
+    """Scores 1..18: one impostor at 1, genuine at 2..8, impostors at 9..18. On the grid
+    0.5, 1.5, ..., 18.5 the correct count is 7, 8, then falls 7 times (7 .. 1), then rises
+    to 11 at 18.5. Whole scan: 18.5. With the repository's early stop (more than 5 falls in
+    a row) the scan ends at 7.5, and the best point seen is 1.5."""
+    s = np.arange(1.0, 19.0)
+    y = np.r_[0, np.ones(7), np.zeros(10)]
+    grid = np.arange(0.5, 19.0, 1.0)
+    assert study.accuracy_optimal_threshold(s, y, grid) == 18.5
+    assert study.accuracy_optimal_threshold(s, y, grid, early_stop=5) == 1.5
+    assert _repo_best_threshold(s, y, grid) == 1.5
+
+
+def test_legacy_decision_thresholds_on_the_released_grid_match_the_repo_loop():
+    """grid="released": linspace(0.18, 0.40, n_grid) with the early stop, per fold on the
+    other folds, then the mean over folds: the same numbers as the written-out repo loop."""
+    df = _legacy_pairs(seed=3, shift=0.05)
+    got_glob, got_grp = study.legacy_decision_thresholds(df, "s", "intra", n_grid=500, grid="released")
+    intra = df[df["a1"] == df["a2"]]
+    s, y = intra["s"].to_numpy(), intra["label"].to_numpy() == 1
+    fold, group = intra["fold"].to_numpy(), intra["a1"].to_numpy()
+    grid = np.linspace(0.18, 0.40, 500)
+    want_glob = np.mean([_repo_best_threshold(s[fold != k], y[fold != k], grid) for k in range(1, 6)])
+    want_grp = {g: np.mean([_repo_best_threshold(s[(fold != k) & (group == g)], y[(fold != k) & (group == g)], grid)
+                            for k in range(1, 6)]) for g in ("AF", "WM")}
+    assert got_glob == pytest.approx(want_glob, abs=1e-12)
+    assert got_grp == pytest.approx(want_grp, abs=1e-12)
+    assert all(0.18 <= t <= 0.40 for t in [got_glob, *got_grp.values()])
+    with pytest.raises(ValueError, match="grid"):
+        study.legacy_decision_thresholds(df, "s", grid="sphereface")
+
+
+#: the released datatable, where the README's "Real data and models" section puts it
+BFW_RELEASED = next((p for p in (ROOT / "data/real/bfw/bfw-v0.1.5-datatable.pkl",
+                                 ROOT / "data/real/bfw/bfw-v0.1.5-datatable.csv") if p.exists()),
+                    ROOT / "data/real/bfw/bfw-v0.1.5-datatable.pkl")
+
+
+@pytest.mark.skipif(not BFW_RELEASED.exists(),
+                    reason=f"released BFW datatable (licensed, not shippable) not at {BFW_RELEASED}")
+def test_legacy_table3_reproduces_the_published_averages_on_released_scores():
+    """Notes A.2 / regression 5: on the released sphereface scores, the released grid and the
+    legacy formula give Table 3's Avg rows within 0.01 (0.992/0.881/0.526/0.478/0.474 global;
+    1.000/0.891/0.531/0.483/0.479 subgroup)."""
+    from facebias.datasets.bfw import load_bfw
+
+    df = load_bfw(BFW_RELEASED)
+    far = [0.3, 0.1, 0.01, 0.001, 0.0001]
+    t_glob, t_grp = study.legacy_decision_thresholds(df, "sphereface", "intra", n_grid=500, grid="released")
+    table = study.legacy_tar_table(df, "sphereface", far, t_glob, t_grp, "intra")
+    published = {"global": [0.992, 0.881, 0.526, 0.478, 0.474], "group": [1.000, 0.891, 0.531, 0.483, 0.479]}
+    for policy, want in published.items():
+        got = table.loc[policy].mean().to_numpy()
+        np.testing.assert_allclose(got, want, atol=0.01, err_msg=policy)
+
+
+def test_rank1_confusion_matches_a_brute_force_loop():
+    """Per probe: cosine with every image of another identity, argmax (first on ties), its
+    subgroup; counts per (probe subgroup, neighbour subgroup), rows divided by their sums."""
+    rng = np.random.default_rng(4)
+    n = 150
+    x = rng.standard_normal((n, 5)) * rng.uniform(0.5, 2, (n, 1))  # not unit: normalised inside
+    ids = rng.integers(0, 40, n)
+    groups = np.array(["AF", "BM", "WF"])[ids % 3]
+    got = study.rank1_confusion(x, groups, ids, ["WF", "AF", "BM"], chunk=32)
+    u = x / np.linalg.norm(x, axis=1, keepdims=True)
+    want = pd.DataFrame(0.0, index=["WF", "AF", "BM"], columns=["WF", "AF", "BM"])
+    for i in range(n):
+        best, best_j = -np.inf, None
+        for j in range(n):
+            if ids[j] != ids[i] and u[i] @ u[j] > best:
+                best, best_j = u[i] @ u[j], j
+        want.loc[groups[i], groups[best_j]] += 1
+    want = want.div(want.sum(axis=1), axis=0)
+    np.testing.assert_allclose(got.to_numpy(), want.to_numpy(), atol=1e-12)
+    assert list(got.index) == list(got.columns) == ["WF", "AF", "BM"]
+    with pytest.raises(ValueError, match="not in subgroups"):
+        study.rank1_confusion(x, groups, ids, ["AF", "BM"])
+
+
+def test_rank1_confusion_planted_within_subgroup_similarity_is_diagonal_and_null_is_uniform():
+    """rho_g > 0 pulls a subgroup's identities towards one direction: each probe's nearest
+    other identity is then mostly of its own subgroup, the more so the larger rho_g. With
+    rho = 0 in every subgroup the neighbour's subgroup is uniform: 1/8 on the diagonal."""
+    from facebias.worlds.bfw import image_embeddings, image_table
+
+    null = SystemSpec("null", dict.fromkeys(BFW_GROUPS, 0.0), 0.9)
+    c = BFWWorldConfig(identities_per_group=100, images_per_identity=5, systems=(SIM_A, null), seed=5)
+    img = image_table(c)
+    planted = study.rank1_confusion(image_embeddings(c, "sim_a"), img["group"], img["id"], BFW_GROUPS)
+    flat = study.rank1_confusion(image_embeddings(c, "null"), img["group"], img["id"], BFW_GROUPS)
+    np.testing.assert_allclose(planted.sum(axis=1), 1.0)
+    diag_p, diag_n = pd.Series(np.diag(planted), BFW_GROUPS), pd.Series(np.diag(flat), BFW_GROUPS)
+    assert (diag_p > 0.3).all(), diag_p  # every subgroup well above the uniform 1/8
+    assert spearmanr(pd.Series(SIM_A.group_similarity)[list(BFW_GROUPS)], diag_p).statistic > 0.8
+    # null: 500 probes (100 identities) per subgroup, so a share's sd is about 0.015-0.02;
+    # 0.07 is about 4 sd over 64 cells
+    assert (flat - 0.125).abs().to_numpy().max() < 0.07, flat
+    assert (diag_p - diag_n).min() > 0.07  # every planted diagonal beyond the null's noise
+
+
+def test_fold_averaged_det_is_the_mean_of_per_fold_curves_not_the_pooled_curve():
+    """Each grid point: FNMR at the fold's own threshold_at_fmr, then the mean over folds
+    (a loop with facebias.metrics); a fold-dependent shift makes the pooled curve differ."""
+    df = _legacy_pairs(seed=5, shift=0.1)
+    df.loc[df["fold"] == 2, "s"] += 0.3  # fold 2's scores all moved: pooling mixes them
+    grid = [0.01, 0.1, 0.5]
+    curves, at = study.fold_averaged_det(df, "s", "subgroup", grid, threshold=0.3, grouping="intra")
+    for g in ("AF", "WM"):
+        sub = df[(df["a1"] == g) & (df["a2"] == g)]
+        want, pts = [], []
+        for k in range(1, 6):
+            f = sub[sub["fold"] == k]
+            imp, gen = f.loc[f["label"] == 0, "s"], f.loc[f["label"] == 1, "s"]
+            want.append([metrics.fnmr_at(gen, metrics.threshold_at_fmr(imp, x)) for x in grid])
+            pts.append([np.mean(imp > 0.3), np.mean(gen <= 0.3)])
+        got = curves[curves["group"] == g]
+        np.testing.assert_allclose(got["fnmr"], np.mean(want, axis=0), atol=1e-12)
+        np.testing.assert_allclose(got["fnmr_sd"], np.std(want, axis=0, ddof=1), atol=1e-12)
+        np.testing.assert_allclose(at.set_index("group").loc[g, ["fmr", "fnmr"]], np.mean(pts, axis=0), atol=1e-12)
+        imp, gen = sub.loc[sub["label"] == 0, "s"], sub.loc[sub["label"] == 1, "s"]
+        pooled = [metrics.fnmr_at(gen, metrics.threshold_at_fmr(imp, x)) for x in grid]
+        assert np.abs(np.asarray(pooled) - got["fnmr"].to_numpy()).max() > 0.05
+    with pytest.raises(ValueError, match="by"):
+        study.fold_averaged_det(df, "s", "race")
+
+
+def test_fold_averaged_det_constant_threshold_separates_planted_genders_not_null(default_world):
+    """At one global threshold (pooled FAR 1e-3), the planted world's female queries (larger
+    rho) have a higher FMR than male ones; in the null world the genders' FMRs agree."""
+    t = float(metrics.threshold_at_fmr(default_world.loc[default_world["label"] == 0, "sim_a"], 1e-3))
+    curves, at = study.fold_averaged_det(default_world, "sim_a", "gender", threshold=t)
+    assert set(curves["group"]) == {"F", "M"} and (curves["n_folds"] == 5).all()
+    fm = at.set_index("group")["fmr"]
+    assert fm["F"] > 1.5 * fm["M"], fm
+    null = SystemSpec("null", dict.fromkeys(BFW_GROUPS, 0.2), 0.9)
+    w = make_bfw_world(BFWWorldConfig(systems=(null,), seed=11))
+    t0 = float(metrics.threshold_at_fmr(w.loc[w["label"] == 0, "null"], 1e-3))
+    fm0 = study.fold_averaged_det(w, "null", "gender", threshold=t0)[1].set_index("group")["fmr"]
+    assert 1 / 1.25 < fm0["F"] / fm0["M"] < 1.25, fm0
+
+
 # --------------------------------------------------------------------------- the study's steps
 def test_bfw_config_parses_params_and_rejects_bad_keys():
     from pathlib import Path
@@ -206,5 +390,16 @@ def test_summarise_headline_is_derived_from_the_details(default_world, cv_defaul
     assert h["fmr_ratio_global"]["0.01"] == pytest.approx(sub["fmr"].max() / sub["fmr"].min())
     # the group thresholds level the held-out FMR better than the global one (the planted effect)
     assert h["max_abs_fmr_dev_pct"]["group"]["0.01"] < h["max_abs_fmr_dev_pct"]["global"]["0.01"]
+    # the rank-1 diagonal joins the details when the embeddings exist, and the schema takes it
+    from facebias.schema import check_metrics
+
+    check_metrics(details, "bfw_details")
+    assert "rank1_diagonal" not in details
+    r1 = pd.DataFrame([[0.75, 0.25], [0.5, 0.5]], index=["AF", "WM"], columns=["AF", "WM"])
+    _, with_r1 = study.summarise(source="synthetic", provenance="p", datatable="w.parquet", config=cfg,
+                                 systems=["sim_a"], fold_averages=avg, curves=sg, legacy=legacy, reports=rep,
+                                 rank1={"sim_a": r1})
+    assert with_r1["rank1_diagonal"] == {"sim_a": {"AF": 0.75, "WM": 0.5}}
+    check_metrics(with_r1, "bfw_details")
     written = study.write_det_csv(study.det_plot_table(sg.curves, n=10), tmp_path / "det.csv")
     assert written.read_text().splitlines()[0] == "system,subgroup,fmr,fnmr"

@@ -94,3 +94,26 @@ def test_pairs_reject_foreign_image_names(world):
     renamed = w.assign(image=w["image"].str.replace("syn", "img", regex=False))
     with pytest.raises(ValueError, match="not a BA-test world image name"):
         batest_pairs(renamed, SMALL)
+
+
+def test_identity_noise_world_plants_the_asked_noise():
+    """Exactly floor(rate x folder) mislabelled images per folder, each from another identity;
+    same-identity cosines near 1 / (1 + spread^2), different-identity near 0; deterministic."""
+    from facebias.worlds.batest import identity_noise_world
+
+    emb, imgs = identity_noise_world(n_identities=30, images_per_identity=20, noise_rate=0.15, spread=1.0, seed=4)
+    assert emb.shape == (600, 128) and np.allclose(np.linalg.norm(emb, axis=1), 1)
+    assert (imgs.groupby("identity")["mislabelled"].sum() == 3).all()
+    bad = imgs["mislabelled"].to_numpy()
+    assert (imgs["true_identity"].to_numpy() != imgs["identity"].to_numpy()).tolist() == bad.tolist()
+    cos = emb @ emb.T
+    iu = np.triu_indices(len(emb), 1)
+    t = imgs["true_identity"].to_numpy()
+    same = t[iu[0]] == t[iu[1]]
+    assert cos[iu][same].mean() == pytest.approx(0.5, abs=0.03)
+    assert abs(cos[iu][~same].mean()) < 0.01
+    emb2, imgs2 = identity_noise_world(n_identities=30, images_per_identity=20, noise_rate=0.15, spread=1.0, seed=4)
+    assert np.array_equal(emb, emb2) and imgs.equals(imgs2)
+    assert not identity_noise_world(noise_rate=0.0)[1]["mislabelled"].any()
+    with pytest.raises(ValueError, match="noise_rate"):
+        identity_noise_world(noise_rate=0.5)

@@ -13,6 +13,8 @@ from facebias.datasets.bfw import BFW_COLUMNS, BFW_FOLDERS, BFW_GROUPS
 from facebias.worlds.bfw import (
     BFWWorldConfig,
     SystemSpec,
+    image_embeddings,
+    image_table,
     make_bfw_world,
     planted_truth,
     read_world,
@@ -340,3 +342,61 @@ def test_from_params_rejects(change, key):
 def test_read_world_missing_file_says_how_to_make_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="dvc repro world"):
         read_world(tmp_path / "nope.parquet")
+
+
+def test_image_embeddings_give_the_table_scores():
+    """The per-image embeddings come from the scores' random stream: for every pair of the
+    table (within-subgroup blocks and cross-subgroup rows, two systems), the cosine of the
+    two images' embeddings is the stored float32 score; ids and groups match the table."""
+    c = small(within_negatives=20, cross_negatives=0.5, dim=16)
+    df = make_bfw_world(c)
+    img = image_table(c)
+    assert len(img) == 8 * 10 * 6 and list(img["path"]) == list(df["p1"].cat.categories)
+    a, b = df["p1"].cat.codes.to_numpy(), df["p2"].cat.codes.to_numpy()
+    np.testing.assert_array_equal(img["id"].to_numpy()[a], df["id1"].to_numpy())
+    np.testing.assert_array_equal(img["group"].to_numpy()[b], df["a2"].astype(str).to_numpy())
+    for system in ("sim_a", "sim_b"):
+        x = image_embeddings(c, system)
+        assert x.shape == (480, 16)
+        np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, rtol=1e-12)
+        cos = np.einsum("ij,ij->i", x[a], x[b])
+        np.testing.assert_allclose(cos, df[system].to_numpy(), atol=1e-6)
+    with pytest.raises(ValueError, match="not in the world"):
+        image_embeddings(c, "sim_c")
+
+
+def test_planted_score_shape_impostor_tail_and_genuine_spread():
+    """Paper 002 Fig. 4: impostor medians alike but upper percentiles differing; genuine
+    pairs differing in spread. kappa_AF = 1.2 (identities' rho spread) lengthens AF's
+    impostor upper tail far more than it moves its median; tau_WF = 0.5 (identities' sigma
+    spread) widens WF's genuine scores. The same world with both spreads 0 shows neither."""
+    kappa = {g: (1.2 if g == "AF" else 0.0) for g in BFW_GROUPS}
+    tau = {g: (0.5 if g == "WF" else 0.0) for g in BFW_GROUPS}
+    shaped = SystemSpec("shaped", dict.fromkeys(BFW_GROUPS, 0.2), 0.9, similarity_spread=kappa, noise_spread=tau)
+    c = BFWWorldConfig(identities_per_group=50, images_per_identity=10, systems=(shaped, flat(0.2)), seed=4,
+                       cross_negatives=0)
+    df = make_bfw_world(c)
+    grp = df["a1"].astype(str)
+    for system, planted in (("shaped", True), ("null", False)):
+        imp = df[df["label"] == 0].groupby(grp)[system]
+        gen_sd = df[df["label"] == 1].groupby(grp)[system].std()
+        med, p99 = imp.median(), imp.quantile(0.99)
+        tail = p99 - med
+        others = [g for g in BFW_GROUPS if g != "AF"]
+        if planted:
+            assert tail["AF"] > 1.25 * tail[others].max(), tail
+            d_p99, d_med = p99["AF"] - p99[others].mean(), med["AF"] - med[others].mean()
+            assert d_p99 > 3 * abs(d_med), (d_p99, d_med)
+            assert gen_sd["WF"] > 2 * gen_sd.drop("WF").max(), gen_sd
+        else:
+            assert tail.max() / tail.min() < 1.15, tail
+            assert gen_sd.max() / gen_sd.min() < 1.15, gen_sd
+    # the spreads travel through params.yaml; zero spreads leave the world unchanged
+    assert BFWWorldConfig.from_params(c.to_params()) == c
+    assert "noise_spread" not in flat(0.2).to_params()
+    zero = SystemSpec("null", dict.fromkeys(BFW_GROUPS, 0.2), 0.9, similarity_spread=0.0, noise_spread=0.0)
+    small_c = small()
+    pd.testing.assert_frame_equal(make_bfw_world(BFWWorldConfig(**{**small_c.__dict__, "systems": (zero,)})),
+                                  make_bfw_world(BFWWorldConfig(**{**small_c.__dict__, "systems": (flat(0.2),)})))
+    with pytest.raises(ValueError, match="noise_spread"):
+        SystemSpec("bad", dict.fromkeys(BFW_GROUPS, 0.2), noise_spread=-0.1)

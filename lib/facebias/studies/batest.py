@@ -10,7 +10,13 @@ Pure functions on pandas/numpy; see ``../shared/notes/seeds_002_003.md`` PART B.
 * Pair-level controls (B.2): ``mask_iou_filter``, ``exclude_facial_hair``.
 * Reports: ``dprime_by_group``, ``gender_gap`` (Table 1; ``gender_gaps`` for several
   evaluation sets), ``gap_rel_error_mean`` (the gap against a planted truth),
-  ``fmr_at_reference`` (Table 3), ``tpr_at_fmr`` (Table 4).
+  ``fmr_at_reference`` (Table 3), ``tpr_at_fmr`` (Table 4); rates from fewer than
+  10 / FMR impostors are NaN, labelled "too few impostors".
+* Identity-noise cleaning (Fig. 6a): ``identity_outliers`` (per-identity DBSCAN).
+* Identity count vs accuracy (Fig. 9, section 3.2): ``identity_count_experiment``
+  (``identity_count_subset``, ``dprime_identity_bootstrap``, ``score_ks``).
+* The challenging subset (section 5): ``challenging_subset``.
+* Face-area mask heatmaps (Fig. 16): ``mask_heatmap``.
 * Metrics: ``summarise`` builds what ``reports/metrics/batest.json`` and
   ``batest_details.json`` hold (notebooks/ba_test.py).
 
@@ -34,11 +40,13 @@ from scipy.spatial import cKDTree
 
 from facebias.io import config_from_params, param_float, param_int, param_list, param_str
 from facebias.metrics import (
+    TOO_FEW_IMPOSTORS,
     _SortedScores,
     check_labels,
     check_rates,
     check_scores,
     d_prime,
+    enough_impostors,
     fmr_at,
     threshold_at_fmr,
 )
@@ -65,6 +73,14 @@ __all__ = [
     "gap_rel_error_mean",
     "fmr_at_reference",
     "tpr_at_fmr",
+    "identity_outliers",
+    "IDENTITY_COUNT_DESIGNS",
+    "identity_count_subset",
+    "dprime_identity_bootstrap",
+    "score_ks",
+    "identity_count_experiment",
+    "challenging_subset",
+    "mask_heatmap",
     "TABLE1_PUBLISHED",
     "table1_published",
     "table1_percentages",
@@ -903,10 +919,16 @@ def fmr_at_reference(
     score: str = "score",
     group: str = "group",
     label: str = "label",
+    min_impostor_factor: float = 10.0,
 ) -> pd.DataFrame:
     """Table 3: per-group FMR at the threshold where the ``reference`` group's impostor
     FMR is ``<= fmr`` (``metrics.threshold_at_fmr``). Columns ``n_impostor, threshold,
-    fmr``, indexed by group.
+    fmr, note``, indexed by group.
+
+    A rate computed from fewer than ``min_impostor_factor / fmr`` impostors
+    (:func:`facebias.metrics.enough_impostors`) is NaN with ``note`` "too few impostors",
+    never 0: every group's when the reference group has too few (the threshold is NaN
+    too), else that group's own.
 
     Parameters
     ----------
@@ -918,12 +940,15 @@ def fmr_at_reference(
         Target FMR of the reference group, a fraction in (0, 1).
     score, group, label : str
         Column names.
+    min_impostor_factor : float, default 10.0
+        Least impostors, times ``1 / fmr``, of the reference group and of each group.
 
     Returns
     -------
     pandas.DataFrame
         Indexed by group (those with impostor pairs): ``n_impostor``, ``threshold`` (the
-        same for every row) and ``fmr`` (fraction of the group's impostors > threshold).
+        same for every row), ``fmr`` (fraction of the group's impostors > threshold) and
+        ``note`` ("" or "too few impostors").
 
     Raises
     ------
@@ -935,11 +960,13 @@ def fmr_at_reference(
     --------
     >>> pairs = pd.DataFrame({"group": ["AF"] * 4 + ["AM"] * 4, "label": [1, 1, 0, 0] * 2,
     ...                       "score": [0.8, 0.6, 0.3, 0.25, 0.9, 0.7, 0.4, 0.2]})
-    >>> fmr_at_reference(pairs, reference="AM", fmr=0.5)
-           n_impostor  threshold  fmr
+    >>> fmr_at_reference(pairs, reference="AM", fmr=0.5, min_impostor_factor=1)
+           n_impostor  threshold  fmr note
     group
     AF              2        0.2  1.0
     AM              2        0.2  0.5
+    >>> fmr_at_reference(pairs, reference="AM", fmr=0.5)["note"].tolist()  # 2 < 10 / 0.5
+    ['too few impostors', 'too few impostors']
     """
     check_rates(fmr, "fmr")
     s, gen = _scores_labels(pairs, score, label)
@@ -948,13 +975,16 @@ def fmr_at_reference(
     ref_imp = s[(g == reference) & ~gen]
     if ref_imp.size == 0:
         raise ValueError(f"reference: group {reference!r} has no impostor pairs")
-    t = float(threshold_at_fmr(ref_imp, fmr))
+    ref_ok = enough_impostors(ref_imp.size, fmr, min_impostor_factor)
+    t = float(threshold_at_fmr(ref_imp, fmr)) if ref_ok else np.nan
     rows = []
     for grp in sorted(pd.unique(g)):
         imp = s[(g == grp) & ~gen]
         if imp.size:
+            ok = ref_ok and enough_impostors(imp.size, fmr, min_impostor_factor)
             rows.append({group: grp, "n_impostor": int(imp.size), "threshold": t,
-                         "fmr": float(fmr_at(imp, t))})
+                         "fmr": float(fmr_at(imp, t)) if ok else np.nan,
+                         "note": "" if ok else TOO_FEW_IMPOSTORS})
     return pd.DataFrame(rows).set_index(group)
 
 
@@ -968,9 +998,14 @@ def tpr_at_fmr(
     score: str = "score",
     group: str = "group",
     label: str = "label",
+    min_impostor_factor: float = 10.0,
 ) -> pd.DataFrame:
     """Table 4: per-group TPR = mean(genuine > t) at one global threshold t set on all
     impostors pooled (FMR <= ``fmr``), with percentile bootstrap intervals.
+
+    With fewer than ``min_impostor_factor / fmr`` pooled impostors
+    (:func:`facebias.metrics.enough_impostors`) the threshold, every TPR and interval are
+    NaN and ``note`` is "too few impostors", never a rate of 0 or 1.
 
     The bootstrap resamples identities (``ids``; pairs if ``None``) via
     ``stats.bootstrap_weights``; each replicate re-estimates t from weighted impostor
@@ -993,12 +1028,14 @@ def tpr_at_fmr(
         Coverage of the percentile interval.
     score, group, label : str
         Column names.
+    min_impostor_factor : float, default 10.0
+        Least pooled impostors, times ``1 / fmr``.
 
     Returns
     -------
     pandas.DataFrame
-        Indexed by group: ``n_genuine``, ``threshold``, ``tpr`` (a fraction) and, with
-        ``n_boot > 0``, ``tpr_lo`` and ``tpr_hi``.
+        Indexed by group: ``n_genuine``, ``threshold``, ``tpr`` (a fraction), ``note``
+        ("" or "too few impostors") and, with ``n_boot > 0``, ``tpr_lo`` and ``tpr_hi``.
 
     Raises
     ------
@@ -1009,11 +1046,13 @@ def tpr_at_fmr(
     --------
     >>> pairs = pd.DataFrame({"group": ["AF"] * 4 + ["AM"] * 4, "label": [1, 1, 0, 0] * 2,
     ...                       "score": [0.8, 0.6, 0.3, 0.25, 0.9, 0.7, 0.4, 0.2]})
-    >>> tpr_at_fmr(pairs, fmr=0.5, n_boot=0)
-           n_genuine  threshold  tpr
+    >>> tpr_at_fmr(pairs, fmr=0.5, n_boot=0, min_impostor_factor=1)
+           n_genuine  threshold  tpr note
     group
     AF             2       0.25  1.0
     AM             2       0.25  1.0
+    >>> tpr_at_fmr(pairs, fmr=0.5, n_boot=0)["tpr"].tolist()  # 4 impostors < 10 / 0.5
+    [nan, nan]
     """
     rate = float(check_rates(fmr, "fmr")[0][0])
     s, gen = _scores_labels(pairs, score, label)
@@ -1037,12 +1076,18 @@ def tpr_at_fmr(
     def estimate(w: np.ndarray) -> np.ndarray:
         return tpr_at(imp.threshold(np.array([rate]), imp.weigh(w[imp_order])), w)
 
+    ok = enough_impostors(int((~gen).sum()), rate, min_impostor_factor)
     t_point = imp.threshold(np.array([rate]))
     point, t0 = tpr_at(t_point, None), float(t_point[0])
+    if not ok:
+        point, t0 = np.full(len(groups), np.nan), np.nan
     out = pd.DataFrame({
         group: groups, "n_genuine": [r.size for r in gen_rows], "threshold": t0, "tpr": point,
+        "note": "" if ok else TOO_FEW_IMPOSTORS,
     })
-    if n_boot:
+    if n_boot and not ok:
+        out["tpr_lo"] = out["tpr_hi"] = np.nan
+    elif n_boot:
         if ids is not None:
             require_columns(pairs, list(ids), "pairs")
             id1, id2 = pairs[ids[0]].to_numpy(), pairs[ids[1]].to_numpy()
@@ -1052,6 +1097,479 @@ def tpr_at_fmr(
                          bootstrap_weights(len(pairs), n_boot, seed, id1=id1, id2=id2)])
         out["tpr_lo"], out["tpr_hi"] = percentile_interval(reps, ci)
     return out.set_index(group)
+
+
+# --------------------------------------------------------------------------- identity noise
+def identity_outliers(
+    embeddings: Any,
+    identities: Any,
+    eps: float = 0.6,
+    min_samples: int | None = None,
+) -> np.ndarray:
+    """Identity-noise cleaning (paper 003, intra-class noise, Fig. 6a): per identity,
+    DBSCAN (``sklearn.cluster.DBSCAN``, cosine distance ``1 - cos``) on that identity's
+    embeddings; an image is an outlier (to drop) when it is DBSCAN noise or outside the
+    identity's largest cluster.
+
+    The paper runs DBSCAN on ArcFace and MagFace features but gives no parameters; the
+    defaults are the notes' suggestion (``../shared/notes/seeds_002_003.md`` B.6 item 6):
+    ``eps = 0.6`` (neighbours have cosine >= 0.4) and ``min_samples = max(3, 5 % of the
+    identity's images)``. Ties for the largest cluster keep the one DBSCAN found first; an
+    identity where DBSCAN finds no cluster at all has every image flagged. To combine two
+    matchers as the notes suggest, OR their masks.
+
+    Parameters
+    ----------
+    embeddings : array_like
+        (n_images, dim) features, finite, no zero row (the cosine needs a direction).
+    identities : array_like
+        (n_images,) identity label of each image (the folder it was filed under).
+    eps : float, default 0.6
+        DBSCAN neighbourhood radius in cosine distance, in (0, 2).
+    min_samples : int, optional
+        DBSCAN core-point count (the point itself included); default
+        ``max(3, ceil(0.05 * n))`` per identity of ``n`` images.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n_images,) bool, True = outlier (drop), in the input order.
+
+    Raises
+    ------
+    ValueError
+        For a non-2-D, non-finite or zero-norm ``embeddings``, ``identities`` of another
+        length or with missing values, ``eps`` outside (0, 2) or ``min_samples < 1``.
+
+    Examples
+    --------
+    >>> emb = np.array([[1, 0], [0.99, 0.1], [0.98, -0.1], [0, 1.0]])
+    >>> identity_outliers(emb, ["a"] * 4)  # the 4th is 90 degrees off the other three
+    array([False, False, False,  True])
+    """
+    from sklearn.cluster import DBSCAN
+
+    x = np.asarray(embeddings, dtype=np.float64)
+    if x.ndim != 2 or not np.isfinite(x).all():
+        raise ValueError(f"embeddings: must be a finite 2-D array, got shape {x.shape}")
+    if (np.linalg.norm(x, axis=1) == 0).any():
+        raise ValueError("embeddings: a row has zero norm (no direction for the cosine)")
+    ids = pd.Series(np.asarray(identities, dtype=object))
+    if len(ids) != len(x) or ids.isna().any():
+        raise ValueError(f"identities: need {len(x)} labels without missing values, got {len(ids)}")
+    if not 0 < eps < 2:
+        raise ValueError(f"eps: must lie in (0, 2), got {eps!r}")
+    if min_samples is not None and min_samples < 1:
+        raise ValueError(f"min_samples: must be >= 1, got {min_samples!r}")
+    drop = np.zeros(len(x), dtype=bool)
+    for rows in ids.groupby(ids, sort=False).indices.values():
+        ms = min_samples if min_samples is not None else max(3, int(np.ceil(0.05 * rows.size)))
+        lab = DBSCAN(eps=eps, min_samples=ms, metric="cosine").fit_predict(x[rows])
+        clustered = lab[lab >= 0]
+        if clustered.size == 0:
+            drop[rows] = True
+            continue
+        drop[rows] = lab != np.bincount(clustered).argmax()
+    return drop
+
+
+# --------------------------------------------------------------------------- Fig. 9
+#: Paper 003 Fig. 9 / section 3.2: (identities, images per identity) per group subset.
+IDENTITY_COUNT_DESIGNS: tuple[tuple[int, int], ...] = ((200, 15), (100, 20), (50, 25))
+
+
+def identity_count_subset(images: pd.DataFrame, n_identities: int, n_images: int, seed: int = 0,
+                          identity: str = "identity", group: str = "group") -> pd.DataFrame:
+    """Per group, ``n_identities`` random identities with ``n_images`` random images each
+    (paper 003 Fig. 9: "AF-200-15" = 200 identities x 15 images of AF).
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        One row per image with ``identity`` and ``group`` columns.
+    n_identities, n_images : int
+        Subset size per group (>= 1 and >= 2).
+    seed : int, default 0
+        Seeds the draw.
+    identity, group : str
+        Column names.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The chosen rows of ``images`` (original index), group by group.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, or a group with fewer than ``n_identities`` identities
+        that have at least ``n_images`` images.
+
+    Examples
+    --------
+    >>> imgs = pd.DataFrame({"group": "AF", "identity": np.repeat(np.arange(4), 3)})
+    >>> identity_count_subset(imgs, 2, 2).groupby("identity").size().tolist()
+    [2, 2]
+    """
+    require_columns(images, [identity, group], "images")
+    if n_identities < 1 or n_images < 2:
+        raise ValueError(f"need n_identities >= 1 and n_images >= 2, got {n_identities}, {n_images}")
+    rng = np.random.default_rng(seed)
+    keep = []
+    for g in sorted(pd.unique(images[group].astype(str))):
+        sub = images[images[group].astype(str) == g]
+        sizes = sub.groupby(identity, sort=True).size()
+        ok = sizes.index[sizes >= n_images].to_numpy()
+        if ok.size < n_identities:
+            raise ValueError(f"group {g!r}: {ok.size} identities have >= {n_images} images, "
+                             f"need {n_identities}")
+        for i in rng.choice(ok, n_identities, replace=False):
+            rows = sub.index[sub[identity].to_numpy() == i].to_numpy()
+            keep.append(rng.choice(rows, n_images, replace=False))
+    return images.loc[np.concatenate(keep)]
+
+
+def _weighted_dprime(s: np.ndarray, gen: np.ndarray, w: np.ndarray) -> float:
+    def mv(m: np.ndarray) -> tuple[float, float]:
+        ww = w[m]
+        if ww.sum() <= 0:
+            return np.nan, np.nan
+        mu = float(np.average(s[m], weights=ww))
+        return mu, float(np.average((s[m] - mu) ** 2, weights=ww))
+
+    (mg, vg), (mi, vi) = mv(gen), mv(~gen)
+    spread = np.sqrt((vg + vi) / 2)
+    return float(abs(mg - mi) / spread) if spread > 0 else np.nan
+
+
+def dprime_identity_bootstrap(pairs: pd.DataFrame, n_boot: int = 200, seed: int = 0, ci: float = 0.95,
+                              ids: tuple[str, str] = ("id1", "id2"), score: str = "score",
+                              group: str = "group", label: str = "label") -> pd.DataFrame:
+    """d' per group with a percentile interval from the identity (cluster) bootstrap of
+    :func:`facebias.stats.bootstrap_weights` (each replicate a weighted d').
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        Pair table (``ids``, group, label, score; similarities).
+    n_boot : int, default 200
+        Replicates per group (0 = no interval: NaN bounds).
+    seed : int, default 0
+        Bootstrap seed.
+    ci : float, default 0.95
+        Interval coverage.
+    ids : tuple of str, default ("id1", "id2")
+        Identity columns resampled.
+    score, group, label : str
+        Column names.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by group: ``n_genuine, n_impostor, dprime, dprime_lo, dprime_hi``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`dprime_by_group`, or a missing identity column.
+    """
+    s, gen = _scores_labels(pairs, score, label)
+    require_columns(pairs, [group, *ids], "pairs")
+    g = pairs[group].astype(str).to_numpy()
+    rows = []
+    for grp in sorted(pd.unique(g)):
+        m = g == grp
+        sg, gg = s[m], gen[m]
+        point = d_prime(sg[gg], sg[~gg])
+        lo = hi = np.nan
+        if n_boot:
+            reps = np.array([_weighted_dprime(sg, gg, w) for w in bootstrap_weights(
+                int(m.sum()), n_boot, seed, id1=pairs[ids[0]].to_numpy()[m], id2=pairs[ids[1]].to_numpy()[m])])
+            lo, hi = (float(v) for v in percentile_interval(reps, ci))
+        rows.append({group: grp, "n_genuine": int(gg.sum()), "n_impostor": int((~gg).sum()),
+                     "dprime": point, "dprime_lo": lo, "dprime_hi": hi})
+    return pd.DataFrame(rows).set_index(group)
+
+
+def _ks_stats(x: np.ndarray, sides: np.ndarray) -> np.ndarray:
+    """KS statistic of ``x[side]`` vs ``x[~side]`` for each row of bool ``sides``."""
+    order = np.argsort(x, kind="stable")
+    last = np.r_[x[order][1:] != x[order][:-1], True]  # compare the CDFs after each tie run
+    a = sides[:, order]
+    ca = np.cumsum(a, axis=1)[:, last] / a.sum(axis=1, keepdims=True)
+    cb = np.cumsum(~a, axis=1)[:, last] / (~a).sum(axis=1, keepdims=True)
+    return np.abs(ca - cb).max(axis=1)
+
+
+def score_ks(pairs_a: pd.DataFrame, pairs_b: pd.DataFrame, n_perm: int = 0, seed: int = 0,
+             block: str = "id1", score: str = "score", group: str = "group",
+             label: str = "label") -> pd.DataFrame:
+    """Two-sample KS test (``scipy.stats.ks_2samp``) of the genuine and of the impostor
+    score distributions of each group between two pair tables.
+
+    ``ks_2samp`` treats pairs as independent, but pairs of one identity share its images
+    (their factor effects), so its ``p_value`` is anti-conservative on pair tables: in a
+    null world it rejects at a KS distance of a few hundredths with ~20,000 pairs. With
+    ``n_perm > 0`` a permutation p-value that respects the clustering is added: whole
+    identity blocks (pairs grouped by ``block``, per table) are reassigned between the
+    two tables, keeping each table's number of blocks, and the KS statistic recomputed:
+    ``p_perm = (1 + #{ks_perm >= ks}) / (1 + n_perm)``.
+
+    Parameters
+    ----------
+    pairs_a, pairs_b : pandas.DataFrame
+        Pair tables (group, label, score, and ``block`` for the permutation).
+    n_perm : int, default 0
+        Identity-block permutations (0 = no ``p_perm`` column).
+    seed : int, default 0
+        Permutation seed.
+    block : str, default "id1"
+        Column whose values define the blocks (an impostor pair goes with its first
+        identity).
+    score, group, label : str
+        Column names.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``group, kind`` ("genuine" / "impostor"), ``n_a, n_b, ks, p_value`` (and
+        ``p_perm``), for the groups with such pairs in both tables.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a bad label or a non-finite score.
+
+    Examples
+    --------
+    >>> a = pd.DataFrame({"group": "AF", "label": [1, 1, 0, 0], "score": [0.8, 0.7, 0.1, 0.2]})
+    >>> b = a.assign(score=[0.6, 0.5, 0.1, 0.2])
+    >>> score_ks(a, b)[["kind", "ks"]].values.tolist()
+    [['genuine', 1.0], ['impostor', 0.0]]
+    """
+    sa, ga = _scores_labels(pairs_a, score, label)
+    sb, gb = _scores_labels(pairs_b, score, label)
+    cols = [group, block] if n_perm else [group]
+    require_columns(pairs_a, cols, "pairs_a")
+    require_columns(pairs_b, cols, "pairs_b")
+    grp_a, grp_b = pairs_a[group].astype(str).to_numpy(), pairs_b[group].astype(str).to_numpy()
+    rng = np.random.default_rng(seed)
+    rows = []
+    for grp in sorted(set(grp_a) & set(grp_b)):
+        for kind, want in (("genuine", True), ("impostor", False)):
+            ma, mb = (grp_a == grp) & (ga == want), (grp_b == grp) & (gb == want)
+            xa, xb = sa[ma], sb[mb]
+            if not (xa.size and xb.size):
+                continue
+            res = _st.ks_2samp(xa, xb)
+            row = {"group": grp, "kind": kind, "n_a": xa.size, "n_b": xb.size,
+                   "ks": float(res.statistic), "p_value": float(res.pvalue)}
+            if n_perm:
+                ca = pd.factorize(pairs_a[block].to_numpy()[ma])[0]
+                cb = pd.factorize(pairs_b[block].to_numpy()[mb])[0]
+                ka, kb = ca.max() + 1, cb.max() + 1
+                codes, x = np.r_[ca, cb + ka], np.r_[xa, xb]
+                sides = np.zeros((n_perm, ka + kb), dtype=bool)
+                for r in range(n_perm):
+                    sides[r, rng.permutation(ka + kb)[:ka]] = True
+                perm = np.concatenate([_ks_stats(x, sides[i:i + 25, codes]) for i in range(0, n_perm, 25)])
+                row["p_perm"] = float((1 + np.sum(perm >= row["ks"] - 1e-12)) / (1 + n_perm))
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["group", "kind", "n_a", "n_b", "ks", "p_value"]
+                        + (["p_perm"] if n_perm else []))
+
+
+def identity_count_experiment(
+    images: pd.DataFrame,
+    pairs_fn: Any,
+    designs: Sequence[tuple[int, int]] = IDENTITY_COUNT_DESIGNS,
+    n_boot: int = 200,
+    seed: int = 0,
+    ci: float = 0.95,
+    n_perm: int = 200,
+) -> dict[str, pd.DataFrame]:
+    """Paper 003 Fig. 9 / section 3.2: per group, subsets of identities x images per
+    identity (default 200 x 15, 100 x 20, 50 x 25); d' per subset with identity-bootstrap
+    intervals (:func:`dprime_identity_bootstrap`) and the KS test (:func:`score_ks`) of
+    genuine and impostor scores between every two subsets. The paper's claim ("identity
+    count is not what drives accuracy") is that the distributions coincide.
+
+    Subsets are drawn independently (each with its own seed), so they may share
+    identities and pairs; shared pairs make the KS test conservative.
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        One row per image (``identity``, ``group``).
+    pairs_fn : callable
+        Maps an image subset to its scored pair table (``id1, id2, group, label, score``),
+        e.g. ``functools.partial(facebias.worlds.batest.batest_pairs, config=...)``.
+    designs : sequence of (int, int), default :data:`IDENTITY_COUNT_DESIGNS`
+        (identities, images per identity) per subset.
+    n_boot : int, default 200
+        Bootstrap replicates per subset and group.
+    seed : int, default 0
+        Seeds the subsets (``seed + k`` for the k-th) and the bootstrap.
+    ci : float, default 0.95
+        Interval coverage.
+    n_perm : int, default 200
+        Identity-block permutations of :func:`score_ks` (its ``p_perm``; ``p_value`` from
+        ``ks_2samp`` assumes independent pairs and is anti-conservative here).
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        ``"dprime"``: ``design`` (e.g. ``"200x15"``), ``n_identities, n_images, group,
+        n_genuine, n_impostor, dprime, dprime_lo, dprime_hi``; ``"ks"``: ``design_a,
+        design_b`` and the :func:`score_ks` columns.
+
+    Raises
+    ------
+    ValueError
+        As :func:`identity_count_subset` (world too small for a design) and
+        :func:`dprime_identity_bootstrap`.
+    """
+    pair_sets, rows = {}, []
+    for k, (n_ids, n_img) in enumerate(designs):
+        name = f"{n_ids}x{n_img}"
+        pairs = pairs_fn(identity_count_subset(images, n_ids, n_img, seed=seed + k))
+        pair_sets[name] = pairs
+        d = dprime_identity_bootstrap(pairs, n_boot=n_boot, seed=seed, ci=ci).reset_index()
+        rows.append(d.assign(design=name, n_identities=n_ids, n_images=n_img))
+    dp = pd.concat(rows, ignore_index=True)
+    dp = dp[["design", "n_identities", "n_images", "group", "n_genuine", "n_impostor", "dprime",
+             "dprime_lo", "dprime_hi"]]
+    names = list(pair_sets)
+    ks = [score_ks(pair_sets[a], pair_sets[b], n_perm=n_perm, seed=seed).assign(design_a=a, design_b=b)
+          for i, a in enumerate(names) for b in names[i + 1:]]
+    ks_cols = ["design_a", "design_b", "group", "kind", "n_a", "n_b", "ks", "p_value"] + (
+        ["p_perm"] if n_perm else [])
+    ks = pd.concat(ks, ignore_index=True)[ks_cols] if ks else pd.DataFrame(columns=ks_cols)
+    return {"dprime": dp, "ks": ks}
+
+
+# --------------------------------------------------------------------------- section 5
+def challenging_subset(
+    images: pd.DataFrame,
+    quality: Sequence[str] = ("quality",),
+    n_subjects: int = 90,
+    n_images: int = 5,
+    seed: int = 0,
+    allow_fewer: bool = False,
+    identity: str = "identity",
+    group: str = "group",
+) -> pd.DataFrame:
+    """Paper 003 section 5, the challenging subset: each ``quality`` column is min-max
+    normalised to [0, 1] over all ``images``, the columns are averaged (notes B.6 item 10:
+    the mean ranks like the paper's sum), and per group ``n_subjects`` random identities
+    with ``n_images`` random images each are drawn among the images strictly below that
+    group's median aggregated quality (paper: 90 subjects x 5 images per group).
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        One row per image with ``identity``, ``group`` and the ``quality`` columns
+        (higher = better, finite).
+    quality : sequence of str, default ("quality",)
+        Quality columns (the paper's FaceQnet and MagFace).
+    n_subjects, n_images : int, default 90, 5
+        Identities per group and images per identity.
+    seed : int, default 0
+        Seeds the draw.
+    allow_fewer : bool, default False
+        Take every eligible identity of a group that has fewer than ``n_subjects`` (else
+        raise).
+    identity, group : str
+        Column names.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The chosen rows (original index) with ``quality_norm`` (the aggregated normalised
+        quality) and ``quality_median`` (its group median) added.
+
+    Raises
+    ------
+    ValueError
+        For a missing or non-finite quality column, sizes below 1, or (unless
+        ``allow_fewer``) a group with fewer than ``n_subjects`` identities having
+        ``n_images`` images below the median.
+
+    Examples
+    --------
+    >>> imgs = pd.DataFrame({"group": "AF", "identity": np.repeat([0, 1, 2], 4),
+    ...                      "quality": [1, 2, 9, 9, 1, 9, 9, 9, 1, 2, 3, 9.0]})
+    >>> sorted(challenging_subset(imgs, n_subjects=2, n_images=2)["identity"])  # median 6: id 1 has 1 below
+    [0, 0, 2, 2]
+    """
+    require_columns(images, [identity, group, *quality], "images")
+    if n_subjects < 1 or n_images < 1:
+        raise ValueError(f"need n_subjects >= 1 and n_images >= 1, got {n_subjects}, {n_images}")
+    q = np.column_stack([check_scores(images[c], c) for c in quality]).astype(np.float64)
+    span = q.max(axis=0) - q.min(axis=0)
+    qn = ((q - q.min(axis=0)) / np.where(span > 0, span, 1.0)).mean(axis=1)
+    out = images.assign(quality_norm=qn)
+    out["quality_median"] = out.groupby(out[group].astype(str))["quality_norm"].transform("median")
+    rng = np.random.default_rng(seed)
+    keep = []
+    for g in sorted(pd.unique(out[group].astype(str))):
+        poor = out[(out[group].astype(str) == g) & (out["quality_norm"] < out["quality_median"])]
+        sizes = poor.groupby(identity, sort=True).size()
+        ok = sizes.index[sizes >= n_images].to_numpy()
+        if ok.size < n_subjects and not allow_fewer:
+            raise ValueError(f"group {g!r}: {ok.size} identities have >= {n_images} images below "
+                             f"the median quality, need {n_subjects}")
+        for i in rng.choice(ok, min(n_subjects, ok.size), replace=False):
+            rows = poor.index[poor[identity].to_numpy() == i].to_numpy()
+            keep.append(rng.choice(rows, n_images, replace=False))
+    return out.loc[np.concatenate(keep) if keep else []]
+
+
+# --------------------------------------------------------------------------- Fig. 16
+def mask_heatmap(masks: Any, groups: Any, first: str, second: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Paper 003 Fig. 16 (bottom): pixelwise mean face-area mask of two groups and their
+    difference ``mean(first) - mean(second)`` (positive = more often face in ``first``).
+
+    Parameters
+    ----------
+    masks : array_like
+        (n, H, W) bool (or 0/1) face-area masks of aligned crops.
+    groups : array_like
+        (n,) group label of each mask.
+    first, second : str
+        The two groups compared (e.g. a race's female and male groups).
+
+    Returns
+    -------
+    diff, mean_first, mean_second : numpy.ndarray
+        (H, W) float64: the difference and the two mean masks (fractions of images).
+
+    Raises
+    ------
+    ValueError
+        For masks that are not (n, H, W) 0/1, ``groups`` of another length, or a group
+        without masks.
+
+    Examples
+    --------
+    >>> m = np.array([[[1, 1], [0, 0]], [[1, 0], [0, 0]], [[0, 0], [1, 1]]])
+    >>> mask_heatmap(m, ["F", "F", "M"], "F", "M")[0]
+    array([[ 1. ,  0.5],
+           [-1. , -1. ]])
+    """
+    m = np.asarray(masks)
+    if m.ndim != 3 or not np.isin(m, (0, 1)).all():
+        raise ValueError(f"masks: need an (n, H, W) array of 0/1, got shape {m.shape}")
+    g = np.asarray(groups).astype(str)
+    if g.shape != (m.shape[0],):
+        raise ValueError(f"groups: need {m.shape[0]} labels, got shape {g.shape}")
+    means = []
+    for name in (first, second):
+        sel = g == str(name)
+        if not sel.any():
+            raise ValueError(f"groups: no masks of group {name!r}")
+        means.append(m[sel].astype(np.float64).mean(axis=0))
+    return means[0] - means[1], means[0], means[1]
 
 
 # --------------------------------------------------------------------------- Table 1 text
@@ -1166,6 +1684,9 @@ def summarise(*, provenance: str, config: BATestConfig, world: BAWorldConfig, im
               real_factors: pd.DataFrame | None = None, real_fte: pd.DataFrame | None = None,
               lfw_fte: pd.DataFrame | None = None, lfw_accounting: pd.DataFrame | None = None,
               lfw_report: pd.DataFrame | None = None, lfw_pairs: pd.DataFrame | None = None,
+              identity_count: Mapping[str, pd.DataFrame] | None = None,
+              identity_noise: Mapping[str, Any] | None = None,
+              challenging: pd.DataFrame | None = None,
               ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(headline, details)``: what ``reports/metrics/<name>.json`` and
     ``<name>_details.json`` hold (notebooks/ba_test.py).
@@ -1200,6 +1721,13 @@ def summarise(*, provenance: str, config: BATestConfig, world: BAWorldConfig, im
         Real-image factors and failure-to-enrol tables (``None`` when not run).
     lfw_accounting, lfw_report, lfw_pairs : pandas.DataFrame, optional
         LFW filter accounting, balance report and pairs (``None`` when not run).
+    identity_count : dict of str to pandas.DataFrame, optional
+        :func:`identity_count_experiment` output (Fig. 9), stored as records.
+    identity_noise : dict, optional
+        JSON-ready summary of :func:`identity_outliers` runs (Fig. 6a), stored as given.
+    challenging : pandas.DataFrame, optional
+        Per-group table of the :func:`challenging_subset` evaluation (columns
+        ``(subset, quantity)``), stored as ``subset -> quantity -> group``.
 
     Returns
     -------
@@ -1238,5 +1766,10 @@ def summarise(*, provenance: str, config: BATestConfig, world: BAWorldConfig, im
         "lfw_accounting": _records(lfw_accounting),
         "lfw_balance_report": _records(lfw_report),
         "lfw_pair_mask_iou": None if lfw_pairs is None else _mask_iou_summary(lfw_pairs),
+        "identity_count": None if identity_count is None else {
+            k: _records(v) for k, v in identity_count.items()},
+        "identity_noise": None if identity_noise is None else dict(identity_noise),
+        "challenging": None if challenging is None else {
+            k: challenging[k].to_dict() for k in challenging.columns.get_level_values(0).unique()},
     }
     return head, details

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -34,15 +34,22 @@ from facebias.io import (
 )
 from facebias.metrics import check_rates, fmr_at, fnmr_at, threshold_at_fmr
 
+if TYPE_CHECKING:
+    from facebias.worlds.bfw import BFWWorldConfig
+
 __all__ = [
     "select_pairs",
     "cross_validated_rates",
     "fold_average",
+    "null_fmr_ratio",
     "tar_at_far_table",
     "fpr_deviation_table",
     "accuracy_optimal_threshold",
     "legacy_decision_thresholds",
     "legacy_tar_table",
+    "rank1_confusion",
+    "DET_BY",
+    "fold_averaged_det",
     "BFWConfig",
     "load_pair_table",
     "SubgroupCurves",
@@ -192,6 +199,63 @@ def fold_average(cv: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def null_fmr_ratio(
+    config: BFWWorldConfig, seeds: Sequence[int], fars: Sequence[float], grouping: str = "query"
+) -> pd.DataFrame:
+    """Max/min held-out FMR across subgroups at one global threshold, in null worlds.
+
+    For each seed, the world ``config`` with that seed (:func:`facebias.worlds.bfw.make_bfw_world`)
+    is scored by :func:`cross_validated_rates` and :func:`fold_average`; the ratio is
+    :func:`facebias.metrics.max_min_ratio` of the subgroups' fold-averaged FMR under the
+    ``global`` policy. In a null world (every system plants the same ``rho`` and ``sigma``
+    in every subgroup) any ratio above 1 arises by chance: it is the yardstick for reading
+    an observed ratio (README, "Two cautions").
+
+    Parameters
+    ----------
+    config : facebias.worlds.bfw.BFWWorldConfig
+        The null world's size and systems (its ``seed`` is replaced by each of ``seeds``).
+    seeds : sequence of int
+        World seeds (at least one).
+    fars : sequence of float
+        Target FMRs, fractions in (0, 1).
+    grouping : {"query", "intra"}, default "query"
+        See :func:`select_pairs`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (seed, system, fmr_target): ``ratio`` (max/min FMR, >= 1),
+        ``fmr_min`` and ``fmr_max`` (fractions).
+
+    Raises
+    ------
+    ValueError
+        If ``seeds`` is empty, or a system of ``config`` plants a subgroup difference
+        (``rho`` or ``sigma`` not the same in every subgroup).
+    """
+    from dataclasses import replace
+
+    from facebias.worlds.bfw import make_bfw_world
+
+    if not len(seeds):
+        raise ValueError("seeds: name at least one seed")
+    for spec in config.systems:
+        groups = list(spec.group_similarity)
+        if len({spec.rho(g) for g in groups}) > 1 or len({spec.sigma(g) for g in groups}) > 1:
+            raise ValueError(f"system {spec.name!r} plants subgroup differences: not a null world")
+    rows = []
+    for seed in seeds:
+        df = make_bfw_world(replace(config, seed=int(seed)))
+        for spec in config.systems:
+            avg = fold_average(cross_validated_rates(df, spec.name, fars, grouping))
+            for f, sub in avg[avg["policy"] == "global"].groupby("fmr_target", sort=False):
+                rows.append((int(seed), spec.name, float(f), float(metrics.max_min_ratio(sub["fmr"])),
+                             float(sub["fmr"].min()), float(sub["fmr"].max())))
+    out = pd.DataFrame(rows, columns=["seed", "system", "fmr_target", "ratio", "fmr_min", "fmr_max"])
+    return out.sort_values(["seed", "system", "fmr_target"], ascending=[True, True, False], ignore_index=True)
+
+
 def tar_at_far_table(avg: pd.DataFrame) -> pd.DataFrame:
     """TAR@FAR (standard definition) as a groups × (policy, FAR) table with an ``Avg`` row.
 
@@ -233,10 +297,14 @@ def fpr_deviation_table(avg: pd.DataFrame, policy: str) -> pd.DataFrame:
         axis=1, ascending=False)
 
 
-def accuracy_optimal_threshold(scores: np.ndarray, labels: np.ndarray, grid: np.ndarray) -> float:
+def accuracy_optimal_threshold(
+    scores: np.ndarray, labels: np.ndarray, grid: np.ndarray, early_stop: int | None = None
+) -> float:
     """Threshold on ``grid`` maximising ``mean((score > t) == label)``; ties go to the larger t.
 
-    The BFW repository's ``find_best_threshold`` rule (without its early stop).
+    The BFW repository's ``find_best_threshold`` rule; with ``early_stop`` also its early
+    stop: the grid is scanned upwards and the scan ends once the accuracy has fallen
+    more than ``early_stop`` times in a row (the repository uses 5).
 
     Parameters
     ----------
@@ -246,11 +314,14 @@ def accuracy_optimal_threshold(scores: np.ndarray, labels: np.ndarray, grid: np.
         1/True = genuine.
     grid : numpy.ndarray
         Candidate thresholds.
+    early_stop : int, optional
+        Stop scanning after more than this many consecutive decreases of the accuracy;
+        ``None`` (default) scans the whole grid.
 
     Returns
     -------
     float
-        The best threshold on ``grid``.
+        The best threshold on ``grid`` (among the points scanned).
 
     Examples
     --------
@@ -264,18 +335,28 @@ def accuracy_optimal_threshold(scores: np.ndarray, labels: np.ndarray, grid: np.
     gen, imp = np.sort(s[y]), np.sort(s[~y])
     correct = (gen.size - np.searchsorted(gen, grid, side="right")) + np.searchsorted(
         imp, grid, side="right")
+    if early_stop is not None:
+        falls = 0
+        for i in range(1, correct.size):
+            falls = falls + 1 if correct[i] < correct[i - 1] else 0
+            if falls > early_stop:
+                correct = correct[: i + 1]
+                break
     best = np.flatnonzero(correct == correct.max())[-1]
     return float(grid[best])
 
 
 def legacy_decision_thresholds(
-    df: pd.DataFrame, score: str, grouping: str = "intra", n_grid: int = 1000
+    df: pd.DataFrame, score: str, grouping: str = "intra", n_grid: int = 1000, grid: str = "quantile"
 ) -> tuple[float, dict[str, float]]:
     """Accuracy-optimal decision thresholds as the BFW repository fits them for Table 3.
 
     For each fold, the best threshold on the other folds (globally, and per subgroup); the
-    thresholds are the means over folds. The grid spans the 0.1–99.9% score quantiles
-    (the repository's ``linspace(0.18, 0.40)`` only suits SphereFace scores).
+    thresholds are the means over folds. With ``grid="quantile"`` (default, ours) the grid
+    spans the 0.1–99.9% score quantiles and is scanned whole; with ``grid="released"`` it
+    is the released code's ``numpy.linspace(0.18, 0.40, n_grid)`` (500 or 5000 points
+    there) with its early stop after more than 5 consecutive accuracy decreases
+    (:func:`accuracy_optimal_threshold`), which only suits SphereFace-like scores.
 
     Parameters
     ----------
@@ -287,6 +368,8 @@ def legacy_decision_thresholds(
         See :func:`select_pairs`.
     n_grid : int, default 1000
         Grid points.
+    grid : {"quantile", "released"}, default "quantile"
+        The threshold grid (see above).
 
     Returns
     -------
@@ -298,20 +381,25 @@ def legacy_decision_thresholds(
     Raises
     ------
     ValueError
-        For an unknown ``grouping``.
+        For an unknown ``grouping`` or ``grid``.
     """
+    if grid not in ("quantile", "released"):
+        raise ValueError(f"grid: expected 'quantile' or 'released', got {grid!r}")
     pairs = select_pairs(df, grouping)
     s, y, fold = pairs[score].to_numpy(), pairs["label"].to_numpy() == 1, pairs["fold"].to_numpy()
-    grid = np.linspace(*np.quantile(s, [0.001, 0.999]), n_grid)
+    if grid == "released":
+        points, stop = np.linspace(0.18, 0.40, n_grid), 5
+    else:
+        points, stop = np.linspace(*np.quantile(s, [0.001, 0.999]), n_grid), None
     groups = np.sort(pairs["group"].unique())
     group = pairs["group"].to_numpy()
     t_glob, t_grp = [], {g: [] for g in groups}
     for k in np.unique(fold):
         train = fold != k
-        t_glob.append(accuracy_optimal_threshold(s[train], y[train], grid))
+        t_glob.append(accuracy_optimal_threshold(s[train], y[train], points, stop))
         for g in groups:
             m = train & (group == g)
-            t_grp[g].append(accuracy_optimal_threshold(s[m], y[m], grid))
+            t_grp[g].append(accuracy_optimal_threshold(s[m], y[m], points, stop))
     return float(np.mean(t_glob)), {g: float(np.mean(v)) for g, v in t_grp.items()}
 
 
@@ -376,6 +464,172 @@ def legacy_tar_table(
     out = pd.DataFrame(rows).T
     out.index.names = ["policy", "group"]
     return out
+
+
+def rank1_confusion(
+    embeddings: np.ndarray,
+    groups: Sequence[str],
+    ids: Sequence[Any],
+    subgroups: Sequence[str] | None = None,
+    chunk: int = 1024,
+) -> pd.DataFrame:
+    """Paper 002 Fig. 5: the subgroup of each probe's nearest other-identity neighbour.
+
+    Every image is a probe; its neighbour is the image of *another* identity with the
+    largest cosine similarity (images of the probe's own identity are excluded; ties go to
+    the lowest index). Cell (g, h) is the share of subgroup g's probes whose neighbour is in
+    subgroup h, so every row sums to 1. With no subgroup structure and equal subgroup sizes
+    the rows are near uniform (1/8 each for BFW's 8); planted within-subgroup similarity
+    puts mass on the diagonal. (The released notebook counts only rank-1 *errors* of a
+    search over all images; here every probe's nearest impostor counts.)
+
+    Parameters
+    ----------
+    embeddings : numpy.ndarray
+        Shape (n, d), one row per image; rows are normalised to unit length here.
+    groups : sequence of str
+        Subgroup of each image (length n).
+    ids : sequence
+        Identity of each image (length n); at least two identities.
+    subgroups : sequence of str, optional
+        Row and column order; default the sorted distinct ``groups``.
+    chunk : int, default 1024
+        Probes per block of the similarity matrix (memory: ``chunk * n`` floats).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows: probe subgroup (index name ``probe``); columns: neighbour subgroup (name
+        ``neighbour``); row-normalised shares (fractions); NaN rows for subgroups without
+        probes.
+
+    Raises
+    ------
+    ValueError
+        For mismatched lengths, a non-2-D or non-finite embedding matrix, a zero row, fewer
+        than two identities, or a group not in ``subgroups``.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
+    >>> t = rank1_confusion(x, ["A", "A", "B", "B"], [0, 1, 2, 3])
+    >>> t.to_dict("index")  # each probe's nearest other identity is in its own group
+    {'A': {'A': 1.0, 'B': 0.0}, 'B': {'A': 0.0, 'B': 1.0}}
+    """
+    x = np.asarray(embeddings, dtype=np.float64)
+    grp = np.asarray(groups).astype(str)
+    ident = pd.factorize(np.asarray(ids))[0]
+    if x.ndim != 2 or not np.isfinite(x).all():
+        raise ValueError(f"embeddings: need a finite 2-D array, got shape {x.shape}")
+    if not (x.shape[0] == grp.size == ident.size):
+        raise ValueError(f"embeddings, groups and ids differ in length: {x.shape[0]}, {grp.size}, {ident.size}")
+    if ident.size and ident.max() < 1:
+        raise ValueError("ids: need at least two identities")
+    norm = np.linalg.norm(x, axis=1, keepdims=True)
+    if (norm == 0).any():
+        raise ValueError("embeddings: a row is zero")
+    x = x / norm
+    order = list(subgroups) if subgroups is not None else sorted(set(grp))
+    unknown = sorted(set(grp) - set(order))
+    if unknown:
+        raise ValueError(f"groups {unknown} are not in subgroups {order}")
+    nn = np.empty(x.shape[0], dtype=np.int64)
+    for start in range(0, x.shape[0], chunk):
+        sim = x[start:start + chunk] @ x.T
+        sim[ident[start:start + chunk, None] == ident[None, :]] = -np.inf
+        nn[start:start + chunk] = np.argmax(sim, axis=1)
+    counts = pd.crosstab(pd.Categorical(grp, categories=order), pd.Categorical(grp[nn], categories=order),
+                         dropna=False)
+    shares = counts.div(counts.sum(axis=1).replace(0, np.nan), axis=0).astype(float)
+    shares.index = pd.Index(order, name="probe")
+    shares.columns = pd.Index(order, name="neighbour")
+    return shares
+
+
+#: Fig. 3's three panels: a pair's group is its query's subgroup, gender or ethnicity
+DET_BY = {"subgroup": "a1", "gender": "g1", "ethnicity": "e1"}
+
+
+def fold_averaged_det(
+    df: pd.DataFrame,
+    score: str,
+    by: str = "subgroup",
+    fmr_grid: Sequence[float] | None = None,
+    threshold: float | None = None,
+    grouping: str = "query",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Paper 002 Fig. 3: DET curves per group, averaged over the folds (not pooled).
+
+    In each fold and group, FNMR at each FMR of ``fmr_grid`` (threshold
+    :func:`facebias.metrics.threshold_at_fmr` of that fold's impostors); the curve is the
+    mean over folds at each grid point (vertical averaging, notes A.2 #10). With
+    ``threshold``, each group's (FMR, FNMR) at that one constant score threshold, averaged
+    over folds: the points the paper joins by the line of one global threshold.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A BFW pair table with ``fold``, ``label`` (1 = genuine), the group columns and
+        ``score``.
+    score : str
+        The system's similarity column.
+    by : {"subgroup", "gender", "ethnicity"}, default "subgroup"
+        The panel: the query's ``a1``, ``g1`` or ``e1`` (:data:`DET_BY`).
+    fmr_grid : sequence of float, optional
+        FMR points, fractions in (0, 1); default 41 log-spaced from 1e-4 to 1.
+    threshold : float, optional
+        A constant score threshold (pair matches iff ``score > threshold``).
+    grouping : {"query", "intra"}, default "query"
+        See :func:`select_pairs`.
+
+    Returns
+    -------
+    curves : pandas.DataFrame
+        Columns ``group, fmr, fnmr, fnmr_sd, n_folds`` (fractions; ``fnmr_sd`` across
+        folds), ``fmr`` ascending within each group.
+    at_threshold : pandas.DataFrame
+        Columns ``group, fmr, fnmr`` at ``threshold`` (mean over folds); empty without it.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``by`` or grouping, a grid point outside (0, 1), or a group
+        without genuine or impostor pairs in a fold.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"fold": [1] * 4 + [2] * 4, "label": [1, 1, 0, 0] * 2,
+    ...                    "a1": "AF", "a2": "AF", "s": [0.9, 0.4, 0.5, 0.1, 0.8, 0.7, 0.6, 0.2]})
+    >>> curves, at = fold_averaged_det(df, "s", fmr_grid=[0.5], threshold=0.45)
+    >>> curves[["group", "fmr", "fnmr"]].to_dict("records")  # fold 1: t=0.1, FNMR 0; fold 2: t=0.2, 0
+    [{'group': 'AF', 'fmr': 0.5, 'fnmr': 0.0}]
+    >>> at[["fmr", "fnmr"]].to_dict("records")  # fold 1: FMR 1/2, FNMR 1/2; fold 2: FMR 1/2, FNMR 0
+    [{'fmr': 0.5, 'fnmr': 0.25}]
+    """
+    if by not in DET_BY:
+        raise ValueError(f"by: expected one of {sorted(DET_BY)}, got {by!r}")
+    grid = np.sort(check_rates(np.geomspace(1e-4, 0.999, 41) if fmr_grid is None else fmr_grid, "fmr_grid")[0])
+    pairs = select_pairs(df, grouping)
+    s, is_gen = pairs[score].to_numpy(), pairs["label"].to_numpy() == 1
+    fold, group = pairs["fold"].to_numpy(), pairs[DET_BY[by]].astype(str).to_numpy()
+    rows, at = [], []
+    for g in sorted(set(group)):
+        per_fold, points = [], []
+        for k in np.unique(fold):
+            m = (group == g) & (fold == k)
+            imp, gen = s[m & ~is_gen], s[m & is_gen]
+            if imp.size == 0 or gen.size == 0:
+                raise ValueError(f"fold {k}: group {g!r} has no genuine or impostor pairs")
+            per_fold.append(fnmr_at(gen, np.atleast_1d(threshold_at_fmr(imp, grid))))
+            if threshold is not None:
+                points.append((fmr_at(imp, threshold), fnmr_at(gen, threshold)))
+        fn = np.asarray(per_fold)
+        sd = fn.std(axis=0, ddof=1) if len(fn) > 1 else np.full(grid.size, np.nan)
+        rows += [(g, f, m_, d, len(fn)) for f, m_, d in zip(grid, fn.mean(axis=0), sd, strict=True)]
+        if points:
+            at.append((g, *np.mean(points, axis=0)))
+    return (pd.DataFrame(rows, columns=["group", "fmr", "fnmr", "fnmr_sd", "n_folds"]),
+            pd.DataFrame(at, columns=["group", "fmr", "fnmr"]))
 
 
 # --------------------------------------------------------------------------- the study (notebooks/bfw_thresholds.py)
@@ -635,7 +889,8 @@ def _by_far(table: pd.DataFrame) -> dict[str, dict[str, float]]:
 
 def summarise(*, source: str, provenance: str, datatable: str, config: BFWConfig, systems: Sequence[str],
               fold_averages: Mapping[str, pd.DataFrame], curves: SubgroupCurves,
-              legacy: Mapping[str, pd.DataFrame], reports: Mapping[str, Any]) -> tuple[dict, dict]:
+              legacy: Mapping[str, pd.DataFrame], reports: Mapping[str, Any],
+              rank1: Mapping[str, pd.DataFrame] | None = None) -> tuple[dict, dict]:
     """What ``reports/metrics/<name>.json`` and ``<name>_details.json`` hold.
 
     Deviation and TAR tables are derived here (:func:`fpr_deviation_table`,
@@ -661,6 +916,9 @@ def summarise(*, source: str, provenance: str, datatable: str, config: BFWConfig
         System -> :func:`legacy_tar_table`.
     reports : mapping
         System -> :func:`facebias.metrics.group_report`.
+    rank1 : mapping, optional
+        System -> :func:`rank1_confusion` (the world's embeddings; absent on a real
+        datatable, which has no features). Its diagonal becomes ``rank1_diagonal``.
 
     Returns
     -------
@@ -670,7 +928,9 @@ def summarise(*, source: str, provenance: str, datatable: str, config: BFWConfig
         ratio, the average TAR per policy and the EER range.
     details : dict
         The ``bfw_details`` metrics: per-subgroup EER, d', deviations, TAR@FAR, legacy
-        Table 3 values and the group report.
+        Table 3 values and the group report; with ``rank1``, ``rank1_diagonal``: system ->
+        subgroup -> share of its probes whose nearest other identity is in the same
+        subgroup (fraction).
     """
     head: dict[str, Any] = {"source": source, "systems": {}}
     details: dict[str, Any] = {"paper": "002", "source": source, "provenance": provenance, "datatable": str(datatable),
@@ -700,5 +960,7 @@ def summarise(*, source: str, provenance: str, datatable: str, config: BFWConfig
             "legacy_tar": {p: _by_far(legacy[s].loc[p]) for p in ("global", "group")},
             "group_report": reports[s].to_dict(),
         }
+    if rank1:
+        details["rank1_diagonal"] = {s: {str(g): float(t.loc[g, g]) for g in t.index} for s, t in rank1.items()}
     return head, details
 

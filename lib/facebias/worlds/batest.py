@@ -36,7 +36,8 @@ from facebias.datasets.bfw import BFW_ETHNICITIES, BFW_GROUPS, GROUP_DTYPE
 from facebias.io import config_from_params
 from facebias.worlds._common import _FACTORS, _by_group, _per_group, _rng
 
-__all__ = ["BA_FACTORS", "BAWorldConfig", "make_batest_world", "factor_effect", "batest_pairs"]
+__all__ = ["BA_FACTORS", "BAWorldConfig", "make_batest_world", "factor_effect", "batest_pairs",
+           "identity_noise_world"]
 
 BA_FACTORS: tuple[str, ...] = (
     "yaw", "pitch", "roll", "brightness", "quality", "face_area", "facial_hair",
@@ -348,3 +349,65 @@ def batest_pairs(images: pd.DataFrame, config: BAWorldConfig | None = None,
         out[f + "2"] = images[f].to_numpy()[b]
     out.attrs["source"] = "synthetic"
     return out
+
+
+def identity_noise_world(n_identities: int = 50, images_per_identity: int = 20, noise_rate: float = 0.1,
+                         dim: int = 128, spread: float = 0.8, seed: int = 3003,
+                         ) -> tuple[np.ndarray, pd.DataFrame]:
+    """Embeddings with planted identity-label noise (paper 003's intra-class noise, Fig. 6a).
+
+    Each identity has a random unit direction ``mu`` in ``dim`` dimensions; an image of it is
+    ``normalise(mu + spread * z)``, ``z ~ N(0, I / dim)``, so two images of one identity have
+    cosine about ``1 / (1 + spread**2)`` and of different identities about 0. A fraction
+    ``noise_rate`` of each identity's folder is filed under it but drawn from another,
+    random identity (the mislabelled images a cleaner should drop).
+
+    Parameters
+    ----------
+    n_identities, images_per_identity : int, default 50, 20
+        Folders and images per folder (>= 2 each).
+    noise_rate : float, default 0.1
+        Fraction of each folder that is mislabelled, in [0, 0.5) (rounded down per folder).
+    dim : int, default 128
+        Embedding dimension (>= 2).
+    spread : float, default 0.8
+        Within-identity spread (> 0).
+    seed : int, default 3003
+        Seeds everything.
+
+    Returns
+    -------
+    embeddings : numpy.ndarray
+        (n_identities * images_per_identity, dim) unit rows.
+    images : pandas.DataFrame
+        ``identity`` (the folder), ``true_identity`` and ``mislabelled`` (bool), one row per
+        embedding; ``attrs["source"] = "synthetic"``.
+
+    Raises
+    ------
+    ValueError
+        For a size below its minimum, ``noise_rate`` outside [0, 0.5) or ``spread <= 0``.
+
+    Examples
+    --------
+    >>> emb, imgs = identity_noise_world(4, 10, noise_rate=0.2, dim=16)
+    >>> emb.shape, int(imgs["mislabelled"].sum())
+    ((40, 16), 8)
+    """
+    if min(n_identities, images_per_identity, dim) < 2:
+        raise ValueError("n_identities, images_per_identity and dim must be >= 2")
+    if not 0 <= noise_rate < 0.5 or spread <= 0:
+        raise ValueError(f"need 0 <= noise_rate < 0.5 and spread > 0, got {noise_rate}, {spread}")
+    rng = np.random.default_rng(seed)
+    mu = rng.normal(size=(n_identities, dim))
+    mu /= np.linalg.norm(mu, axis=1, keepdims=True)
+    folder = np.repeat(np.arange(n_identities), images_per_identity)
+    n_bad = int(np.floor(noise_rate * images_per_identity))
+    bad = np.tile(np.arange(images_per_identity) < n_bad, n_identities)
+    other = (folder + rng.integers(1, n_identities, folder.size)) % n_identities
+    true = np.where(bad, other, folder)
+    x = mu[true] + spread * rng.normal(size=(folder.size, dim)) / np.sqrt(dim)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    images = pd.DataFrame({"identity": folder, "true_identity": true, "mislabelled": bad})
+    images.attrs["source"] = "synthetic"
+    return x, images

@@ -14,6 +14,14 @@ from ``seed`` and the system's name):
 * identity template ``t_i = normalize(sqrt(rho_g) c_{s,g} + sqrt(1 - rho_g) z_i)``,
   ``z_i`` uniform on the unit sphere of R^dim;
 * image embedding ``x = normalize(t_i + sigma_g eps)``, ``eps ~ N(0, I/dim)``;
+* optionally (paper 002 Fig. 4: impostor medians alike but upper percentiles differing,
+  genuine pairs differing in mean *and* spread) per-identity heterogeneity:
+  ``rho_i = min(rho_g exp(kappa_g v_i - kappa_g^2 / 2), 0.95)`` replaces ``rho_g``
+  (``kappa_g`` = ``SystemSpec.similarity_spread``: some identities lie closer to their
+  subgroup's direction, which lengthens the impostor upper tail) and
+  ``sigma_i = sigma_g exp(tau_g u_i - tau_g^2 / 2)`` replaces ``sigma_g`` (``tau_g`` =
+  ``SystemSpec.noise_spread``: spreads the genuine scores), ``v_i, u_i ~ N(0, 1)`` drawn
+  after the rest of the subgroup's stream, so with both 0 (default) the world is unchanged;
 * score of a pair = cosine ``x_a . x_b``, stored as float32.
 
 So ``rho_g`` (``SystemSpec.group_similarity``) plants the within-subgroup impostor
@@ -73,6 +81,8 @@ __all__ = [
     "BFWWorldConfig",
     "make_bfw_world",
     "image_paths",
+    "image_embeddings",
+    "image_table",
     "planted_truth",
     "write_world",
     "read_world",
@@ -95,12 +105,18 @@ class SystemSpec:
     noise : float or dict of str to float, default 0.9
         Image noise ``sigma`` > 0, one number or one per group: larger -> lower genuine
         scores, higher FNMR.
+    similarity_spread : float or dict of str to float, default 0.0
+        ``kappa`` >= 0, one number or one per group: log-normal spread of ``rho`` across a
+        subgroup's identities (a longer impostor upper tail at a similar median).
+    noise_spread : float or dict of str to float, default 0.0
+        ``tau`` >= 0, one number or one per group: log-normal spread of ``sigma`` across a
+        subgroup's identities (a wider genuine score distribution).
 
     Raises
     ------
     ValueError
-        For a bad name, a missing or unknown group, ``rho`` outside [0, 1) or
-        ``sigma <= 0``.
+        For a bad name, a missing or unknown group, ``rho`` outside [0, 1),
+        ``sigma <= 0`` or a negative spread.
 
     Examples
     --------
@@ -111,6 +127,8 @@ class SystemSpec:
     name: str
     group_similarity: dict[str, float]
     noise: float | dict[str, float] = 0.9
+    similarity_spread: float | dict[str, float] = 0.0
+    noise_spread: float | dict[str, float] = 0.0
 
     def __post_init__(self) -> None:
         where = f"world.systems.{self.name}"
@@ -132,6 +150,32 @@ class SystemSpec:
         object.__setattr__(self, "group_similarity", rho)
         if isinstance(self.noise, Mapping):
             object.__setattr__(self, "noise", noise)
+        for key in ("similarity_spread", "noise_spread"):
+            v = getattr(self, key)
+            spread = (_per_group(v, f"{where}.{key}", BFW_GROUPS) if isinstance(v, Mapping)
+                      else dict.fromkeys(BFW_GROUPS, _number(v, f"{where}.{key}")))
+            for g, x in spread.items():
+                if x < 0.0:
+                    raise ValueError(f"{where}.{key} ({g}) = {x} must be >= 0")
+            object.__setattr__(self, key, spread if isinstance(v, Mapping) else float(v))
+
+    def spread(self, key: str, group: str) -> float:
+        """``similarity_spread`` (kappa) or ``noise_spread`` (tau) of ``group``.
+
+        Parameters
+        ----------
+        key : {"similarity_spread", "noise_spread"}
+            Which spread.
+        group : str
+            One of :data:`BFW_GROUPS`.
+
+        Returns
+        -------
+        float
+            >= 0.
+        """
+        v = getattr(self, key)
+        return v[group] if isinstance(v, dict) else float(v)
 
     def rho(self, group: str) -> float:
         """Planted group similarity ``rho_g`` of ``group``.
@@ -169,10 +213,16 @@ class SystemSpec:
         Returns
         -------
         dict
-            ``{"noise": ..., "group_similarity": {...}}``.
+            ``{"noise": ..., "group_similarity": {...}}``, plus ``similarity_spread`` /
+            ``noise_spread`` when non-zero.
         """
         noise = dict(self.noise) if isinstance(self.noise, dict) else self.noise
-        return {"noise": noise, "group_similarity": dict(self.group_similarity)}
+        out: dict[str, Any] = {"noise": noise, "group_similarity": dict(self.group_similarity)}
+        for key in ("similarity_spread", "noise_spread"):  # only when planted
+            v = getattr(self, key)
+            if any(self.spread(key, g) for g in BFW_GROUPS):
+                out[key] = dict(v) if isinstance(v, dict) else v
+        return out
 
 
 #: strong planted bias in the direction BFW reports: F impostors more alike than M;
@@ -354,13 +404,15 @@ class BFWWorldConfig:
             for name, spec in systems.items():
                 if not isinstance(spec, Mapping):
                     raise ValueError(f"world.systems.{name} must be a mapping")
-                bad = sorted(set(spec) - {"noise", "group_similarity"}, key=str)
+                bad = sorted(set(spec) - {"noise", "group_similarity", "similarity_spread", "noise_spread"},
+                             key=str)
                 if bad:
                     raise ValueError(f"world.systems.{name}: unknown key(s) {bad}")
                 if "group_similarity" not in spec:
                     raise ValueError(f"world.systems.{name}.group_similarity is required")
                 specs.append(
-                    SystemSpec(str(name), dict(spec["group_similarity"]), spec.get("noise", 0.9))
+                    SystemSpec(str(name), dict(spec["group_similarity"]), spec.get("noise", 0.9),
+                               spec.get("similarity_spread", 0.0), spec.get("noise_spread", 0.0))
                 )
             kwargs["systems"] = tuple(specs)
         return cls(**kwargs)
@@ -383,14 +435,25 @@ class BFWWorldConfig:
 
 # --------------------------------------------------------------------------- model
 def _embed_group(
-    rng: np.random.Generator, rho: float, sigma: float, n_ids: int, k: int, dim: int
+    rng: np.random.Generator, rho: float, sigma: float, n_ids: int, k: int, dim: int,
+    kappa: float = 0.0, tau: float = 0.0,
 ) -> np.ndarray:
     """Unit image embeddings, shape ``(n_ids * k, dim)``, identity-major."""
     c = _unit(rng.standard_normal(dim))
     z = _unit(rng.standard_normal((n_ids, dim)))
-    t = _unit(np.sqrt(rho) * c + np.sqrt(1.0 - rho) * z)
     eps = rng.standard_normal((n_ids, k, dim)) / np.sqrt(dim)
-    return _unit(t[:, None, :] + sigma * eps).reshape(n_ids * k, dim)
+    rho_i = np.full((n_ids, 1), rho)
+    sigma_i = np.full((n_ids, 1, 1), sigma)
+    if kappa > 0:  # drawn after the base stream: kappa = tau = 0 leaves the world as it was
+        rho_i = np.minimum(rho * np.exp(kappa * rng.standard_normal((n_ids, 1)) - kappa**2 / 2), 0.95)
+    if tau > 0:
+        sigma_i = sigma * np.exp(tau * rng.standard_normal((n_ids, 1, 1)) - tau**2 / 2)
+    t = _unit(np.sqrt(rho_i) * c + np.sqrt(1.0 - rho_i) * z)
+    return _unit(t[:, None, :] + sigma_i * eps).reshape(n_ids * k, dim)
+
+
+def _group_args(spec: SystemSpec, g: str) -> tuple[float, float, float, float]:
+    return spec.rho(g), spec.sigma(g), spec.spread("similarity_spread", g), spec.spread("noise_spread", g)
 
 
 def _embed_system(config: BFWWorldConfig, spec: SystemSpec) -> np.ndarray:
@@ -398,7 +461,8 @@ def _embed_system(config: BFWWorldConfig, spec: SystemSpec) -> np.ndarray:
     rng = _rng(config.seed, _SYSTEM, _name_key(spec.name))
     n, k = config.identities_per_group, config.images_per_identity
     return np.concatenate(
-        [_embed_group(rng, spec.rho(g), spec.sigma(g), n, k, config.dim) for g in BFW_GROUPS]
+        [_embed_group(rng, rho, sigma, n, k, config.dim, kappa, tau)
+         for rho, sigma, kappa, tau in (_group_args(spec, g) for g in BFW_GROUPS)]
     )
 
 
@@ -515,6 +579,70 @@ def image_paths(config: BFWWorldConfig) -> list[str]:
     ]
 
 
+def image_embeddings(config: BFWWorldConfig, system: str) -> np.ndarray:
+    """The unit embedding of every image for one system, from the same random stream as
+    its scores: the cosine of two images' embeddings is their pair's score in
+    :func:`make_bfw_world` (up to float32 rounding).
+
+    Parameters
+    ----------
+    config : BFWWorldConfig
+        The world.
+    system : str
+        The name of one of ``config.systems``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(8 * identities_per_group * images_per_identity, dim)``, float64 unit
+        rows in image-index order (the order of :func:`image_paths` and
+        :func:`image_table`).
+
+    Raises
+    ------
+    ValueError
+        If ``system`` is not one of the world's systems.
+
+    Examples
+    --------
+    >>> c = BFWWorldConfig(identities_per_group=2, images_per_identity=2, n_folds=2, dim=8)
+    >>> x = image_embeddings(c, "sim_a")
+    >>> x.shape, bool(np.allclose(np.linalg.norm(x, axis=1), 1))
+    ((32, 8), True)
+    """
+    specs = {s.name: s for s in config.systems}
+    if system not in specs:
+        raise ValueError(f"system {system!r} is not in the world; its systems are {sorted(specs)}")
+    return _embed_system(config, specs[system])
+
+
+def image_table(config: BFWWorldConfig) -> pd.DataFrame:
+    """One row per image, in image-index order: its path, subject id and subgroup.
+
+    Parameters
+    ----------
+    config : BFWWorldConfig
+        The world's size.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``path`` (as :func:`image_paths`), ``id`` (int32 subject id, as ``id1`` /
+        ``id2`` of the pair table) and ``group`` (str, one of :data:`BFW_GROUPS`).
+
+    Examples
+    --------
+    >>> image_table(BFWWorldConfig(identities_per_group=2, images_per_identity=2, n_folds=2)).iloc[[0, 4]]
+                                 path  id group
+    0  asian_females/syn0000/0000.png   0    AF
+    4    asian_males/syn0002/0000.png   2    AM
+    """
+    n, k = config.identities_per_group, config.images_per_identity
+    subject = np.arange(len(BFW_GROUPS) * n * k) // k
+    return pd.DataFrame({"path": image_paths(config), "id": subject.astype(np.int32),
+                         "group": np.asarray(BFW_GROUPS, dtype=object)[subject // n]})
+
+
 def make_bfw_world(config: BFWWorldConfig | None = None, progress: bool = False) -> pd.DataFrame:
     """The synthetic BFW pair table: the 14 schema columns, then one float32 score per system.
 
@@ -610,8 +738,8 @@ def planted_truth(config: BFWWorldConfig | None = None, n_ids: int = 20_000) -> 
     for spec in config.systems:
         rng = _rng(config.seed, _TRUTH, _name_key(spec.name))
         for g in BFW_GROUPS:
-            rho, sigma = spec.rho(g), spec.sigma(g)
-            x = _embed_group(rng, rho, sigma, n_ids, 2, config.dim).reshape(n_ids, 2, -1)
+            rho, sigma, kappa, tau = _group_args(spec, g)
+            x = _embed_group(rng, rho, sigma, n_ids, 2, config.dim, kappa, tau).reshape(n_ids, 2, -1)
             per_id = x.sum(axis=1)  # sum of an identity's image embeddings
             total = per_id.sum(axis=0)
             same = np.einsum("ij,ij->", per_id, per_id)  # sum over same-identity ordered pairs
