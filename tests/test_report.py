@@ -47,7 +47,8 @@ def _reports(tmp_path, with_rapid=True):
     metrics = {
         "bfw.json": {"source": "synthetic", "systems": {"sim_a": {"max_abs_fmr_dev_pct": {
             "global": {"0.01": 20.0, "0.001": 79.4}, "group": {"0.01": 1.0, "0.001": 7.65}}}}},
-        "bfw_details.json": {"provenance": "backend: synthetic world (facebias.world, seed 2026)"},
+        "bfw_details.json": {"provenance": "backend: synthetic world (facebias.world, seed 2026)",
+                             "rank1_diagonal": {"sim_a": {"AF": 0.85, "WM": 0.55}}},
         "batest_details.json": {"provenance": "backend: synthetic BA-test world (facebias.world, seed 3003)"},
         "batest.json": {"source": "synthetic", "gap_rel_error_mean": {
             "original": 0.78, "balanced": 0.43, "balanced_nfh": 0.065}},
@@ -85,6 +86,7 @@ def test_every_paper_with_its_measured_numbers_and_backend(tmp_path):
     for key in ("002", "003", "004", "000", "001"):
         assert f'id="p{key}"' in page
     assert "sim_a at FAR 0.001: max |FPR deviation| 79% (global) vs 8% (per subgroup)" in page
+    assert "nearest impostor is in their own subgroup 0.55 (WM) to 0.85 (AF); 1/2 = 0.50 by chance" in page
     assert "unbalanced 78%, balanced 43%, balanced without facial hair 6%" in page
     assert "long hair -0.93 ± 0.12 (significant), dark skin +0.03 ± 0.11 (CI covers 0)" in page
     assert "sface 0.97 &gt; 0.47 &gt; 0.36" in page
