@@ -362,3 +362,20 @@ def param_list(value: Any, name: str, item: Any, min_len: int = 1) -> tuple:
     if len(value) < min_len:
         raise ValueError(f"{name} needs at least {min_len} value(s), got {list(value)!r}")
     return tuple(item(v, f"{name}[{i}]") for i, v in enumerate(value))
+
+
+def param_bool(value: Any, name: str) -> bool:
+    """``value`` as a ``bool``: only YAML ``true`` / ``false`` (0, 1 and strings raise)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def param_interval(value: Any, name: str, item: Any = param_float) -> tuple:
+    """``value`` (a YAML list ``[lo, hi]``) as a tuple of two ``item``-checked values with
+    ``lo < hi``."""
+    c = param_list(value, name, item, 2)
+    if len(c) != 2 or not c[0] < c[1]:
+        raise ValueError(f"{name} must be [lo, hi] with lo < hi, got {list(c)}")
+    return c
+

@@ -46,7 +46,15 @@ import numpy as np
 import pandas as pd
 
 from facebias.datasets.transects import DEFAULT_ORDERING, GRID_AXES, grid_cells, infer_grid_order
-from facebias.io import config_from_params, param_float, param_int, param_list, param_str
+from facebias.io import (
+    config_from_params,
+    param_bool,
+    param_float,
+    param_int,
+    param_interval,
+    param_list,
+    param_str,
+)
 from facebias.stats import bootstrap_weights, percentile_interval, wilson_interval
 from facebias.validate import require_columns
 from facebias.worlds.gender_classifier import simulated_gender_classifier
@@ -2115,15 +2123,12 @@ class TransectsConfig:
         for key in ("n_boot", "n_train", "epochs", "n_observational", "n_known_truth", "n_pixel_seeds"):
             put(key, param_int(getattr(self, key), f"transects.{key}", minimum=1))
         put("seed", param_int(self.seed, "transects.seed", minimum=0))
-        if not isinstance(self.shortcut_one_sided, bool):
-            raise ValueError(f"transects.shortcut_one_sided must be true or false, got {self.shortcut_one_sided!r}")
+        param_bool(self.shortcut_one_sided, "transects.shortcut_one_sided")
         put("confounding", param_float(self.confounding, "transects.confounding", -1, 1, True, True))
         unit = partial(param_float, low=0, high=1, open_low=True, open_high=True)
         put("thresholds", param_list(self.thresholds, "transects.thresholds", unit))
-        c = param_list(self.shortcut_c_gender, "transects.shortcut_c_gender", partial(param_float, low=0), 2)
-        if len(c) != 2 or not c[0] < c[1]:
-            raise ValueError(f"transects.shortcut_c_gender must be [lo, hi] with lo < hi, got {list(c)}")
-        put("shortcut_c_gender", c)
+        put("shortcut_c_gender", param_interval(self.shortcut_c_gender, "transects.shortcut_c_gender",
+                                                partial(param_float, low=0)))
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> TransectsConfig:
@@ -2775,13 +2780,9 @@ class GANTransectsConfig:
         put("shortcut", param_str(self.shortcut, f"{k}.shortcut"))
         put("embedder", param_str(self.embedder, f"{k}.embedder", ("sface", "dlib")))
         for key in ("shortcut_female_high", "shortcut_one_sided", "shortcut_flip"):
-            if not isinstance(getattr(self, key), bool):
-                raise ValueError(f"{k}.{key} must be true or false, got {getattr(self, key)!r}")
+            param_bool(getattr(self, key), f"{k}.{key}")
         for key in ("shortcut_c_gender", "shortcut_c"):
-            c = param_list(getattr(self, key), f"{k}.{key}", partial(param_float, low=0), 2)
-            if len(c) != 2 or not c[0] < c[1]:
-                raise ValueError(f"{k}.{key} must be [lo, hi] with lo < hi, got {list(c)}")
-            put(key, c)
+            put(key, param_interval(getattr(self, key), f"{k}.{key}", partial(param_float, low=0)))
         for key in ("n_train", "epochs", "n_probe", "n_observational", "n_boot"):
             put(key, param_int(getattr(self, key), f"{k}.{key}", minimum=1))
         put("seed", param_int(self.seed, f"{k}.seed", minimum=0))
