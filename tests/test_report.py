@@ -49,7 +49,13 @@ def _reports(tmp_path, with_rapid=True):
             "global": {"0.01": 20.0, "0.001": 79.4}, "group": {"0.01": 1.0, "0.001": 7.65}}}}},
         "bfw_details.json": {"provenance": "backend: synthetic world (facebias.world, seed 2026)",
                              "rank1_diagonal": {"sim_a": {"AF": 0.85, "WM": 0.55}}},
-        "batest_details.json": {"provenance": "backend: synthetic BA-test world (facebias.world, seed 3003)"},
+        "batest_details.json": {
+            "provenance": "backend: synthetic BA-test world (facebias.world, seed 3003)", "tpr_fmr": 1e-5,
+            "table1_pct": [{"kind": "genuine", "condition": c, "race": race, "rom_pct": v}
+                           for c, vals in (("balanced", (-17.0, -41.0)), ("balanced_nfh", (11.0, 93.0)))
+                           for race, v in zip(("Asian", "Black"), vals, strict=True)],
+            "tpr_at_fmr": [{"set": "challenging", "group": g, "tpr": t}
+                           for g, t in (("AF", 0.84), ("AM", 0.9), ("BF", 0.76), ("BM", 0.81))]},
         "batest.json": {"source": "synthetic", "gap_rel_error_mean": {
             "original": 0.78, "balanced": 0.43, "balanced_nfh": 0.065}},
         "synthetic.json": {"source": "synthetic (procedural generator)", "orthogonality_max_error": 1e-15,
@@ -87,7 +93,10 @@ def test_every_paper_with_its_measured_numbers_and_backend(tmp_path):
         assert f'id="p{key}"' in page
     assert "sim_a at FAR 0.001: max |FPR deviation| 79% (global) vs 8% (per subgroup)" in page
     assert "nearest impostor is in their own subgroup 0.55 (WM) to 0.85 (AF); 1/2 = 0.50 by chance" in page
-    assert "unbalanced 78%, balanced 43%, balanced without facial hair 6%" in page
+    assert "original 78%, IoU-balanced 43%, balanced + NFH 6%" in page
+    assert "genuine Δd′ vs original: Asian -17%, Black -41%" in page
+    assert "genuine Δd′ vs original: Asian +11%, Black +93%" in page
+    assert "TPR at FMR 1e-05: A F 0.84 / M 0.90, B F 0.76 / M 0.81" in page
     assert "long hair -0.93 ± 0.12 (significant), dark skin +0.03 ± 0.11 (CI covers 0)" in page
     assert "sface 0.97 &gt; 0.47 &gt; 0.36" in page
     assert "label agreement 0.996" in page and "FNMR@FMR 0.01 0.008 (naive labels 0.350–0.470)" in page

@@ -171,11 +171,12 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
        "rank1_diagonal",  # absent on a real datatable (no features)
        paths="systems/*/eer systems/*/d_prime systems/*/fmr_dev_pct systems/*/tar_at_far systems/*/legacy_tar "
              "systems/*/group_report rank1_diagonal/*"),
-    _s("batest", "source planted_gap_genuine gap_genuine gap_rel_error_mean n_images",
+    _s("batest", "source planted_gap_genuine gap_genuine gap_rel_error_mean n_images", "n_pairs_iou_balanced",
        paths="gap_rel_error_mean/original gap_rel_error_mean/balanced gap_rel_error_mean/balanced_nfh"),
     _s("batest_details", "paper source provenance factors method world accounting balance_report gender_gap "
        "dprime fmr_at_reference tpr_at_fmr real_images real_images_fte lfw_fte lfw_accounting "
-       "lfw_balance_report lfw_pair_mask_iou identity_count identity_noise challenging"),
+       "lfw_balance_report lfw_pair_mask_iou identity_count identity_noise challenging",
+       "table1 table1_pct face_area table3_impostors fmr_at_reference_gamma_negative tpr_fmr"),
     _s("synthetic", "source n_transect_images n_hcic_images pairs orthogonality_max_error "
        "hair_transect_gender_range", "acceptance",  # acceptance: absent with synthetic.check_models false
        paths="hair_transect_gender_range/raw hair_transect_gender_range/orthogonal "

@@ -67,6 +67,12 @@ __all__ = [
     "balance_report",
     "mask_iou_filter",
     "exclude_facial_hair",
+    "table1_pair_sets",
+    "images_in_pairs",
+    "pairs_among",
+    "face_area_by_gender",
+    "fmr_at_reference_table",
+    "table1_measured",
     "dprime_by_group",
     "gender_gap",
     "gender_gaps",
@@ -160,14 +166,18 @@ class BATestConfig:
     """Settings of the balancing study (``params.yaml`` section ``batest``; its world is
     ``batest_world``, :class:`facebias.worlds.batest.BAWorldConfig`). Defaults: the committed study.
 
-    Selection and balancing: ``filters`` (:func:`check_filters`; degrees, face-skin gray
-    0-255, fraction of the crop), ``balance_on`` (factors matched across genders within each
-    race), ``method`` ``"strata"`` | ``"nn"``, ``bins`` (strata: pooled-quantile bins per
-    factor), ``caliper`` (nn: pooled SD units); see :func:`balance`. Evaluation:
-    ``reference_group`` and ``reference_fmr`` (Table 3, :func:`fmr_at_reference`),
-    ``tpr_fmr`` (Table 4, :func:`tpr_at_fmr`), ``impostors_per_genuine`` (impostor pairs
-    drawn per genuine pair), ``n_boot`` (identity-bootstrap replicates, 0 = none), ``seed``
-    (balancing, pair drawing and bootstrap). Rates are fractions in (0, 1).
+    Selection: ``filters`` (:func:`check_filters`; degrees, face-skin gray 0-255, fraction
+    of the crop). Table 1 (the paper's method): pairs with face-mask IoU >
+    ``iou_threshold`` (:func:`table1_pair_sets`). Extension (ours, labelled so): image-level
+    matching of the genders within each race on ``balance_on`` with ``method``
+    ``"strata"`` | ``"nn"``, ``bins`` (strata: pooled-quantile bins per factor), ``caliper``
+    (nn: pooled SD units); see :func:`balance`. Table 3: ``reference_group`` and
+    ``reference_fmr`` (:func:`fmr_at_reference`) on ``table3_identities`` identities per
+    group with all their within-group impostors. Table 4: ``tpr_fmr`` (:func:`tpr_at_fmr`,
+    one threshold over all impostors of the challenging subset). ``impostors_per_genuine``
+    (impostor pairs drawn per genuine pair for d'), ``n_boot`` (identity-bootstrap
+    replicates, 0 = none), ``seed`` (balancing, pair drawing and bootstrap). Rates are
+    fractions in (0, 1).
     """
 
     filters: dict[str, dict[str, Any]] = field(default_factory=lambda: {
@@ -180,7 +190,9 @@ class BATestConfig:
     caliper: float = 0.2
     reference_group: str = "WM"
     reference_fmr: tuple[float, ...] = (0.001, 0.0001)
-    tpr_fmr: float = 0.0001
+    tpr_fmr: float = 1e-5
+    iou_threshold: float = 0.9
+    table3_identities: int = 100
     impostors_per_genuine: float = 2.0
     n_boot: int = 200
     seed: int = 11
@@ -196,6 +208,8 @@ class BATestConfig:
             "reference_group": param_str(self.reference_group, "batest.reference_group"),
             "reference_fmr": param_list(self.reference_fmr, "batest.reference_fmr", rate),
             "tpr_fmr": rate(self.tpr_fmr, "batest.tpr_fmr"),
+            "iou_threshold": param_float(self.iou_threshold, "batest.iou_threshold", 0.0, 1.0, open_high=True),
+            "table3_identities": param_int(self.table3_identities, "batest.table3_identities", 2),
             "impostors_per_genuine": param_float(self.impostors_per_genuine, "batest.impostors_per_genuine",
                                                  0.0, open_low=True),
             "n_boot": param_int(self.n_boot, "batest.n_boot", 0),
@@ -700,6 +714,218 @@ def exclude_facial_hair(
     h1 = check_labels(pairs[col1], f"column {col1!r}")
     h2 = check_labels(pairs[col2], f"column {col2!r}")
     return pairs[~(h1 | h2)]
+
+
+def table1_pair_sets(
+    pairs: pd.DataFrame, threshold: float = 0.9, iou_col: str = "mask_iou",
+    hair: tuple[str, str] = ("facial_hair1", "facial_hair2"),
+) -> dict[str, pd.DataFrame]:
+    """Paper 003's Table 1 evaluation sets from one pair table (B.2): ``original`` (all
+    pairs), ``balanced`` (face-mask IoU > ``threshold``, :func:`mask_iou_filter`) and
+    ``balanced_nfh`` (balanced, then no image with facial hair, :func:`exclude_facial_hair`).
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        Genuine and impostor pairs within race x gender groups, with the IoU and the two
+        facial-hair columns.
+    threshold : float, default 0.9
+        The paper's IoU cut.
+    iou_col : str, default "mask_iou"
+        The IoU column.
+    hair : tuple of str
+        The facial-hair flag columns of the pair's two images.
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        ``{"original", "balanced", "balanced_nfh"}`` in that order.
+
+    Raises
+    ------
+    ValueError
+        As :func:`mask_iou_filter` and :func:`exclude_facial_hair`.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"mask_iou": [0.95, 0.95, 0.5], "facial_hair1": [0, 1, 0],
+    ...                       "facial_hair2": [0, 1, 0]})
+    >>> {k: v.index.tolist() for k, v in table1_pair_sets(pairs).items()}
+    {'original': [0, 1, 2], 'balanced': [0, 1], 'balanced_nfh': [0]}
+    """
+    balanced = mask_iou_filter(pairs, iou_col, threshold)
+    return {"original": pairs, "balanced": balanced,
+            "balanced_nfh": exclude_facial_hair(balanced, *hair)}
+
+
+def images_in_pairs(images: pd.DataFrame, pairs: pd.DataFrame, image_col: str = "image",
+                    pos: tuple[str, str] = ("a", "b")) -> pd.DataFrame:
+    """The rows of ``images`` that appear in at least one pair (the images a pair-level
+    balancing keeps, for Fig. 16's "after" panels).
+
+    ``pairs[pos]`` are image positions encoded in the names ``synNNNNNN.png`` (the BA-test
+    world) when ``image_col`` holds such names, else row labels of ``images``.
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        One row per image.
+    pairs : pandas.DataFrame
+        One row per pair with the two position columns.
+    image_col : str, default "image"
+        Image-name column of ``images``.
+    pos : tuple of str, default ("a", "b")
+        The pairs' image columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The used rows of ``images``, in their order.
+
+    Examples
+    --------
+    >>> images = pd.DataFrame({"image": ["syn000000.png", "syn000001.png", "syn000002.png"]})
+    >>> images_in_pairs(images, pd.DataFrame({"a": [0], "b": [2]}))["image"].tolist()
+    ['syn000000.png', 'syn000002.png']
+    """
+    require_columns(pairs, list(pos), "pairs")
+    used = np.union1d(pairs[pos[0]].to_numpy(), pairs[pos[1]].to_numpy())
+    return images[np.isin(_image_keys(images, image_col), used)]
+
+
+def _image_keys(images: pd.DataFrame, image_col: str) -> np.ndarray:
+    """The position a pair table uses for each image: NNNNNN of ``synNNNNNN.png`` names (the
+    BA-test world), else the row label."""
+    names = images[image_col].astype(str) if image_col in images else None
+    if names is not None and names.str.fullmatch(r"syn\d{6}\.png").all():
+        return names.str.slice(3, 9).astype(np.int64).to_numpy()
+    return images.index.to_numpy()
+
+
+def pairs_among(pairs: pd.DataFrame, images: pd.DataFrame, image_col: str = "image",
+                pos: tuple[str, str] = ("a", "b")) -> pd.DataFrame:
+    """The pairs whose two images are both in ``images`` (a selection applied to a pair
+    table; a pair keeps its score, so no re-scoring is needed). Positions as
+    :func:`images_in_pairs` reads them.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        One row per pair with the two position columns.
+    images : pandas.DataFrame
+        The selected images.
+    image_col : str, default "image"
+        Image-name column of ``images``.
+    pos : tuple of str, default ("a", "b")
+        The pairs' image columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of ``pairs`` inside the selection.
+
+    Examples
+    --------
+    >>> images = pd.DataFrame({"image": ["syn000000.png", "syn000002.png"]})
+    >>> pairs_among(pd.DataFrame({"a": [0, 0], "b": [1, 2]}), images).index.tolist()
+    [1]
+    """
+    require_columns(pairs, list(pos), "pairs")
+    keys = _image_keys(images, image_col)
+    inside = np.isin(pairs[pos[0]].to_numpy(), keys) & np.isin(pairs[pos[1]].to_numpy(), keys)
+    return pairs[inside]
+
+
+def face_area_by_gender(image_sets: Mapping[str, pd.DataFrame], area: str = "face_area",
+                        group: str = "group") -> pd.DataFrame:
+    """Fig. 16 (top) in numbers: per evaluation set and race, the mean face area of each
+    gender, the gap M - F, its standardized mean difference and the two-sample KS
+    statistic (fractions of the crop; group codes are race letter + ``F``/``M``).
+
+    Parameters
+    ----------
+    image_sets : mapping
+        Set name -> images with the area and group columns.
+    area, group : str
+        Column names.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index (``set``, ``race``): ``n_F, n_M, mean_F, mean_M, gap, smd, ks``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or no image sets.
+
+    Examples
+    --------
+    >>> im = pd.DataFrame({"group": ["AF", "AF", "AM", "AM"], "face_area": [0.3, 0.32, 0.36, 0.38]})
+    >>> face_area_by_gender({"all": im})[["mean_F", "mean_M", "gap", "ks"]].round(3)
+              mean_F  mean_M   gap   ks
+    set race
+    all A       0.31    0.37  0.06  1.0
+    """
+    if not image_sets:
+        raise ValueError("image_sets: no sets")
+    rows = []
+    for name, df in image_sets.items():
+        require_columns(df, [area, group], name)
+        codes = df[group].astype(str)
+        x = df[area].to_numpy(np.float64)
+        for r in sorted(codes.str[0].unique()):
+            f, m = x[(codes == r + "F").to_numpy()], x[(codes == r + "M").to_numpy()]
+            both = f.size > 0 and m.size > 0
+            rows.append({"set": name, "race": r, "n_F": f.size, "n_M": m.size,
+                         "mean_F": f.mean() if f.size else np.nan, "mean_M": m.mean() if m.size else np.nan,
+                         "gap": m.mean() - f.mean() if both else np.nan,
+                         "smd": _smd(m, f) if both else np.nan, "ks": _ks(m, f) if both else np.nan})
+    return pd.DataFrame(rows).set_index(["set", "race"])
+
+
+def fmr_at_reference_table(
+    pair_sets: Mapping[str, pd.DataFrame], reference: str = "WM", fmrs: Sequence[float] = (1e-3, 1e-4),
+    **kwargs: Any,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 3 over evaluation sets: :func:`fmr_at_reference` of every set at every FMR.
+
+    Parameters
+    ----------
+    pair_sets : mapping
+        Set name -> pair table (within-group pairs; all impostors, as the paper).
+    reference : str, default "WM"
+        Group whose impostors set each set's threshold.
+    fmrs : sequence of float
+        Target FMRs of the reference group.
+    **kwargs
+        Passed to :func:`fmr_at_reference` (column names, ``min_impostor_factor``).
+
+    Returns
+    -------
+    fmr, note : pandas.DataFrame
+        Indexed by group, columns (set, FMR): the FMR at the reference threshold (NaN when
+        too few impostors) and its note ("" or "too few impostors").
+
+    Raises
+    ------
+    ValueError
+        As :func:`fmr_at_reference`, or for no sets.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"group": ["AF"] * 4 + ["AM"] * 4, "label": [1, 1, 0, 0] * 2,
+    ...                       "score": [0.8, 0.6, 0.3, 0.25, 0.9, 0.7, 0.4, 0.2]})
+    >>> fmr, note = fmr_at_reference_table({"all": pairs}, "AM", [0.5], min_impostor_factor=1)
+    >>> fmr[("all", 0.5)].tolist()
+    [1.0, 0.5]
+    """
+    if not pair_sets:
+        raise ValueError("pair_sets: no evaluation sets")
+    tables = {(k, f): fmr_at_reference(p, reference, f, **kwargs) for k, p in pair_sets.items() for f in fmrs}
+    fmr = pd.DataFrame({key: t["fmr"] for key, t in tables.items()})
+    note = pd.DataFrame({key: t["note"] for key, t in tables.items()})
+    return fmr, note
 
 
 # --------------------------------------------------------------------------- reports
@@ -1666,6 +1892,47 @@ def table1_percentages(table: pd.DataFrame, baseline: str = "original") -> pd.Da
     return pd.DataFrame(rows)
 
 
+def table1_measured(gaps: pd.DataFrame, matcher: str = "world") -> pd.DataFrame:
+    """Our Table 1 in the published layout: Δd' (female vs male d') per race of each set.
+
+    Parameters
+    ----------
+    gaps : pandas.DataFrame
+        :func:`gender_gaps` output (index ``set, race``; races A, B, I, W).
+    matcher : str, default "world"
+        The name of the matcher level (the paper's are ArcFace and MagFace).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index (condition, kind, matcher), columns ``Asian, Black, Indian, White`` (as
+        :func:`table1_published`, so :func:`table1_percentages` reads it).
+
+    Raises
+    ------
+    ValueError
+        For a missing column or race.
+
+    Examples
+    --------
+    >>> pairs = pd.DataFrame({"group": ["AF"] * 4 + ["AM"] * 4, "label": [1, 1, 0, 0] * 2,
+    ...                       "score": [0.8, 0.6, 0.3, 0.25, 0.9, 0.7, 0.4, 0.2]})
+    >>> t = table1_measured(gender_gaps({"original": pairs}))
+    >>> round(float(t.loc[("original", "genuine", "world"), "Asian"]), 6)
+    1.0
+    """
+    require_columns(gaps, ["dprime_genuine", "dprime_impostor"], "gaps")
+    letters = {name[0]: name for name in _RACES}
+    rows, index = [], []
+    for cond in gaps.index.get_level_values("set").unique():
+        sub = gaps.loc[cond]
+        for kind in ("genuine", "impostor"):
+            index.append((cond, kind, matcher))
+            rows.append([float(sub[f"dprime_{kind}"].get(r, np.nan)) for r in letters])
+    idx = pd.MultiIndex.from_tuples(index, names=["condition", "kind", "matcher"])
+    return pd.DataFrame(rows, index=idx, columns=[letters[r] for r in letters])
+
+
 # --------------------------------------------------------------------------- metrics
 def _records(df: pd.DataFrame | None) -> list[dict[str, Any]] | None:
     return None if df is None else df.to_dict(orient="records")
@@ -1687,17 +1954,24 @@ def summarise(*, provenance: str, config: BATestConfig, world: BAWorldConfig, im
               identity_count: Mapping[str, pd.DataFrame] | None = None,
               identity_noise: Mapping[str, Any] | None = None,
               challenging: pd.DataFrame | None = None,
+              table1: pd.DataFrame | None = None, face_area: pd.DataFrame | None = None,
+              table3_impostors: pd.DataFrame | None = None, n_balanced_pairs: int | None = None,
+              table3_gamma: pd.DataFrame | None = None,
               ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(headline, details)``: what ``reports/metrics/<name>.json`` and
     ``<name>_details.json`` hold (notebooks/ba_test.py).
 
     ``world``: the known-truth world (its seed and planted gaps, M - F score units);
     ``images`` / ``kept`` / ``balanced``: all, filtered (:func:`apply_filters`, whose
-    ``accounting`` this is) and balanced (:func:`balance_within`) images; ``report``:
-    :func:`balance_report`; ``gaps``: :func:`gender_gaps` (sets in evaluation order);
-    ``dprimes``: set -> :func:`dprime_by_group` as columns; ``fmr_ref``: columns (set, FMR)
-    of :func:`fmr_at_reference`'s ``fmr``; ``tpr_table``: :func:`tpr_at_fmr` tables stacked
-    with index level ``set``. The real-image parts are ``None`` when not run:
+    ``accounting`` this is) and image-matched (:func:`balance_within`, the extension)
+    images; ``report``: :func:`balance_report`; ``gaps``: :func:`gender_gaps` (sets in
+    evaluation order: Table 1's, then the extension's); ``dprimes``: set ->
+    :func:`dprime_by_group` as columns; ``fmr_ref``: columns (set, FMR) of
+    :func:`fmr_at_reference_table`; ``tpr_table``: :func:`tpr_at_fmr` tables stacked with
+    index level ``set``; ``table1``: :func:`table1_measured` (its percentages vs the
+    original are derived here); ``face_area``: :func:`face_area_by_gender`;
+    ``table3_impostors``: impostor pairs per group (rows) and Table 3 set (columns);
+    ``n_balanced_pairs``: pairs with IoU above the cut. The real-image parts are ``None`` when not run:
     ``real_factors`` (:func:`facebias.faces.factor_table` rows), ``real_fte`` / ``lfw_fte``
     (:func:`facebias.metrics.failure_to_enrol`), ``lfw_accounting``, ``lfw_report`` and
     ``lfw_pairs`` (one row per pair with ``mask_iou``). The headline's per-set gaps and
@@ -1728,6 +2002,13 @@ def summarise(*, provenance: str, config: BATestConfig, world: BAWorldConfig, im
     challenging : pandas.DataFrame, optional
         Per-group table of the :func:`challenging_subset` evaluation (columns
         ``(subset, quantity)``), stored as ``subset -> quantity -> group``.
+    table1, face_area, table3_impostors : pandas.DataFrame, optional
+        Table 1 (Δd'), Fig. 16's face-area table and Table 3's impostor counts.
+    n_balanced_pairs : int, optional
+        Pairs kept by the IoU cut.
+    table3_gamma : pandas.DataFrame, optional
+        :func:`fmr_at_reference_table` FMRs of a world whose factors raise impostor scores
+        (``gamma < 0``), stored like ``fmr_ref``.
 
     Returns
     -------
@@ -1749,8 +2030,10 @@ def summarise(*, provenance: str, config: BATestConfig, world: BAWorldConfig, im
         "planted_gap_genuine": truth,
         "gap_genuine": {k: gaps.loc[k, "gap_genuine"].to_dict() for k in sets},
         "gap_rel_error_mean": gap_rel_error_mean(gaps, truth),
-        "n_images": {"all": len(images), "filtered": len(kept), "balanced": len(balanced)},
+        "n_images": {"all": len(images), "filtered": len(kept), "matched_extension": len(balanced)},
     }
+    if n_balanced_pairs is not None:
+        head["n_pairs_iou_balanced"] = int(n_balanced_pairs)
     details: dict[str, Any] = {
         "paper": "003", "source": "synthetic", "provenance": provenance, "factors": list(config.balance_on),
         "method": config.method, "world": {"seed": world.seed},
@@ -1759,6 +2042,7 @@ def summarise(*, provenance: str, config: BATestConfig, world: BAWorldConfig, im
         "gender_gap": _records(gaps.reset_index()),
         "dprime": dprimes.to_dict(),
         "fmr_at_reference": {f"{s}@{f:g}": v.to_dict() for (s, f), v in fmr_ref.items()},
+        "tpr_fmr": config.tpr_fmr,
         "tpr_at_fmr": _records(tpr_table.reset_index()),
         "real_images": _records(real_factors),
         "real_images_fte": None if real_fte is None else real_fte.to_dict(orient="index"),
@@ -1771,5 +2055,11 @@ def summarise(*, provenance: str, config: BATestConfig, world: BAWorldConfig, im
         "identity_noise": None if identity_noise is None else dict(identity_noise),
         "challenging": None if challenging is None else {
             k: challenging[k].to_dict() for k in challenging.columns.get_level_values(0).unique()},
+        "table1": None if table1 is None else _records(table1.reset_index()),
+        "table1_pct": None if table1 is None else _records(table1_percentages(table1)),
+        "face_area": None if face_area is None else _records(face_area.reset_index()),
+        "table3_impostors": None if table3_impostors is None else table3_impostors.to_dict(),
+        "fmr_at_reference_gamma_negative": None if table3_gamma is None else {
+            f"{s}@{f:g}": v.to_dict() for (s, f), v in table3_gamma.items()},
     }
     return head, details

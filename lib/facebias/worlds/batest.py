@@ -1,4 +1,5 @@
-"""The known-truth world for the BA-test study (003): synthetic images with nuisance factors.
+"""The known-truth world for the BA-test study (003): synthetic images with nuisance factors
+and face masks.
 
 Paper 003: nuisance factors (pose, brightness, quality, face area, facial hair) drive 1:1
 accuracy, and their distributions differ across groups, so an unbalanced evaluation mixes
@@ -6,21 +7,36 @@ the demographic effect with the factor effects. Here both are planted. Everythin
 **synthetic** (``attrs["source"] == "synthetic"``) and deterministic given the config.
 
 Per image: yaw, pitch, roll (deg), brightness (face-skin gray, 0-255), quality (0-1),
-face_area (fraction of the aligned crop), facial_hair (bool, males only), drawn from
-group-specific distributions. Its factor effect on scores is::
+facial_hair (bool; per identity, males only) and a **face mask** in the eye-aligned crop
+(coordinates are fractions of the crop, y down, eyes at y = 0.4): an ellipse from the top
+of the visible face ``mask_top`` to the chin ``mask_chin``, half-width ``mask_width``,
+centred at ``mask_cx = 0.5 + mask_yaw_shift sin(yaw)``. Planted morphology (paper 003, Fig. 16 and
+its text): females show more face above the eyes (smaller ``mask_top``) and their hair
+occludes the forehead differently from image to image (larger per-image SD of
+``mask_top``); males have a lower chin and a wider face, and facial hair lengthens the
+chin by ``beard_chin`` (the face parser labels a beard as skin). ``face_area`` is the
+mask's area fraction. The mask IoU of two images is integrated row by row (``MASK_ROWS``
+rows, exact within a row; :func:`mask_iou_rows`).
+
+Image effect on scores::
 
     e = -b_pose (|yaw| + |pitch|) / 20 - b_bright |brightness - 157| / 40
         + b_area (face_area - 0.35) / 0.1 + b_quality (quality - 0.5) - b_hair facial_hair
 
 A pair (a, b) scores::
 
-    genuine:  mu_gen[g] + e_a + e_b + sigma eps
-    impostor: mu_imp[g] + gamma (e_a + e_b) + sigma eps
+    genuine:  mu_gen[g] + u_id + e_a + e_b + b_iou (IoU_ab - 0.9) / 0.1 + sigma eps
+    impostor: mu_imp[g] + gamma (e_a + e_b + b_iou (IoU_ab - 0.9) / 0.1) + sigma eps
+    (cross-group impostor: ``cross_impostor_mean`` in place of mu_imp[g])
 
-with eps ~ N(0, 1) a deterministic function of (seed, a, b): a pair keeps its score in
-any subset, so balanced and unbalanced evaluations see the same pairs. The planted
-demographic effect is mu_gen / mu_imp; with factor distributions equal across groups the
-expected genuine-score gap M - F of race r is exactly mu_gen[rM] - mu_gen[rF].
+with ``u_id ~ N(0, identity_sd)`` per identity (some people are harder to match) and
+eps ~ N(0, 1) a deterministic function of (seed, a, b): a pair keeps its score in any
+subset, so balanced and unbalanced evaluations see the same pairs. The planted
+demographic effect is mu_gen / mu_imp: ``true_gender_gap`` (mu_gen[rM] - mu_gen[rF]) is
+the gap left once face morphology (mask IoU) and facial hair are controlled. The
+unbalanced gap mixes it with the morphology effect (female pairs' masks overlap less,
+which overstates the gap) and the facial-hair effect (bearded males score lower, which
+understates it, most in the races with the most facial hair, B and I).
 """
 
 from __future__ import annotations
@@ -34,56 +50,84 @@ import pandas as pd
 
 from facebias.datasets.bfw import BFW_ETHNICITIES, BFW_GROUPS, GROUP_DTYPE
 from facebias.io import config_from_params
+from facebias.validate import require_columns
 from facebias.worlds._common import _FACTORS, _by_group, _per_group, _rng
 
-__all__ = ["BA_FACTORS", "BAWorldConfig", "make_batest_world", "factor_effect", "batest_pairs",
-           "identity_noise_world"]
+__all__ = ["BA_FACTORS", "MASK_PARAMS", "MASK_ROWS", "BAWorldConfig", "make_batest_world", "factor_effect",
+           "mask_rows", "mask_iou_rows", "face_masks", "batest_pairs", "identity_noise_world"]
 
 BA_FACTORS: tuple[str, ...] = (
     "yaw", "pitch", "roll", "brightness", "quality", "face_area", "facial_hair",
 )  # fmt: skip
+#: the face-mask parameters of an image (fractions of the eye-aligned crop)
+MASK_PARAMS: tuple[str, ...] = ("mask_top", "mask_chin", "mask_width", "mask_cx")
+#: rows of the crop over which a mask's area and two masks' IoU are integrated
+MASK_ROWS = 64
+_EFFECTS = ("pose", "brightness", "face_area", "quality", "facial_hair", "mask_iou")
+_PER_GROUP_KEYS = ("genuine_mean", "impostor_mean", "yaw_sd", "brightness_mean", "quality_mean",
+                   "facial_hair_rate", "mask_top", "mask_top_sd", "mask_chin", "mask_width")
 
 
 @dataclass(frozen=True)
 class BAWorldConfig:
-    """Size, planted demographic effects and factor distributions of the BA-test world.
+    """Size, planted demographic effects, factor distributions and face morphology of the
+    BA-test world (see the module docstring for the score model).
 
     Per-group settings are dicts over :data:`BFW_GROUPS`. Defaults: a true genuine gap
-    M - F of 0.04 in every race; females have smaller face area (hair occludes more, as
-    paper 003 reports), males have facial hair with probability 0.3; Black groups are
-    darker on average, Asian groups more often off-pose. Scores are similarities.
+    M - F of 0.04 in every race; females show more face above the eyes and vary more in
+    it; males have a lower, wider face, and facial hair (per identity: A 15 %, B 50 %,
+    I 40 %, W 30 % of males) lengthens the chin and lowers scores; Black groups are darker
+    on average, Asian groups more often off-pose; brightness and quality differ by race,
+    not gender. Face area acts through the pair's mask IoU (``b_area`` = 0 by default).
+    Scores are similarities.
 
     Parameters
     ----------
     seed : int, default 3003
-        Seeds the factors and the pair noise.
-    identities_per_group, images_per_identity : int, default 100, 16
+        Seeds the factors, the identities' effects and the pair noise.
+    identities_per_group, images_per_identity : int, default 200, 16
         World size (each >= 2).
-    sigma : float, default 0.05
+    sigma : float, default 0.08
         SD of the pair score noise (> 0).
+    identity_sd : float, default 0.02
+        SD of the per-identity genuine-score effect ``u_id`` (>= 0).
     gamma : float, default 0.3
-        Weight of the factor effects on impostor scores (genuine: 1).
+        Weight of the image and mask effects on impostor scores (genuine: 1).
     genuine_mean, impostor_mean : dict of str to float
         Planted mean genuine / impostor score per group (the demographic effect).
+    cross_impostor_mean : float, default 0.05
+        Mean score of an impostor pair across two groups.
     effects : dict of str to float
-        Factor coefficients ``b_*`` of ``pose, brightness, face_area, quality,
-        facial_hair`` (score units; see the module docstring).
+        Coefficients ``b_*`` of ``pose, brightness, face_area, quality, facial_hair,
+        mask_iou`` (score units; see the module docstring).
     yaw_sd : dict of str to float
         SD of yaw per group (degrees).
     brightness_mean : dict of str to float
         Mean face-skin gray level per group (0-255).
-    face_area_mean : dict of str to float
-        Mean face area per group (fraction of the aligned crop).
     quality_mean : dict of str to float
         Mean quality per group (0-1).
-    facial_hair_rate : float, default 0.3
-        Probability of facial hair for males, in [0, 1].
+    facial_hair_rate : dict of str to float
+        Share of identities with facial hair per group, in [0, 1] (females must be 0).
+    mask_top, mask_chin, mask_width : dict of str to float
+        Mean top of the visible face, chin (y, fractions of the crop, eyes at 0.4) and
+        half-width of the face mask per group.
+    mask_top_sd : dict of str to float
+        Per-image SD of ``mask_top`` per group: hair covers the forehead by a one-sided,
+        exponential amount (mean 0 after centring), more in some images than in others.
+    beard_chin : float, default 0.06
+        How much facial hair lowers the chin (fraction of the crop).
+    mask_identity_sd, mask_image_sd : float, default 0.02, 0.01
+        SD of the per-identity shape (top, chin, width) and of the per-image chin and
+        width.
+    mask_yaw_shift : float, default 0.1
+        How far the mask's centre moves with yaw: ``mask_cx = 0.5 + mask_yaw_shift sin(yaw)``.
 
     Raises
     ------
     ValueError
         For sizes below 2, a per-group dict with an unknown, missing or non-numeric group,
-        an unknown factor, ``sigma <= 0`` or a rate outside [0, 1].
+        an unknown factor, ``sigma <= 0``, a negative SD, a rate outside [0, 1], facial hair
+        in a female group, or a mask that leaves the crop (top < 0, chin > 1, top >= 0.4).
 
     Examples
     --------
@@ -92,39 +136,67 @@ class BAWorldConfig:
     """
 
     seed: int = 3003
-    identities_per_group: int = 100
+    identities_per_group: int = 200
     images_per_identity: int = 16
-    sigma: float = 0.05
+    sigma: float = 0.08
+    identity_sd: float = 0.02
     gamma: float = 0.3
     genuine_mean: dict[str, float] = field(default_factory=lambda: _by_group(
         BFW_GROUPS, 0.60, 0.64, 0.60, 0.64, 0.60, 0.64, 0.60, 0.64))
     impostor_mean: dict[str, float] = field(default_factory=lambda: _by_group(
         BFW_GROUPS, 0.14, 0.12, 0.13, 0.11, 0.13, 0.11, 0.12, 0.10))
+    cross_impostor_mean: float = 0.05
     effects: dict[str, float] = field(default_factory=lambda: {
-        "pose": 0.03, "brightness": 0.03, "face_area": 0.03, "quality": 0.04, "facial_hair": 0.03})
+        "pose": 0.03, "brightness": 0.03, "face_area": 0.0, "quality": 0.2, "facial_hair": 0.03,
+        "mask_iou": 0.03})
     yaw_sd: dict[str, float] = field(default_factory=lambda: _by_group(
         BFW_GROUPS, 16, 16, 10, 10, 10, 10, 10, 10))
     brightness_mean: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 165, 160, 120, 115, 140, 135, 170, 165))
-    face_area_mean: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 0.30, 0.38, 0.30, 0.38, 0.30, 0.38, 0.30, 0.38))
+        BFW_GROUPS, 162, 162, 118, 118, 138, 138, 168, 168))
     quality_mean: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 0.50, 0.55, 0.45, 0.50, 0.50, 0.55, 0.55, 0.60))
-    facial_hair_rate: float = 0.3
+        BFW_GROUPS, 0.50, 0.50, 0.45, 0.45, 0.50, 0.50, 0.55, 0.55))
+    facial_hair_rate: dict[str, float] = field(default_factory=lambda: _by_group(
+        BFW_GROUPS, 0.0, 0.15, 0.0, 0.50, 0.0, 0.40, 0.0, 0.30))
+    mask_top: dict[str, float] = field(default_factory=lambda: _by_group(
+        BFW_GROUPS, 0.10, 0.15, 0.10, 0.15, 0.10, 0.15, 0.10, 0.15))
+    mask_top_sd: dict[str, float] = field(default_factory=lambda: _by_group(
+        BFW_GROUPS, 0.035, 0.015, 0.035, 0.015, 0.035, 0.015, 0.035, 0.015))
+    mask_chin: dict[str, float] = field(default_factory=lambda: _by_group(
+        BFW_GROUPS, 0.86, 0.90, 0.86, 0.90, 0.86, 0.90, 0.86, 0.90))
+    mask_width: dict[str, float] = field(default_factory=lambda: _by_group(
+        BFW_GROUPS, 0.30, 0.32, 0.30, 0.32, 0.30, 0.32, 0.30, 0.32))
+    beard_chin: float = 0.06
+    mask_identity_sd: float = 0.02
+    mask_image_sd: float = 0.01
+    mask_yaw_shift: float = 0.1
 
     def __post_init__(self) -> None:
         for key in ("identities_per_group", "images_per_identity"):
             if int(getattr(self, key)) < 2:
                 raise ValueError(f"batest_world.{key} must be >= 2, got {getattr(self, key)}")
-        for key in ("genuine_mean", "impostor_mean", "yaw_sd", "brightness_mean",
-                    "face_area_mean", "quality_mean"):
+        for key in _PER_GROUP_KEYS:
             values = _per_group(getattr(self, key), f"batest_world.{key}", BFW_GROUPS)
             object.__setattr__(self, key, values)
-        unknown = set(self.effects) - {"pose", "brightness", "face_area", "quality", "facial_hair"}
+        unknown = set(self.effects) - set(_EFFECTS)
         if unknown:
-            raise ValueError(f"batest_world.effects: unknown factor(s) {sorted(unknown)}")
-        if not self.sigma > 0 or not 0 <= self.facial_hair_rate <= 1:
-            raise ValueError("batest_world: need sigma > 0 and 0 <= facial_hair_rate <= 1")
+            raise ValueError(f"batest_world.effects: unknown factor(s) {sorted(unknown)}; "
+                             f"known: {list(_EFFECTS)}")
+        if not self.sigma > 0:
+            raise ValueError(f"batest_world.sigma must be > 0, got {self.sigma}")
+        for key in ("identity_sd", "beard_chin", "mask_identity_sd", "mask_image_sd", "mask_yaw_shift"):
+            if not getattr(self, key) >= 0:
+                raise ValueError(f"batest_world.{key} must be >= 0, got {getattr(self, key)}")
+        for g, rate in self.facial_hair_rate.items():
+            if not 0 <= rate <= 1 or (g[1] == "F" and rate != 0):
+                raise ValueError(f"batest_world.facial_hair_rate.{g} must be in [0, 1] "
+                                 f"(0 for a female group), got {rate}")
+        for g in BFW_GROUPS:
+            top, chin = self.mask_top[g], self.mask_chin[g] + self.beard_chin
+            if not 0 <= top < 0.4 < chin <= 1 or not 0 < self.mask_width[g] <= 0.5 \
+                    or self.mask_top_sd[g] < 0:
+                raise ValueError(f"batest_world: group {g}'s mask leaves the crop or misses the "
+                                 f"eyes (need 0 <= mask_top < 0.4 < mask_chin + beard_chin <= 1, "
+                                 f"0 < mask_width <= 0.5, mask_top_sd >= 0)")
 
     @classmethod
     def from_params(cls, d: Mapping[str, Any]) -> BAWorldConfig:
@@ -181,43 +253,166 @@ def make_batest_world(config: BAWorldConfig | None = None) -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per image: ``image`` (``synNNNNNN.png``), ``identity, group, race,
-        gender``, the factors :data:`BA_FACTORS` (angles in degrees) and ``effect`` (its
-        planted factor effect ``e``, score units). ``attrs["source"] = "synthetic"`` and
-        ``attrs["batest_world"]`` holds the seed and the true gender gap.
+        gender``, the factors :data:`BA_FACTORS` (angles in degrees; ``face_area`` is the
+        mask's area fraction), the mask parameters :data:`MASK_PARAMS`,
+        ``identity_effect`` (``u_id``) and ``effect`` (the image's planted effect ``e``,
+        score units). ``attrs["source"] = "synthetic"`` and ``attrs["batest_world"]``
+        holds the seed and the true gender gap.
 
     Examples
     --------
     >>> world = make_batest_world(BAWorldConfig(identities_per_group=2, images_per_identity=2))
     >>> world.shape, world.attrs["source"]  # 8 groups x 2 identities x 2 images
-    ((32, 13), 'synthetic')
+    ((32, 18), 'synthetic')
+    >>> bool((world["mask_top"] < 0.4).all() and (world["mask_chin"] > 0.4).all())
+    True
     """
     c = config or BAWorldConfig()
     n, k = c.identities_per_group, c.images_per_identity
     rng = _rng(c.seed, _FACTORS)
+    shape_rng = _rng(c.seed, _FACTORS, 1)
     rows = []
     for gi, g in enumerate(BFW_GROUPS):
         m = n * k
-        male = g[1] == "M"
+        beard = np.repeat(shape_rng.random(n) < c.facial_hair_rate[g], k)
+        ident = shape_rng.normal(0, c.mask_identity_sd, (3, n)).repeat(k, axis=1)
+        yaw = rng.normal(0, c.yaw_sd[g], m)
+        # hair can only cover the forehead: a one-sided (exponential) occlusion, mean 0, SD mask_top_sd
+        top = c.mask_top[g] + ident[0] + c.mask_top_sd[g] * (shape_rng.exponential(1.0, m) - 1.0)
+        chin = c.mask_chin[g] + ident[1] + shape_rng.normal(0, c.mask_image_sd, m) + c.beard_chin * beard
         rows.append(pd.DataFrame({
             "identity": gi * n + np.repeat(np.arange(n), k),
             "group": g,
-            "yaw": rng.normal(0, c.yaw_sd[g], m),
+            "yaw": yaw,
             "pitch": rng.normal(0, 8, m),
             "roll": rng.normal(0, 4, m),
             "brightness": np.clip(rng.normal(c.brightness_mean[g], 30, m), 0, 255),
             "quality": np.clip(rng.normal(c.quality_mean[g], 0.15, m), 0, 1),
-            "face_area": np.clip(rng.normal(c.face_area_mean[g], 0.05, m), 0.05, 0.6),
-            "facial_hair": (rng.random(m) < c.facial_hair_rate) if male else np.zeros(m, bool),
+            "face_area": 0.0,
+            "facial_hair": beard,
+            "mask_top": np.clip(top, 0.0, 0.39),
+            "mask_chin": np.clip(chin, 0.41, 1.0),
+            "mask_width": np.clip(c.mask_width[g] + ident[2] + shape_rng.normal(0, c.mask_image_sd, m),
+                                  0.05, 0.5),
+            "mask_cx": 0.5 + c.mask_yaw_shift * np.sin(np.deg2rad(yaw)),
+            "identity_effect": np.repeat(shape_rng.normal(0, c.identity_sd, n), k),
         }))
     df = pd.concat(rows, ignore_index=True)
     df.insert(0, "image", [f"syn{i:06d}.png" for i in range(len(df))])
     df["group"] = pd.Categorical(df["group"], dtype=GROUP_DTYPE)
     df.insert(3, "race", df["group"].astype(str).str[0])
     df.insert(4, "gender", df["group"].astype(str).str[1])
+    left, right = mask_rows(df)
+    df["face_area"] = (right - left).mean(axis=1)
     df["effect"] = factor_effect(df, c)
     df.attrs["source"] = "synthetic"
     df.attrs["batest_world"] = {"seed": c.seed, "true_gender_gap": c.true_gender_gap()}
     return df
+
+
+def mask_rows(images: pd.DataFrame, rows: int = MASK_ROWS) -> tuple[np.ndarray, np.ndarray]:
+    """Left and right edge of each image's face mask on ``rows`` rows of the crop.
+
+    The mask is the ellipse spanning ``mask_top`` to ``mask_chin`` (y, fractions of the
+    crop, down), half-width ``mask_width``, centred at x = ``mask_cx``; row ``k`` is read at
+    y = (k + 0.5) / rows and clipped to the crop. A row outside the face has left = right.
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        Columns :data:`MASK_PARAMS`.
+    rows : int, default MASK_ROWS
+        Rows of the crop (>= 1).
+
+    Returns
+    -------
+    left, right : numpy.ndarray
+        (n_images, rows) float64 x-edges in [0, 1], ``right >= left``.
+
+    Examples
+    --------
+    >>> im = pd.DataFrame({"mask_top": [0.0], "mask_chin": [1.0], "mask_width": [0.5], "mask_cx": [0.5]})
+    >>> left, right = mask_rows(im, rows=4)
+    >>> (right - left).round(3)  # a disc of radius 0.5: chord 2 sqrt(0.25 - (y - 0.5)^2)
+    array([[0.661, 0.968, 0.968, 0.661]])
+    """
+    require_columns(images, list(MASK_PARAMS), "images")
+    top, chin, width, cx = (images[k].to_numpy(np.float64)[:, None] for k in MASK_PARAMS)
+    y = (np.arange(rows) + 0.5) / rows
+    centre, radius = (top + chin) / 2, (chin - top) / 2
+    inside = np.clip(1 - ((y - centre) / radius) ** 2, 0, None)
+    half = width * np.sqrt(inside)
+    return np.clip(cx - half, 0, 1), np.clip(cx + half, 0, 1)
+
+
+def mask_iou_rows(left: np.ndarray, right: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  chunk: int = 1 << 18) -> np.ndarray:
+    """IoU of the masks of images ``a[i]`` and ``b[i]``, from :func:`mask_rows` edges.
+
+    Per row the intersection of two intervals is exact; IoU = sum of intersections / sum
+    of unions over the rows (a pixel-free version of |A and B| / |A or B|).
+
+    Parameters
+    ----------
+    left, right : numpy.ndarray
+        (n_images, rows) edges from :func:`mask_rows`.
+    a, b : numpy.ndarray
+        Integer row positions of the pairs' two images.
+    chunk : int
+        Pairs per step (bounds the memory).
+
+    Returns
+    -------
+    numpy.ndarray
+        (n_pairs,) IoU in [0, 1]; 0 where both masks are empty.
+
+    Examples
+    --------
+    >>> left, right = np.array([[0.0], [0.5]]), np.array([[1.0], [1.0]])
+    >>> mask_iou_rows(left, right, np.array([0, 0]), np.array([1, 0]))
+    array([0.5, 1. ])
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    out = np.empty(a.size)
+    length = right - left
+    for s in range(0, a.size, chunk):
+        ia, ib = a[s:s + chunk], b[s:s + chunk]
+        inter = np.clip(np.minimum(right[ia], right[ib]) - np.maximum(left[ia], left[ib]), 0, None).sum(1)
+        union = length[ia].sum(1) + length[ib].sum(1) - inter
+        out[s:s + chunk] = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+    return out
+
+
+def face_masks(images: pd.DataFrame, size: int = 64) -> np.ndarray:
+    """The images' face masks rasterised on a ``size`` x ``size`` crop (for heatmaps).
+
+    A pixel is face iff its centre lies inside the row's interval (:func:`mask_rows` with
+    ``rows = size``).
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        Columns :data:`MASK_PARAMS`.
+    size : int, default 64
+        Pixels per side (>= 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        (n_images, size, size) bool.
+
+    Examples
+    --------
+    >>> im = pd.DataFrame({"mask_top": [0.0], "mask_chin": [1.0], "mask_width": [0.5], "mask_cx": [0.5]})
+    >>> face_masks(im, size=4)[0].astype(int)
+    array([[0, 1, 1, 0],
+           [1, 1, 1, 1],
+           [1, 1, 1, 1],
+           [0, 1, 1, 0]])
+    """
+    left, right = mask_rows(images, size)
+    x = (np.arange(size) + 0.5) / size
+    return (x >= left[:, :, None]) & (x < right[:, :, None])
 
 
 def factor_effect(images: pd.DataFrame, config: BAWorldConfig) -> np.ndarray:
@@ -267,10 +462,22 @@ def _pair_normal(seed: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return ndtri(u)
 
 
+_MAX_PAIRS = 60_000_000
+
+
+def _all_pairs(rows: np.ndarray, other: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair i < j of ``rows``, or every (i, j) of ``rows`` x ``other``."""
+    if other is None:
+        i, j = np.triu_indices(rows.size, 1)
+        return rows[i], rows[j]
+    return np.repeat(rows, other.size), np.tile(other, rows.size)
+
+
 def batest_pairs(images: pd.DataFrame, config: BAWorldConfig | None = None,
-                 impostors_per_genuine: float = 2.0, seed: int = 0) -> pd.DataFrame:
-    """Genuine (every same-identity pair) and within-group impostor pairs of ``images``,
-    scored by the planted model (a pair keeps its score in any subset).
+                 impostors_per_genuine: float = 2.0, seed: int = 0, *, impostors: str = "sampled",
+                 cross_group: bool = False, factors: bool = True) -> pd.DataFrame:
+    """Genuine (every same-identity pair) and impostor pairs of ``images``, scored by the
+    planted model (a pair keeps its score in any subset).
 
     Parameters
     ----------
@@ -280,21 +487,33 @@ def batest_pairs(images: pd.DataFrame, config: BAWorldConfig | None = None,
         The world's config (planted means, ``gamma``, ``sigma``, seed of the pair noise);
         default ``BAWorldConfig()``.
     impostors_per_genuine : float, default 2.0
-        Per group, impostor pairs drawn per genuine pair (distinct, different-identity).
+        ``impostors="sampled"``: per group, distinct different-identity pairs drawn per
+        genuine pair.
     seed : int, default 0
         Seeds the impostor sampling.
+    impostors : {"sampled", "all"}, default "sampled"
+        ``"all"``: every different-identity pair within each group (papers 003's Tables 3
+        and 4 use all impostors).
+    cross_group : bool, default False
+        With ``impostors="all"``, also every pair across two groups (``group`` is the first
+        image's, ``group2`` the second's).
+    factors : bool, default True
+        Add both images' factors (suffixes ``1``/``2``); off for large all-pairs sets.
 
     Returns
     -------
     pandas.DataFrame
         ``a, b`` (row positions in the world table's ``image`` order, taken from the
-        ``image`` names), ``id1, id2, group, label`` (1 = genuine), ``score`` (a
-        similarity) and both images' factors with suffixes ``1``/``2``.
+        ``image`` names), ``id1, id2, group`` (+ ``group2`` with ``cross_group``), ``label``
+        (1 = genuine), ``score`` (a similarity), ``mask_iou`` and, with ``factors``, both
+        images' :data:`BA_FACTORS`.
 
     Raises
     ------
     ValueError
-        If an image name is not a BA-test world name (``synNNNNNN.png``).
+        If an image name is not a BA-test world name (``synNNNNNN.png``), for an unknown
+        ``impostors``, ``cross_group`` without ``impostors="all"``, or more than 60 million
+        pairs.
 
     Examples
     --------
@@ -302,8 +521,15 @@ def batest_pairs(images: pd.DataFrame, config: BAWorldConfig | None = None,
     >>> pairs = batest_pairs(make_batest_world(config), config)
     >>> pairs["label"].value_counts().sort_index().to_dict()  # 16 genuine, 2 x 16 impostor
     {0: 32, 1: 16}
+    >>> every = batest_pairs(make_batest_world(config), config, impostors="all", cross_group=True)
+    >>> len(every) == 32 * 31 // 2  # every pair of the 32 images
+    True
     """
     c = config or BAWorldConfig()
+    if impostors not in ("sampled", "all"):
+        raise ValueError(f"impostors must be 'sampled' or 'all', got {impostors!r}")
+    if cross_group and impostors != "all":
+        raise ValueError("cross_group needs impostors='all'")
     found = images["image"].astype(str).str.fullmatch(r"syn(\d{6})\.png")
     if not found.all():
         bad = images["image"].to_numpy()[~found.to_numpy()][0]
@@ -311,11 +537,26 @@ def batest_pairs(images: pd.DataFrame, config: BAWorldConfig | None = None,
     pos = images["image"].astype(str).str.slice(3, 9).astype(np.int64).to_numpy()
     ident = images["identity"].to_numpy()
     group = images["group"].astype(str).to_numpy()
-    eff = images["effect"].to_numpy()
+    rows_of = {g: np.flatnonzero(group == g) for g in BFW_GROUPS}
+    n_all = sum(r.size * (r.size - 1) // 2 for r in rows_of.values())
+    if cross_group:
+        n_all = len(images) * (len(images) - 1) // 2
+    if impostors == "all" and n_all > _MAX_PAIRS:
+        raise ValueError(f"{n_all:,} pairs is more than {_MAX_PAIRS:,}: take a subset of the images")
     rng = np.random.default_rng(seed)
     parts = []
-    for g in BFW_GROUPS:
-        rows = np.flatnonzero(group == g)
+    for gi, g in enumerate(BFW_GROUPS):
+        rows = rows_of[g]
+        if impostors == "all":
+            ia, ib = _all_pairs(rows)
+            same = ident[ia] == ident[ib]
+            parts.append((ia[same], ib[same], np.ones(int(same.sum()), np.int8)))
+            parts.append((ia[~same], ib[~same], np.zeros(int((~same).sum()), np.int8)))
+            if cross_group:
+                for h in BFW_GROUPS[gi + 1:]:
+                    xa, xb = _all_pairs(rows, rows_of[h])
+                    parts.append((xa, xb, np.zeros(xa.size, np.int8)))
+            continue
         if rows.size < 2:
             continue
         order = rows[np.argsort(ident[rows], kind="stable")]
@@ -336,17 +577,27 @@ def batest_pairs(images: pd.DataFrame, config: BAWorldConfig | None = None,
         parts.append((lo[keep], hi[keep], np.zeros(keep.size, np.int8)))
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8))
     a, b, label = (np.concatenate([p[k] for p in [empty, *parts]]) for k in range(3))
-    g = group[a]
-    mu = np.where(label == 1, pd.Series(g).map(c.genuine_mean).to_numpy(),
-                  pd.Series(g).map(c.impostor_mean).to_numpy())
-    scale = np.where(label == 1, 1.0, c.gamma)
-    score = mu + scale * (eff[a] + eff[b]) + c.sigma * _pair_normal(c.seed, pos[a], pos[b])
+    ga, gb = group[a], group[b]
+    iou = mask_iou_rows(*mask_rows(images), a, b)
+    eff = images["effect"].to_numpy() + 0.0
+    image_terms = eff[a] + eff[b] + c.effects.get("mask_iou", 0) * (iou - 0.9) / 0.1
+    gen_mu = pd.Series(ga).map(c.genuine_mean).to_numpy() \
+        + images["identity_effect"].to_numpy()[a]
+    imp_mu = np.where(ga == gb, pd.Series(ga).map(c.impostor_mean).to_numpy(), c.cross_impostor_mean)
+    is_gen = label == 1
+    score = np.where(is_gen, gen_mu + image_terms, imp_mu + c.gamma * image_terms) \
+        + c.sigma * _pair_normal(c.seed, pos[a], pos[b])
     out = pd.DataFrame({"a": pos[a], "b": pos[b], "id1": ident[a], "id2": ident[b],
-                        "group": pd.Categorical(g, dtype=GROUP_DTYPE), "label": label,
-                        "score": score})
-    for f in BA_FACTORS:
-        out[f + "1"] = images[f].to_numpy()[a]
-        out[f + "2"] = images[f].to_numpy()[b]
+                        "group": pd.Categorical(ga, dtype=GROUP_DTYPE)})
+    if cross_group:
+        out["group2"] = pd.Categorical(gb, dtype=GROUP_DTYPE)
+    out["label"] = label
+    out["score"] = score
+    out["mask_iou"] = iou
+    if factors:
+        for f in BA_FACTORS:
+            out[f + "1"] = images[f].to_numpy()[a]
+            out[f + "2"] = images[f].to_numpy()[b]
     out.attrs["source"] = "synthetic"
     return out
 
