@@ -44,7 +44,7 @@ name = "batest"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/me
 overrides = {}  # replaces keys of the `batest` section (BATestConfig; smoke tests use small n_boot)
 world_overrides = {}  # replaces keys of the `batest_world` section
 real_images = True  # run the factor pipeline on real photos shipped in scikit-image
-compute = None  # where the LFW factor measurement runs: None = params.yaml `compute` (Dask); "serial"
+compute = None  # where the LFW factor measurement runs: None: the params.yaml compute section (Dask); serial: in-process
 
 # %%
 import dataclasses

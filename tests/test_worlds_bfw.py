@@ -400,3 +400,122 @@ def test_planted_score_shape_impostor_tail_and_genuine_spread():
                                   make_bfw_world(BFWWorldConfig(**{**small_c.__dict__, "systems": (flat(0.2),)})))
     with pytest.raises(ValueError, match="noise_spread"):
         SystemSpec("bad", dict.fromkeys(BFW_GROUPS, 0.2), noise_spread=-0.1)
+
+
+# --------------------------------------------------------------------------- paper 002's score shape
+def _shape(df: pd.DataFrame, system: str) -> pd.DataFrame:
+    """Per subgroup (within-subgroup pairs): impostor median and p99.9, genuine mean and
+    SD, d' and EER (facebias.metrics), and the FMR at one global threshold (pooled FMR
+    1e-3 over every impostor, by query subgroup a1)."""
+    from facebias import metrics
+
+    intra = df[df["a1"] == df["a2"]]
+    imp_all = df[df["label"] == 0]
+    t = float(metrics.threshold_at_fmr(imp_all[system], 1e-3))
+    fmr = (imp_all[system] > t).groupby(imp_all["a1"].astype(str)).mean()
+    rows = {}
+    for g in BFW_GROUPS:
+        s = intra[intra["a1"] == g]
+        imp = s.loc[s["label"] == 0, system].to_numpy(np.float64)
+        gen = s.loc[s["label"] == 1, system].to_numpy(np.float64)
+        rows[g] = {"med": np.median(imp), "p999": np.quantile(imp, 0.999), "gen_mean": gen.mean(),
+                   "gen_sd": gen.std(ddof=1), "d_prime": metrics.d_prime(gen, imp),
+                   "eer": metrics.eer(gen, imp), "fmr_global": fmr[g]}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def _tail_ratio(med: pd.Series, p999: pd.Series) -> float:
+    """Across-subgroup range of the impostor p99.9 over the range of the medians."""
+    return float(np.ptp(p999) / np.ptp(med))
+
+
+@pytest.fixture(scope="module")
+def shape_world():
+    """The default world (BFWWorldConfig(): seed, size, SIM_A and SIM_B) plus two reference
+    systems on the same pairs: ``null`` (equal rho 0.2 and sigma 0.9, no spreads) and
+    ``shift`` (SIM_A's rho and sigma, no spreads: the world before the shape was planted).
+    Systems have independent random streams, so sim_a and sim_b are the default world's."""
+    from facebias.worlds.bfw import SIM_A, SIM_B
+
+    shift = SystemSpec("shift", SIM_A.group_similarity, SIM_A.noise)
+    cfg = BFWWorldConfig(systems=(SIM_A, SIM_B, flat(0.2), shift))
+    df = make_bfw_world(cfg)
+    truth = planted_truth(cfg).set_index(["system", "group"])
+    return {s: _shape(df, s) for s in ("sim_a", "sim_b", "null", "shift")}, truth
+
+
+def test_default_world_has_the_papers_score_shape(shape_world):
+    """Paper 002, Fig. 4: "Scores of imposters have medians around 0.3 but with variations
+    in upper percentiles; genuine pairs vary in mean and spread (e.g., AF has more area of
+    overlap)"; Fig. 3: M better than F, AF and IF the worst. Bounds, from the plant:
+
+    * SIM_A sets the median impostor centre to 0.085-0.115 in every subgroup and lengthens
+      the female upper tails by kappa (AF 0.6, IF 0.4, BF = WF 0.3, males 0).
+      ``planted_truth`` (2,000 identities per subgroup) gives the planted ranges across
+      subgroups: the plant's p99.9 range is more than twice its median range (asserted).
+      The world's 100 identities per subgroup add identity-sampling noise of about 0.01-0.02
+      to the range of medians (the null system's range, all planted equal, is asserted
+      below 0.03), which on the planted median range of about 0.04 keeps the world's ratio
+      above 1.5.
+    * Genuine SD: tau AF 0.25 vs WM 0.05 widens AF's genuine scores; the planted max/min
+      SD ratio (planted_truth) is > 1.5; with 100 identities a subgroup's SD is known to
+      about 10%, so the world's ratio is asserted above 0.75 x the planted one, with AF
+      widest and WM narrowest (the largest and smallest tau and sigma).
+    * Every F subgroup has a larger sigma, tau and kappa than the M subgroup of its
+      ethnicity, each of which only increases genuine/impostor overlap: so M has the
+      larger d' and smaller EER in every ethnicity. AF has the largest sigma, tau and
+      kappa (lowest d', highest EER); IF the next sigma, tau and kappa (second highest EER).
+    * Female impostors more alike (median centre 0.11-0.115 vs 0.10 and kappa_F 0.3-0.6 vs
+      kappa_M 0): at one global threshold F has the higher FMR in every ethnicity, AF
+      (largest kappa and rho) the highest, and WM (lowest median centre, 0.085) is below
+      every female subgroup (among the males, whose tails are planted alike, the lowest
+      FMR is left to sampling).
+    """
+    shapes, truth = shape_world
+    a, t = shapes["sim_a"], truth.loc["sim_a"]
+    planted_ratio = _tail_ratio(t["impostor_median"], t["impostor_p999"])
+    assert planted_ratio > 2, t
+    assert _tail_ratio(a["med"], a["p999"]) > 1.5, a
+    planted_sd = t["genuine_sd"].max() / t["genuine_sd"].min()
+    assert planted_sd > 1.5, t
+    assert a["gen_sd"].max() / a["gen_sd"].min() > 0.75 * planted_sd, a
+    assert a["gen_sd"].idxmax() == "AF" and a["gen_sd"].idxmin() == "WM", a
+    assert np.ptp(a["gen_mean"]) > 0.5 * np.ptp(t["genuine_mean"]) and a["gen_mean"].idxmax() == "WM", a
+    assert a["d_prime"].idxmin() == "AF" and list(a["eer"].nlargest(2).index) == ["AF", "IF"], a
+    for e in "ABIW":
+        assert a.loc[e + "M", "d_prime"] > a.loc[e + "F", "d_prime"], (e, a)
+        assert a.loc[e + "M", "eer"] < a.loc[e + "F", "eer"], (e, a)
+        assert a.loc[e + "F", "fmr_global"] > a.loc[e + "M", "fmr_global"], (e, a)
+    assert a["fmr_global"].idxmax() == "AF", a
+    assert (a.loc[["AF", "BF", "IF", "WF"], "fmr_global"] > a.loc["WM", "fmr_global"]).all(), a
+    # SIM_B: the same shape, weaker (tau AF 0.12 vs WM 0.02)
+    b = shapes["sim_b"]
+    assert 1.1 < b["gen_sd"].max() / b["gen_sd"].min() < a["gen_sd"].max() / a["gen_sd"].min(), b
+
+
+def test_null_and_shift_only_worlds_show_no_score_shape(shape_world):
+    """The same pairs scored by a null system (equal rho and sigma, no spreads) and by the
+    world before the shape was planted (SIM_A's rho and sigma, no spreads).
+
+    * Null: every subgroup has the same planted distribution, so the tail lengths
+      (p99.9 - median), the genuine SDs and the d' agree across subgroups up to sampling
+      noise (max/min near 1: below 1.1, against the planted 1.9 for the genuine SD);
+      the medians' range is sampling noise only (< 0.03); the range ratio is noise over
+      noise, about 1, and below the 2 a planted shape exceeds.
+    * Shift only: a larger rho moves the whole impostor distribution up and shrinks its
+      (1 - rho) random part, so the upper percentiles differ *less* than the medians:
+      planted and observed range ratio below 1, the opposite of the paper's shape; the
+      genuine SDs differ only through sigma (planted max/min below 1.2).
+    """
+    shapes, truth = shape_world
+    n = shapes["null"]
+    tail = n["p999"] - n["med"]
+    assert tail.max() / tail.min() < 1.1, n
+    assert n["gen_sd"].max() / n["gen_sd"].min() < 1.1, n
+    assert n["d_prime"].max() / n["d_prime"].min() < 1.1, n
+    assert np.ptp(n["med"]) < 0.03 and _tail_ratio(n["med"], n["p999"]) < 2, n
+    s, ts = shapes["shift"], truth.loc["shift"]
+    assert _tail_ratio(ts["impostor_median"], ts["impostor_p999"]) < 1, ts
+    assert _tail_ratio(s["med"], s["p999"]) < 1, s
+    assert ts["genuine_sd"].max() / ts["genuine_sd"].min() < 1.2, ts
+    assert s["gen_sd"].max() / s["gen_sd"].min() < 1.2, s

@@ -21,14 +21,20 @@ from ``seed`` and the system's name):
   subgroup's direction, which lengthens the impostor upper tail) and
   ``sigma_i = sigma_g exp(tau_g u_i - tau_g^2 / 2)`` replaces ``sigma_g`` (``tau_g`` =
   ``SystemSpec.noise_spread``: spreads the genuine scores), ``v_i, u_i ~ N(0, 1)`` drawn
-  after the rest of the subgroup's stream, so with both 0 (default) the world is unchanged;
+  after the rest of the subgroup's stream, so with both 0 (the ``SystemSpec`` default) the
+  world is as without them; the default systems :data:`SIM_A` and :data:`SIM_B` plant both;
 * score of a pair = cosine ``x_a . x_b``, stored as float32.
 
 So ``rho_g`` (``SystemSpec.group_similarity``) plants the within-subgroup impostor
 similarity (mean about ``rho_g / (1 + sigma_g^2)``: larger ``rho_g`` -> higher FMR at
 one global threshold) and ``sigma_g`` (``SystemSpec.noise``) plants the genuine
 scores (mean about ``1 / (1 + sigma_g^2)``: larger ``sigma_g`` -> higher FNMR).
-Cross-subgroup impostors have mean about 0.
+Cross-subgroup impostors have mean about 0. With the spreads, an impostor pair's score
+is centred on ``sqrt(rho_i rho_j) / (1 + sigma^2)``, whose median over pairs is about
+``rho_g exp(-kappa_g^2 / 2) / (1 + sigma_g^2)``: a subgroup with a larger ``kappa_g``
+and a correspondingly larger ``rho_g`` keeps its median impostor score but has a longer
+upper tail (the shape of paper 002's Fig. 4, planted in :data:`SIM_A`; see
+:func:`planted_truth` for the planted medians, upper percentiles and genuine SDs).
 
 Pairs (the BFW recipe, A.1 of the notes; identical for every system)
 -------------------------------------------------------------------
@@ -121,7 +127,9 @@ class SystemSpec:
     Examples
     --------
     >>> SIM_A.rho("AF"), SIM_A.sigma("AF"), SIM_B.sigma("AF")
-    (0.32, 1.0, 0.95)
+    (0.275, 1.0, 0.95)
+    >>> SIM_A.spread("similarity_spread", "AF"), SIM_A.spread("noise_spread", "WM")
+    (0.6, 0.05)
     """
 
     name: str
@@ -225,18 +233,37 @@ class SystemSpec:
         return out
 
 
-#: strong planted bias in the direction BFW reports: F impostors more alike than M;
-#: AF noisiest (worst genuine scores), WM cleanest. Values in BFW_GROUPS order.
+#: strong planted bias with the score shape BFW reports (paper 002, Fig. 3 and 4; values in
+#: BFW_GROUPS order AF AM BF BM IF IM WF WM):
+#:
+#: * impostors: medians close, upper tails not. ``rho_g = m_g (1 + sigma_g^2)
+#:   exp(kappa_g^2 / 2)`` puts the median of ``sqrt(rho_i rho_j) / (1 + sigma_g^2)`` (the
+#:   centre of an impostor pair's score) at ``m_g`` = 0.10 for AM, BM, IM, 0.11 for BF, IF,
+#:   WF, 0.115 for AF and 0.085 for WM, while ``kappa_g`` (similarity_spread: AF 0.6, IF
+#:   0.4, BF = WF 0.3, males 0) lengthens the female upper tails: female
+#:   subgroups' impostors are more alike, so one global threshold gives them the higher
+#:   FMR, AF most and WM least (``rho_g``, the mean similarity, keeps that order);
+#: * genuine pairs differ in mean (``sigma_g``: AF 1.00 ... WM 0.85) and spread (``tau_g``,
+#:   noise_spread: AF 0.25, IF 0.15, BF 0.12, AM = IM = WF 0.1, BM 0.08, WM 0.05);
+#: * so M is better than F within every ethnicity (F has the larger sigma, tau and kappa)
+#:   and AF, then IF, are the worst subgroups; AF has the most genuine/impostor overlap.
 SIM_A = SystemSpec(
     "sim_a",
-    group_similarity=_by_group(BFW_GROUPS, 0.32, 0.20, 0.28, 0.18, 0.28, 0.20, 0.24, 0.14),
-    noise=_by_group(BFW_GROUPS, 1.00, 0.92, 0.95, 0.90, 0.95, 0.90, 0.92, 0.85),
+    group_similarity=_by_group(BFW_GROUPS, 0.275, 0.185, 0.219, 0.181, 0.231, 0.181, 0.212, 0.146),
+    noise=_by_group(BFW_GROUPS, 1.00, 0.92, 0.95, 0.90, 0.97, 0.90, 0.92, 0.85),
+    similarity_spread=_by_group(BFW_GROUPS, 0.60, 0.0, 0.30, 0.0, 0.40, 0.0, 0.30, 0.0),
+    noise_spread=_by_group(BFW_GROUPS, 0.25, 0.10, 0.12, 0.08, 0.15, 0.10, 0.10, 0.05),
 )
-#: weak planted bias: rho spread 0.05, one noise level
+#: weak planted bias, the same shape as SIM_A but smaller: one noise level 0.95, median
+#: impostor centre ``m_g`` = 0.10 (WM 0.095) with ``rho_g = m_g (1 + 0.95^2) exp(kappa_g^2 /
+#: 2)``, kappa AF 0.35, IF 0.3, BF 0.25, WF 0.2, AM = IM 0.15, BM 0.1, WM 0, and tau AF 0.12,
+#: IF 0.1, BF 0.06, WF 0.05, AM = IM 0.05, BM 0.04, WM 0.02.
 SIM_B = SystemSpec(
     "sim_b",
-    group_similarity=_by_group(BFW_GROUPS, 0.22, 0.19, 0.21, 0.18, 0.21, 0.19, 0.20, 0.17),
+    group_similarity=_by_group(BFW_GROUPS, 0.202, 0.192, 0.196, 0.191, 0.199, 0.192, 0.194, 0.181),
     noise=0.95,
+    similarity_spread=_by_group(BFW_GROUPS, 0.35, 0.15, 0.25, 0.10, 0.30, 0.15, 0.20, 0.0),
+    noise_spread=_by_group(BFW_GROUPS, 0.12, 0.05, 0.06, 0.04, 0.10, 0.05, 0.05, 0.02),
 )
 
 _INT_KEYS = ("seed", "identities_per_group", "images_per_identity", "n_folds", "dim")
@@ -713,7 +740,11 @@ def planted_truth(config: BFWWorldConfig | None = None, n_ids: int = 20_000) -> 
     expected within-subgroup impostor and genuine cosine, estimated by a deterministic
     Monte Carlo of the same model (``n_ids`` identities x 2 images per row; standard
     error below 1e-3); and the first-order closed forms ``impostor_mean_approx =
-    rho / (1 + sigma^2)``, ``genuine_mean_approx = 1 / (1 + sigma^2)``.
+    rho / (1 + sigma^2)``, ``genuine_mean_approx = 1 / (1 + sigma^2)`` (without spreads).
+    The planted score *shape* (paper 002, Fig. 4) from the same Monte Carlo:
+    ``impostor_median``, ``impostor_p99`` and ``impostor_p999`` (quantiles 0.5, 0.99,
+    0.999 of the first images of the first ``min(n_ids, 2000)`` identities, all pairs)
+    and ``genuine_sd`` (SD of the ``n_ids`` genuine pairs).
 
     Parameters
     ----------
@@ -731,7 +762,7 @@ def planted_truth(config: BFWWorldConfig | None = None, n_ids: int = 20_000) -> 
     --------
     >>> t = planted_truth(BFWWorldConfig(dim=8), n_ids=100)
     >>> t.loc[0, ["system", "group", "rho", "noise", "genuine_mean_approx"]].to_dict()
-    {'system': 'sim_a', 'group': 'AF', 'rho': 0.32, 'noise': 1.0, 'genuine_mean_approx': 0.5}
+    {'system': 'sim_a', 'group': 'AF', 'rho': 0.275, 'noise': 1.0, 'genuine_mean_approx': 0.5}
     """
     config = config or BFWWorldConfig()
     rows = []
@@ -743,6 +774,9 @@ def planted_truth(config: BFWWorldConfig | None = None, n_ids: int = 20_000) -> 
             per_id = x.sum(axis=1)  # sum of an identity's image embeddings
             total = per_id.sum(axis=0)
             same = np.einsum("ij,ij->", per_id, per_id)  # sum over same-identity ordered pairs
+            first = x[: min(n_ids, 2000), 0]
+            imp = (first @ first.T)[np.triu_indices(len(first), 1)]
+            med, p99, p999 = np.quantile(imp, [0.5, 0.99, 0.999])
             rows.append(
                 {
                     "system": spec.name,
@@ -753,6 +787,10 @@ def planted_truth(config: BFWWorldConfig | None = None, n_ids: int = 20_000) -> 
                     "genuine_mean": (same - 2 * n_ids) / (2 * n_ids),
                     "impostor_mean_approx": rho / (1 + sigma**2),
                     "genuine_mean_approx": 1 / (1 + sigma**2),
+                    "impostor_median": float(med),
+                    "impostor_p99": float(p99),
+                    "impostor_p999": float(p999),
+                    "genuine_sd": float(np.einsum("ij,ij->i", x[:, 0], x[:, 1]).std(ddof=1)),
                 }
             )
     return pd.DataFrame(rows)
