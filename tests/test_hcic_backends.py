@@ -255,7 +255,8 @@ def test_notebook_on_a_four_group_table_with_and_without_votes(tmp_path):
     m = json.loads((r0 / "metrics" / "x.json").read_text())
     assert m["backend"] == "dcgan" and m["labels"] == "intended" and m["groups"] == ["LM", "LF", "DM", "DF"]
     assert "not race" in m["group_description"] and "labels: intended" in m["provenance"]
-    assert set(m["skipped"]) == {"hcic", "realism_filter", "annotators", "validation"}
+    assert set(m["skipped"]) == {"hcic", "realism_filter", "annotators", "validation", "own_group_check",
+                                 "supp_fig17", "supp_fig18", "seed_filter", "own_group_image_check"}
     assert set(m["fnmr_at_fmr"]["toy"]) == {"intended"}
     assert set(m["fnmr_at_fmr_by_attribute"]["toy"]) == set(H.ATTRIBUTES)
     assert set(m["fnmr_at_fmr_by_attribute"]["toy"]["pose"]) == {"LM", "LF", "DM", "DF"}
@@ -266,7 +267,9 @@ def test_notebook_on_a_four_group_table_with_and_without_votes(tmp_path):
                  image_votes=str(tmp_path / "image_votes.parquet"),
                  pair_votes=str(tmp_path / "pair_votes.parquet"), **common)
     h = json.loads((r1 / "metrics" / "y.json").read_text())
-    assert h["labels"] == "hcic" and "human annotators N=9" in h["provenance"] and h["skipped"] == {}
+    assert h["labels"] == "hcic" and "human annotators N=9" in h["provenance"]
+    # no latents, no seed filter recorded by a synth stage, no gender truth here
+    assert set(h["skipped"]) == {"own_group_check", "seed_filter", "own_group_image_check"}
     counts = h["hcic_label_counts"]["0.3"]
     assert counts["intended_same_judged_different"] == flip_same.sum()
     assert counts["intended_different_judged_same"] == 0
@@ -275,9 +278,20 @@ def test_notebook_on_a_four_group_table_with_and_without_votes(tmp_path):
     assert counts["positive_kept"] + counts["negative_kept"] == len(pairs) - n_dropped
     figs = {p.relative_to(r1 / "figures").as_posix() for p in (r1 / "figures").rglob("*.png")}
     assert {"y_det/t30.png", "y_annotator_consistency.png", "y_validation.png", "y_identity_responses.png"} <= figs
-    # the relabelled DF pose pairs are impostors now: DF's genuine count shrinks by them
+    # the relabelled DF pose pairs are impostors now: DF's genuine count shrinks by them; self
+    # pairs are left out of the error rates (both label sets) and reported apart
+    is_self = (pairs["image_a"] == pairs["image_b"]).to_numpy()
     n_gen = h["fnmr_at_fmr"]["toy"]["0.3"]["DF"]["n_genuine"]
-    assert n_gen == m["fnmr_at_fmr"]["toy"]["intended"]["DF"]["n_genuine"] - flip_same.sum()
+    assert n_gen == m["fnmr_at_fmr"]["toy"]["intended"]["DF"]["n_genuine"] - (flip_same & ~is_self).sum()
+    assert m["fnmr_at_fmr"]["toy"]["intended"]["DF"]["n_genuine"] == ((pairs["group"] == "DF")
+                                                                      & (pairs["label"] == 1) & ~is_self).sum()
+    assert h["fnmr_at_fmr_intended_labels"]["toy"]["DF"]["n_genuine"] == m["fnmr_at_fmr"]["toy"]["intended"]["DF"][
+        "n_genuine"] - int(((pairs["image_a"] == "s0000_LM_age4") | (pairs["image_b"] == "s0000_LM_age4"))[
+            (pairs["group"] == "DF")].sum())
+    assert m["self_pairs"] == {"n_self_pairs": int(is_self.sum()), "n_self_pairs_kept": int(is_self.sum())}
+    assert h["self_pairs"]["judged_different"]["0.3"] == pytest.approx((flip_same & is_self).sum() / is_self.sum())
+    assert "y_det/intended.png" in figs  # the intended labels beside the HCIC ones
+    assert {"y_same_pairs.png", "y_uncanny_examples.png"} <= figs  # Supp. 17 / 18 (faces not rendered here)
     with pytest.raises(papermill.PapermillExecutionError):  # a votes file that is not there
         run_notebook(tmp_path, reports_dir=str(tmp_path / "r2"), name="z",
                      image_votes="", pair_votes=str(tmp_path / "missing.parquet"), **common)

@@ -275,6 +275,69 @@ def test_group_independence_finds_planted_not_null(pairs):
     assert row["p_bonferroni"] == pytest.approx(min(1.0, row["p"] * 8))
 
 
+def test_own_group_check_detects_a_planted_effect_and_passes_the_null(pairs):
+    """The chi-square test of Fig. 4 on simulated panels of known own-group effect. Truth:
+    0 for self pairs, 0.15 for the other intended-same pairs, 0.70 for intended-different
+    ones, the same in every group. Null (effect 0): responses depend on truth only, so the
+    Bonferroni family rejects with probability <= alpha = 0.05; at this fixed seed none does.
+    Planted (effect 0.5, 80 % of the panel from WM): another group's same-identity pair at
+    0.15 is seen at 0.5 + 0.5 * (0.15 - 0.5) = 0.325 by 80 % of its raters against 20 % for
+    WM's pairs, a mean shift of 0.6 * 0.175 * 4 = 0.42 raw levels; different-identity pairs
+    shift by 0.6 * 0.10 * 4 = 0.24 levels. With ~4,000 responses per cell and group and a
+    per-vote SD ~1.2, both shifts are over 10 standard errors: every cell must reject."""
+    d = np.where(pairs["label"] == 1, 0.15, 0.70)
+    d[H.self_pair_mask(pairs)] = 0.0
+    tests, matrices = H.own_group_check(pairs, d, effects=(0.0, 0.5), majority="WM")
+    null, plant = tests[tests["effect"] == 0.0], tests[tests["effect"] == 0.5]
+    assert len(null) == len(plant) == 8 and (tests["majority"] == "WM").all()
+    assert not null["reject"].any()
+    assert plant["reject"].all()
+    # the direction: other groups' same-identity pairs are voted more "different" than WM's
+    same = (pairs["label"] == 1) & ~H.self_pair_mask(pairs)
+    m = matrices[0.5]
+    wm = m[same & (pairs["group"] == "WM")].to_numpy().mean()
+    others = m[same & (pairs["group"] != "WM")].to_numpy().mean()
+    assert others - wm > 0.2
+    # the null matrix agrees with the test run directly on it
+    direct = H.group_independence_test(matrices[0.0], pairs)
+    np.testing.assert_allclose(direct["p"], null["p"])
+    with pytest.raises(ValueError, match="majority"):
+        H.own_group_check(pairs, d, majority="XX")
+
+
+def test_human_seed_filter_through_the_store_drops_planted_bad_seeds(tmp_path):
+    """40 candidate seeds x 6 prototypes. Planted: seeds 0-5 have one uncanny prototype
+    (truth 1.0: raw 4, so votes below 4 come only from noise clipped at the top, the 3 %
+    outliers and offsets: the mean of 9 stays near 0.95, far above 0.8) and seeds 6-11 one
+    prototype of the wrong group (match 0.0: mean near 0.05 < 0.5); every other
+    prototype is realistic (0.15) and on target (0.95). Keeping 28 must keep exactly the
+    28 clean seeds; the null (no bad seed) marks every seed acceptable. The votes are in
+    the store: the filter reads its scores back from there."""
+    from facebias.annotate import AnnotationStore
+
+    rows = [{"item_id": f"c{sd:03d}_{g}", "seed": sd, "true_uncanny": 0.15, "group_match": 0.95}
+            for sd in range(40) for g in ("WM", "WF", "BM", "BF", "AM", "AF")]
+    clean = pd.DataFrame(rows)
+    bad = clean.copy()
+    bad.loc[bad["seed"].lt(6) & bad["item_id"].str.endswith("_BF"), "true_uncanny"] = 1.0
+    bad.loc[bad["seed"].between(6, 11) & bad["item_id"].str.endswith("_AM"), "group_match"] = 0.0
+    out = H.human_seed_filter(bad, 28, tmp_path / "s.sqlite")
+    assert out["kept"].sum() == 28
+    assert set(out.loc[out["kept"], "seed"]) == set(range(12, 40))
+    assert not out.loc[out["seed"] < 6, "realistic"].any() and out.loc[out["seed"] >= 6, "realistic"].all()
+    assert not out.loc[out["seed"].between(6, 11), "group_ok"].any()
+    with AnnotationStore(tmp_path / "s.sqlite") as store:
+        v = store.votes()
+    assert len(v) == len(bad) * 2 * 9 and set(v["source"]) == {"simulated"}
+    assert set(v["question"]) == set(H.SEED_FILTER_SCALES)
+    null = H.human_seed_filter(clean, 12, tmp_path / "n.sqlite")
+    assert null["acceptable"].all() and null["kept"].sum() == 12
+    with pytest.raises(ValueError, match="exists"):
+        H.human_seed_filter(clean, 12, tmp_path / "n.sqlite")
+    with pytest.raises(ValueError, match="n_keep"):
+        H.human_seed_filter(clean, 41, tmp_path / "m.sqlite")
+
+
 def test_annotator_consistency_and_vote_matrix(pairs):
     import facebias.annotate.aggregate  # noqa: F401
     sub = pairs.iloc[:40]
@@ -383,6 +446,49 @@ def test_kept_pair_scores_align_by_pair_id_not_by_position(pairs):
         H.kept_pair_scores(p, pd.concat([scored, scored.iloc[:1]]), ["score_x"])
 
 
+def test_self_pairs_left_out_and_reported_apart(pairs, images):
+    """Self pairs (an image with itself) are excluded from the scored pairs on request and
+    summarised apart; the counts agree with a direct count of image_a == image_b."""
+    direct = (pairs["image_a"] == pairs["image_b"]).to_numpy()
+    assert direct.sum() == 50 * 6 * 4  # one per prototype and attribute (the centre slot)
+    np.testing.assert_array_equal(H.self_pair_mask(pairs), direct)
+    np.testing.assert_array_equal(H.self_pair_mask(pairs.drop(columns="is_self_pair")), direct)
+    p = pairs.assign(keep=np.arange(len(pairs)) % 7 != 0)
+    scored = pairs[["pair_id"]].assign(score_x=0.5)
+    kept = H.kept_pair_scores(p, scored, ["score_x"], exclude_self=True)
+    assert len(kept) == int((p["keep"] & ~direct).sum()) and not H.self_pair_mask(kept).any()
+    # HCIC of the self pairs: votes 0 except every 10th self pair voted "possibly different"
+    hcic = np.where(direct, 0.0, 0.75)
+    flagged = np.flatnonzero(direct)[::10]
+    hcic[flagged] = 0.75
+    summary = H.self_pair_summary(p.assign(hcic=hcic), (0.2, 0.3))
+    assert summary["n_self_pairs"] == direct.sum()
+    assert summary["n_self_pairs_kept"] == int((direct & p["keep"]).sum())
+    assert summary["judged_different"] == {"0.2": len(flagged) / direct.sum(), "0.3": len(flagged) / direct.sum()}
+    assert summary["hcic_median"] == 0.0 and summary["hcic_max"] == 0.75
+    assert set(H.self_pair_summary(pairs)) == {"n_self_pairs", "n_self_pairs_kept"}  # no votes: counts only
+
+
+def test_filter_drop_rates_by_label_set_hand_case_and_in_pair_labels(pairs, images):
+    p = pd.DataFrame({"label": [1, 1, 1, 1, 0, 0, 0, 0, 0, 0], "label_0.3": [1, 0, 0, 1, 0, 0, 0, 0, 1, 1]})
+    keep = np.array([True, False, True, True, True, True, False, False, True, False])
+    r = H.filter_drop_rates(p, keep)  # intended: 1 of 4 positives, 3 of 6 negatives dropped
+    assert r == {"positive": {"n": 4, "dropped": 1, "rate": 0.25}, "negative": {"n": 6, "dropped": 3, "rate": 0.5}}
+    r = H.filter_drop_rates(p, keep, "label_0.3")  # HCIC: positives rows 0, 3, 8, 9 -> 9 dropped
+    assert r["positive"] == {"n": 4, "dropped": 1, "rate": 0.25} and r["negative"]["dropped"] == 3
+    with pytest.raises(ValueError, match="keep"):
+        H.filter_drop_rates(p, keep[:3])
+    votes = _pair_votes(pairs, np.random.default_rng(5), {})
+    bad = str(images["image_id"].iloc[0])
+    lab = H.pair_labels(pairs, votes, _image_votes(images, {bad: 4}), (0.3,), 0.3)
+    rates = lab.realism_filter["drop_rates"]
+    assert set(rates) == {"intended", "0.3"}
+    holds_bad = ((pairs["image_a"].astype(str) == bad) | (pairs["image_b"].astype(str) == bad)).to_numpy()
+    assert rates["intended"]["positive"]["dropped"] == int((holds_bad & (pairs["label"] == 1)).sum())
+    assert rates["0.3"]["negative"]["dropped"] == int((holds_bad & (lab.pairs["label_0.3"] == 0)).sum())
+    assert lab.realism_filter["paper_intended_drop_rates"]["positive"] == pytest.approx(0.0265)
+
+
 def test_hcic_config_parses_both_sections_and_rejects_bad_keys():
     from pathlib import Path
 
@@ -405,3 +511,33 @@ def test_annotator_description():
     votes = pd.DataFrame({"source": ["human", "human", "simulated"], "annotator": ["a", "b", "a"]})
     assert H.annotator_description(votes) == "human annotators, simulated panel N=2"
     assert H.annotator_description(None) == "none"
+
+
+def test_own_group_image_check_detects_a_planted_effect_and_passes_the_null():
+    """Fig. 3 (c) on known truth: every group's faces are equally clearly gendered (P(male)
+    0.95 / 0.05), so with no own-group effect the groups' agreement with the intended gender
+    differs only by chance: over 20 panels the test rejects at most 3 (the 95th percentile of
+    Binomial(20, 0.05) is 3); with effect 0.5 and 80 % of the panel from WM, other groups'
+    faces are mostly seen by other-group raters, whose perceived truth shrinks to
+    0.5 + 0.5 (0.95 - 0.5) = 0.725, so their agreement falls by about 0.8 x 0.225 ~ 0.18 of the
+    scale, the majority's by ~0.2 x 0.225 ~ 0.05 (gap > 0.1), and every panel rejects."""
+    rows = [{"image_id": f"{g}_{i}", "group": g, "gender": s, "true_gender": 0.95 if s == "male" else 0.05,
+             "attribute": "prototype", "level": 0, "is_prototype": True}
+            for g, (_r, s) in GROUPS.items() for i in range(40)]
+    images = pd.DataFrame(rows)
+    tests, hists = H.own_group_image_check(images, effects=(0.0, 0.5), majority="WM", majority_share=0.8)
+    planted = tests.set_index("effect").loc[0.5]
+    assert planted["majority_agreement"] - planted["other_agreement"] > 0.1 and planted["stratum"] == "male"
+    runs = pd.concat([H.own_group_image_check(images, effects=(0.0, 0.5), majority="WM", seed=k)[0]
+                      for k in range(20)])
+    assert runs.loc[runs["effect"] == 0.0, "reject"].sum() <= 3
+    assert runs.loc[runs["effect"] == 0.5, "reject"].all()
+    assert (tests["n_votes"] == len(images) * 9).all()
+    # the histograms are Fig. 3 (c): raw responses by group, shares summing to 1; female groups
+    # answer "female" (level 0-1) mostly, and under the effect other groups move to the middle
+    for h in hists.values():
+        np.testing.assert_allclose(h.sum(axis=1), 1.0)
+    assert hists[0.0].loc["WF", [0, 1]].sum() > 0.8
+    assert hists[0.5].loc["BM", 2] > hists[0.0].loc["BM", 2]
+    with pytest.raises(ValueError, match="majority"):
+        H.own_group_image_check(images, majority="XX")

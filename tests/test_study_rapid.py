@@ -470,7 +470,7 @@ def test_ranking_agreement_is_one_on_the_truth_and_falls_for_a_reversed_ranking(
         R.ranking_agreement(truth[truth["system"] == worst], truth[truth["system"] == worst])
 
 
-def test_eer_comparison_and_summarise_are_derived_from_their_inputs(runs):
+def test_eer_comparison_and_summarise_are_derived_from_their_inputs(runs, bias_runs):
     from facebias.schema import check_metrics
 
     w, est, truth = runs[0.6, 7]
@@ -482,16 +482,180 @@ def test_eer_comparison_and_summarise_are_derived_from_their_inputs(runs):
     d = {k: R.delta_fnmr_by_system(p, truth, fmrs)
          for k, p in (("method", pairs), ("naive", R.world_pairs(w, R.naive_labels(w.scores))))}
     d["type_a"] = d["type_b"] = d["method"]
+    bias = R.bias_summary(*bias_runs["null"][2:], 0.01, {})
+    subsets = pd.DataFrame({"subset": ["a+b", "a+b", "a+b+c"], "size": [2, 2, 3], "system": ["a", "b", "a"],
+                            0.01: [0.1, 0.3, 0.05]})
+    change = pd.DataFrame({"fmr": [0.01], "est_before": [0.3], "est_after": [0.1], "true_before": [0.32],
+                           "true_after": [0.11], "est_change": [-0.2], "true_change": [-0.21]})
     by_p = pd.DataFrame({"agreement": [0.6, 0.99]}, index=pd.Index([0.3, 0.5], name="p"))
     semi = pd.DataFrame({"a": [0.2, 0.1], "b": [0.4, 0.0]}, index=[0.0, 1.0])
     m = R.summarise(provenance="p", world_config=RapidWorldConfig(p=0.6, seed=7), world=w, estimate=est,
                     agreement=R.label_agreement(est.labels, w.faces), deltas=d, kendall_tau=1.0, eer=eer,
                     voting=pd.DataFrame({"vote": {"s": 0.1}}), semi=semi, semi_p=0.5, fmr=fmrs, by_p=by_p,
-                    breakdown=0.3)
+                    breakdown=0.3, bias=bias, subsets=subsets, model_change=change, model_change_system="sys_a")
     check_metrics(m, "rapid")
     assert m["eer_abs_error_max"] == float(eer["delta"].max())
     assert m["queries_included"] == float(est.queries["included"].mean())
     assert m["breakdown"] == {"p": 0.3, "fmr": 0.01, "agreement": 0.6}
+    assert m["bias"] == bias and m["world"]["bias"] == {}
+    assert m["subsets"] == {"fmr": 0.01, "mean_delta_by_size": {"2": 0.2, "3": 0.05},
+                            "max_delta_by_size": {"2": 0.3, "3": 0.05}}
+    assert m["model_change"] == {"system": "sys_a", "0.01": change.drop(columns="fmr").iloc[0].to_dict()}
     assert m["semi_supervised"]["delta_mean"] == {"0": 0.30000000000000004, "1": 0.05}
     assert m["delta_fnmr"]["0.01"] == {s: float(v) for s, v in d["method"][0.01].items()}
     assert max(m["delta_fnmr"]["0.01"].values()) < min(m["delta_fnmr_naive"]["0.01"].values())
+
+
+# --------------------------------------------------------------------------- bias detection (Fig. 5)
+@pytest.fixture(scope="module")
+def bias_runs():
+    """group_bias of estimated and true pairs: sys_a's noise x 2 on AF faces, and no bias."""
+    out = {}
+    for name, bias in (("planted", {"sys_a": {"AF": 2.0}}), ("null", {})):
+        w = make_rapid_world(RapidWorldConfig(bias=bias))
+        est = R.estimate(w.scores, fit_scores=w.cross_scores)
+        ep, tp = R.world_pairs(w, est.labels), R.true_pairs(w.faces, w.scores, w.cross_scores)
+        out[name] = (ep, tp, R.group_bias(ep, 0.01, n_boot=50), R.group_bias(tp, 0.01, n_boot=50))
+    return out
+
+
+def test_group_bias_point_values_match_eer_by_group_and_fnmr_table(bias_runs):
+    ep, _, ge, _ = bias_runs["planted"]
+    e = R.eer_by_group(ep).set_index(["system", "group"])["eer"]
+    f = R.fnmr_table(ep, [0.01]).set_index(["system", "group"])["fnmr"]
+    for metric, ref in (("eer", e), ("fnmr", f)):
+        t = ge[ge["metric"] == metric].set_index(["system", "group"])
+        np.testing.assert_allclose(t["value"], ref.loc[t.index], rtol=1e-12)
+        # interaction by hand: the cell's excess over its system's median group, minus the
+        # median of that excess over the other systems
+        v = t["value"].unstack("group")
+        exc = v.sub(v.median(axis=1), axis=0)
+        for s in v.index:
+            want = exc.loc[s] - exc.drop(index=s).median(axis=0)
+            np.testing.assert_allclose(t.loc[s, "interaction"], want.loc[t.loc[s].index], atol=1e-12)
+        assert (t["lo"] <= t["value"] + 1e-12).all() and (t["value"] <= t["hi"] + 1e-12).all()
+    # Bonferroni z over 5 systems x 4 groups at alpha = 0.05, one-sided
+    assert ge["z"].iloc[0] == pytest.approx(2.807, abs=1e-3)
+
+
+def test_planted_group_bias_is_detected_by_the_estimate_as_by_the_truth(bias_runs):
+    """sys_a's noise x 2 on AF faces: the estimated labels flag exactly (sys_a, AF), on EER
+    and on FNMR at FMR 1e-2, as the true labels do; AF is sys_a's worst group, and every
+    pair of groups whose true rates differ by 2x is ordered as the truth orders it (spec M8).
+    The flag threshold is the Bonferroni z, set by alpha, not by the observed values."""
+    ep, tp, ge, gt = bias_runs["planted"]
+    for g in (ge, gt):
+        flagged = g.loc[g["flagged"], ["system", "group"]].drop_duplicates().values.tolist()
+        assert flagged == [["sys_a", "AF"]], g[g["flagged"]]
+        assert set(g.loc[g["flagged"], "metric"]) == {"eer", "fnmr"}
+    rec = R.bias_recovery(ge, gt).set_index(["system", "metric"])
+    for metric in ("eer", "fnmr"):
+        r = rec.loc[("sys_a", metric)]
+        assert r["worst_est"] == r["worst_true"] == "AF"
+        assert r["order_agree"] == 1.0 and r["flags_agree"]
+    # the planted cell's estimate is within |delta EER| <= 0.02 of the truth (spec M8)
+    cell = lambda t: t.set_index(["system", "group", "metric"]).loc[("sys_a", "AF", "eer"), "value"]  # noqa: E731
+    assert abs(cell(ge) - cell(gt)) <= 0.02
+
+
+def test_null_world_flags_no_group_bias(bias_runs):
+    """No planted bias: neither the estimated nor the true labels flag any cell (the test's
+    family-wise level is alpha = 0.05 per metric), although the estimate's raw per-group
+    rates carry a shared label-error excess: sys_a's worst estimated group lies above the
+    other groups' Wilson intervals, which the interaction removes."""
+    ep, tp, ge, gt = bias_runs["null"]
+    assert not ge["flagged"].any(), ge[ge["flagged"]]
+    assert not gt["flagged"].any(), gt[gt["flagged"]]
+    assert (R.bias_recovery(ge, gt)["flags_agree"]).all()
+    # the naive reading of Fig. 5 (Wilson intervals of one system's groups) would see a bias
+    w = R.eer_by_group(ep)
+    w = w[(w["system"] == "sys_a") & (w["group"] != R.ALL)].set_index("group")
+    worst = w["eer"].idxmax()
+    assert w.loc[worst, "eer_lo"] > w.drop(index=worst)["eer_hi"].max()
+    t = R.eer_by_group(tp)  # ... which the true labels do not show
+    t = t[(t["system"] == "sys_a") & (t["group"] != R.ALL)].set_index("group")
+    assert t.loc[worst, "eer_lo"] <= t.drop(index=worst)["eer_hi"].max()
+
+
+def test_group_bias_and_bias_recovery_reject_bad_input(bias_runs):
+    ep, _, ge, gt = bias_runs["null"]
+    with pytest.raises(ValueError, match="at least 2 systems"):
+        R.group_bias(ep[ep["system"] == "sys_a"], n_boot=2)
+    with pytest.raises(ValueError, match="n_boot"):
+        R.group_bias(ep, n_boot=1)
+    with pytest.raises(ValueError, match="same system"):
+        R.bias_recovery(ge, gt[gt["system"] != "sys_a"])
+
+
+def test_bias_summary_is_read_from_the_group_bias_tables(bias_runs):
+    from facebias.schema import SCHEMAS
+
+    _, _, ge, gt = bias_runs["planted"]
+    b = R.bias_summary(ge, gt, 0.01, {"sys_a": {"AF": 2.0}})
+    assert b["flagged_est"] == [f"sys_a/AF/{k}" for k in ("eer", "fnmr")] == b["flagged_true"]
+    assert b["planted"] == {"sys_a": {"AF": 2.0}}
+    assert b["recovery"]["eer"]["sys_a"]["worst_est"] == "AF"
+    row = ge.set_index(["system", "group", "metric"]).loc[("sys_e", "BM", "fnmr")]
+    assert b["rates"]["fnmr"]["sys_e"]["BM"][:3] == [row["value"], row["lo"], row["hi"]]
+    assert SCHEMAS["rapid"].get({"bias": b}, "bias/flagged_est") == b["flagged_est"]
+
+
+# --------------------------------------------------------------------------- Figs. S.6, S.13, S.14
+def test_query_counts_match_a_loop_over_queries(runs):
+    w, est, _ = runs[0.6, 7]
+    qc = R.query_counts(est.labels, w.faces, est.queries).set_index("query")
+    lab = est.labels.astype({"query": str})
+    for q, fq in w.faces.astype({"query": str}).groupby("query"):
+        assert qc.loc[q, "n_faces"] == len(fq) and qc.loc[q, "n_true"] == int(fq["is_target"].sum())
+        assert qc.loc[q, "n_est"] == int((lab.loc[lab["query"] == q, "label"] == 1).sum())
+    inc = est.queries.astype({"query": str}).set_index("query")["included"]
+    assert (qc["included"] == inc.reindex(qc.index)).all()
+    assert (qc.loc[~qc["included"], "n_est"] == 0).all()
+
+
+def test_system_subsets_full_set_equals_the_method_and_subsets_differ():
+    w = make_rapid_world(RapidWorldConfig(queries_per_group=8))
+    est = R.estimate(w.scores, fit_scores=w.cross_scores)
+    truth = R.true_pairs(w.faces, w.scores, w.cross_scores)
+    sub = R.system_subsets(w, fmr=[0.01], sizes=(3, 5), true=truth)
+    assert sub["subset"].nunique() == 10 + 1 and len(sub) == 10 * 3 + 5
+    full = sub[sub["size"] == 5].set_index("system")[0.01]
+    want = R.delta_fnmr_by_system(R.world_pairs(w, est.labels), truth, [0.01])[0.01]
+    np.testing.assert_allclose(full.sort_index(), want.sort_index(), equal_nan=True)
+    # a 3-system vote is a different estimate: some system's error changes
+    three = sub[sub["size"] == 3].groupby("system")[0.01].apply(list)
+    assert any(np.nanmax(np.abs(np.array(v) - full[s])) > 0 for s, v in three.items())
+    with pytest.raises(ValueError, match="sizes"):
+        R.system_subsets(w, sizes=(6,), true=truth)
+
+
+def test_model_change_estimates_the_planted_improvement_and_no_change_as_zero():
+    """Fig. S.14 / spec M11: sys_a's noise x 0.7 on the same faces lowers its FNMR; the
+    estimate gets the sign and lies within 0.02 of the true change at FMR 1e-2. An unchanged
+    model (factor 1) gives exactly 0 change (same world, deterministic method)."""
+    import dataclasses
+
+    cfg = RapidWorldConfig()
+    w = make_rapid_world(cfg)
+    sy = {**cfg.systems, "sys_a": {**cfg.systems["sys_a"], "noise": 0.7 * cfg.systems["sys_a"]["noise"]}}
+    better = make_rapid_world(dataclasses.replace(cfg, systems=sy))
+    mc = R.model_change(w, better, "sys_a", fmr=[0.01]).iloc[0]
+    assert mc["true_change"] < 0 and mc["est_change"] < 0
+    assert abs(mc["est_change"] - mc["true_change"]) <= 0.02
+    same = R.model_change(w, make_rapid_world(cfg), "sys_a", fmr=[0.01]).iloc[0]
+    assert same["est_change"] == 0 and same["true_change"] == 0
+    other = make_rapid_world(dataclasses.replace(cfg, seed=7))
+    with pytest.raises(ValueError, match="same faces"):
+        R.model_change(w, other, "sys_a")
+
+
+@pytest.mark.parametrize(("bias", "flagged"), [({"sys_c": {"BM": 1.5}}, ["sys_c/BM/eer", "sys_c/BM/fnmr"]),
+                                               ({}, [])])
+def test_group_bias_on_another_seed_system_and_group(bias, flagged):
+    """Seed 7: a mid-quality system's noise x 1.5 on BM is flagged (both rates) from the
+    estimated labels, nothing else; the same seed without a bias flags nothing."""
+    w = make_rapid_world(RapidWorldConfig(seed=7, bias=bias))
+    est = R.estimate(w.scores, fit_scores=w.cross_scores)
+    g = R.group_bias(R.world_pairs(w, est.labels), 0.01, n_boot=50)
+    got = sorted(f"{s}/{gr}/{m}" for s, gr, m in g.loc[g["flagged"], ["system", "group", "metric"]].values)
+    assert got == flagged

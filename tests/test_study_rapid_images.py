@@ -154,3 +154,63 @@ def test_perceptual_hash_is_stable_under_reencoding():
     assert (perceptual_hash(brighter) != h).sum() <= 2
     other = (rng.random((8, 8, 3)) * 255).astype(np.uint8).repeat(16, 0).repeat(16, 1)
     assert (perceptual_hash(other) != h).sum() > 10
+
+
+# --------------------------------------------------------------------------- the paper's FaceID rules
+def test_face_id_groups_spec_cases():
+    """Spec item 7: three services' boxes on one face (pairwise IoU 0.5-0.6) form one group;
+    two faces far apart form two groups; one service's two overlapping boxes never merge."""
+    from facebias.studies.rapid_images import _iou, face_id_groups
+
+    a, b, c = (0, 0, 30, 30), (5, 0, 30, 30), (0, 5, 30, 30)
+    assert min(_iou(a, b), _iou(a, c), _iou(b, c)) >= 0.5
+    far = [(200 + x, y, w, h) for x, y, w, h in (a, b, c)]
+    g = face_id_groups([a, b, c, *far], ["S1", "S2", "S3"] * 2)
+    assert g.tolist() == [0, 0, 0, 1, 1, 1]
+    assert face_id_groups([a, b], ["S1", "S1"]).tolist() == [0, 1]  # same service: never merged
+    assert face_id_groups([a, (25, 25, 30, 30)], ["S1", "S2"]).tolist() == [0, 1]  # IoU < 0.2
+
+
+def test_face_id_groups_takes_the_largest_iou_first_and_keeps_one_box_per_service():
+    from facebias.studies.rapid_images import _iou, face_id_groups
+
+    a1 = (0, 0, 30, 30)
+    b_near, b_far = (2, 0, 30, 30), (14, 0, 30, 30)
+    assert _iou(a1, b_near) > _iou(a1, b_far) >= 0.2
+    # a1 pairs with b_near (higher IoU); b_far cannot join: service B is already there
+    assert face_id_groups([b_far, a1, b_near], ["B", "A", "B"]).tolist() == [0, 1, 1]
+
+
+def test_face_id_groups_with_two_detectors_is_the_folder_paths_iou_rule():
+    """For one box per detector, two detectors: one FaceID iff IoU >= 0.2 (brute force)."""
+    from facebias.studies.rapid_images import _iou, face_id_groups
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        x = rng.uniform(0, 40, (2, 2))
+        wh = rng.uniform(10, 40, (2, 2))
+        boxes = [tuple(np.r_[x[i], wh[i]]) for i in range(2)]
+        one = face_id_groups(boxes, ["yunet", "dlib_hog"]).max() == 0
+        assert one == (_iou(*boxes) >= 0.2)
+
+
+def test_single_face_images_follows_algorithm_1_on_a_scripted_matcher():
+    """The paper's Algorithm 1 with a matcher that answers "invalid" when either image shows
+    several faces: the multi-face image is marked only once its partner is known valid,
+    later pairs with it are skipped (never compared), and a first pair of two unknown images
+    answered "invalid" marks nothing."""
+    from facebias.studies.rapid_images import single_face_images
+
+    multi = {"m"}
+    calls = []
+
+    def compare(i1, i2):
+        calls.append((i1, i2))
+        return "invalid" if i1 in multi or i2 in multi else 0.1 * len(calls)
+
+    pairs = [("m", "x"), ("a", "b"), ("a", "m"), ("m", "b"), ("b", "x")]
+    valid, invalid, conf = single_face_images(pairs, compare)
+    assert calls == [("m", "x"), ("a", "b"), ("a", "m"), ("b", "x")]  # ("m", "b") skipped
+    assert valid == {"a", "b", "x"} and invalid == {"m"}
+    assert conf == {("a", "b"): pytest.approx(0.2), ("b", "x"): pytest.approx(0.4)}
+    assert single_face_images([("m", "x")], compare)[:2] == (set(), set())

@@ -2,6 +2,8 @@
 planted fraction p of target faces, systems of different quality and score scale, and
 cross-query pairs of the same group; deterministic given the seed."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -115,3 +117,19 @@ def test_config_validation():
     with pytest.raises(ValueError, match="unknown key"):
         RapidWorldConfig.from_params({"queries": 3})
     assert RapidWorldConfig.from_params({"p": 0.5, "groups": ["X", "Y"]}).groups == ("X", "Y")
+
+
+def test_the_committed_world_plants_a_bias_in_one_system_and_group():
+    """params.yaml's rapid_world plants a per-group bias (a noise factor > 1 on one group of
+    one system), so the notebook's Fig. 5 analysis has something to detect; the dataclass
+    default stays the null world."""
+    from facebias.io import load_params
+
+    cfg = RapidWorldConfig.from_params(load_params(Path(__file__).resolve().parents[1] / "params.yaml",
+                                                   "rapid_world"))
+    assert len(cfg.bias) == 1
+    (system, per), = cfg.bias.items()
+    assert system in cfg.systems and len(per) == 1
+    (group, factor), = per.items()
+    assert group in cfg.groups and factor > 1
+    assert RapidWorldConfig().bias == {}

@@ -190,25 +190,27 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
              "acceptance/detect_rate/measured acceptance/median_impostor/measured"),
     _s("transects", "provenance params n_images pruning observational_pruning known_truth perceived_matches_intended "
        "shortcut_cnn_training_accuracy best_threshold headline planted_recovered gender_pixel_signal_by_skin "
-       "classifiers",
+       "classifiers", "known_truth_misspecified age_gender_best annotation_sd largest_errors",
        paths="headline/planted/experimental/hair_long headline/planted/experimental/skin_dark "
              "headline/planted/observational/skin_dark planted_recovered/*"),
     _s("transects_dcgan", "backend provenance labeller covariates params n_images pruning labeller_agreement "
        "observational_within_gender_correlation training headline planted_recovered classifiers",
+       "interaction_test",
        paths="headline/*/experimental headline/*/observational/skin_dark labeller/model labeller/gender "
              "planted_recovered/*"),
     _s("hcic", "backend source provenance labels label_description groups group_kind group_description n_images "
        "n_pairs n_cross_group_pairs fmr_target n_boot bootstrap_unit fixed_thresholds upscale failure_to_enrol "
        "failure_to_enrol_by_group similarity_by_relation fnmr_at_fmr fnmr_at_fmr_intended_labels "
        "fnmr_at_fmr_by_attribute fixed_threshold_rates delta_attr_extension skipped",
-       optional="hcic_label_counts realism_filter per_pair_sd group_independence",
+       optional="hcic_label_counts realism_filter per_pair_sd group_independence self_pairs own_group_check seed_filter "
+                "own_group_image_check",
        paths="similarity_by_relation/*/same_prototype similarity_by_relation/*/same_group "
              "similarity_by_relation/*/different_group similarity_by_relation/*/ordered "
              "fnmr_at_fmr_intended_labels/toy/*/fnmr"),
     _s("rapid", "paper provenance world n_faces queries_included label_agreement coverage type_a type_b "
        "kendall_tau_fnmr delta_fnmr delta_fnmr_naive delta_fnmr_type_a delta_fnmr_type_b eer_abs_error_max "
-       "voting semi_supervised p_sweep breakdown",
-       paths="delta_fnmr/* delta_fnmr_naive/*"),
+       "voting semi_supervised p_sweep breakdown bias subsets model_change",
+       paths="delta_fnmr/* delta_fnmr_naive/* bias/flagged_est bias/flagged_true bias/recovery/*"),
 )}
 
 

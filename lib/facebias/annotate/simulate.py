@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +37,8 @@ from facebias.annotate.store import AnnotationStore, synthetic_image_path
 from facebias.io import atomic_path
 from facebias.validate import require_columns
 
-__all__ = ["Panel", "simulate_image_votes", "simulate_pair_votes", "simulate_synthetic",
+__all__ = ["Panel", "simulate_image_votes", "simulate_pair_votes", "simulate_synthetic", "perceived_truth",
+           "PERCEIVED_ATTRIBUTES",
            "realism_truth", "pair_dissimilarity", "ATTR_MAP_004", "ATTR_MAP_000"]
 
 #: question -> truth column (generator truth, [0, 1]) for the two single-image surveys
@@ -297,7 +298,7 @@ def simulate_image_votes(truth: pd.DataFrame, scales: Mapping[str, Scale], n_per
 
 
 def simulate_pair_votes(pairs: pd.DataFrame, n_per_item: int = 9, panel: Panel | None = None,
-                        noise: float = 1.7) -> pd.DataFrame:
+                        noise: float = 1.7, identical_noise: float = 0.6) -> pd.DataFrame:
     """Simulated identity votes: question ``'identity'`` on :data:`PAIR_SCALE`, 0 = likely
     same .. 4 = likely different.
 
@@ -305,6 +306,17 @@ def simulate_pair_votes(pairs: pd.DataFrame, n_per_item: int = 9, panel: Panel |
     normalised to [0, 1] is 0.24 / 0.26 / 0.29 / 0.31 / 0.33 at noise 1.2 / 1.4 / 1.6 /
     1.8 / 2.0; 1.7 matches the paper's ~0.3 (000, Supp. Fig. 13). Clipping at levels 0 and
     4 keeps the spread below ``noise / 4``.
+
+    **Identical images.** A pair with dissimilarity exactly 0 (an image paired with itself,
+    :func:`pair_dissimilarity`) is perceived with the smaller per-vote SD
+    ``identical_noise``: nothing differs between the two images, so there is nothing to
+    misjudge; only the annotator's offset and the uniform outlier votes remain. With the
+    full ``noise`` (1.7) such a pair is voted at level >= 2 in about 20 % of votes and 2-5 %
+    of self pairs reach HCIC > 0.3 (10 % with the earlier floor of 0.10); at 0.6 a vote
+    reaches level 2 with probability ~P(N(0, 1) > 1.5 / 0.6) = 0.6 % (plus 1.8 % outliers
+    there), and HCIC > 0.3 needs at least 3 of the 9 votes at level >= 2, so almost never
+    (tests/test_annotate_simulate.py bounds it at 1 % from this binomial tail). The per-pair
+    SD of all other pairs is unchanged.
 
     Parameters
     ----------
@@ -317,6 +329,8 @@ def simulate_pair_votes(pairs: pd.DataFrame, n_per_item: int = 9, panel: Panel |
         The annotators; default ``Panel()``.
     noise : float, default 1.7
         Per-vote SD in raw levels (>= 0).
+    identical_noise : float, default 0.6
+        Per-vote SD in raw levels of pairs with dissimilarity 0 (>= 0).
 
     Returns
     -------
@@ -326,8 +340,9 @@ def simulate_pair_votes(pairs: pd.DataFrame, n_per_item: int = 9, panel: Panel |
     Raises
     ------
     ValueError
-        For a missing column, a negative ``noise``, dissimilarities outside [0, 1], a bad
-        ``n_per_item``, or an own-group effect without a ``group`` column.
+        For a missing column, a negative ``noise`` or ``identical_noise``, dissimilarities
+        outside [0, 1], a bad ``n_per_item``, or an own-group effect without a ``group``
+        column.
 
     Examples
     --------
@@ -338,11 +353,13 @@ def simulate_pair_votes(pairs: pd.DataFrame, n_per_item: int = 9, panel: Panel |
     """
     panel = panel or Panel()
     require_columns(pairs, ["item_id"], "pairs")
-    if not noise >= 0:
-        raise ValueError(f"noise must be >= 0, got {noise}")
+    for name, value in (("noise", noise), ("identical_noise", identical_noise)):
+        if not value >= 0:
+            raise ValueError(f"{name} must be >= 0, got {value}")
     d = _truth_column(pairs, "dissimilarity", "pairs")
     groups = pairs["group"].astype(str).to_numpy(dtype=object) if "group" in pairs else None
-    who, level = _perceive(panel, d, PAIR_SCALE.k, noise, "identity", n_per_item, groups)
+    per_pair = np.where(d == 0, float(identical_noise), float(noise))[:, None]  # broadcasts per vote
+    who, level = _perceive(panel, d, PAIR_SCALE.k, per_pair, "identity", n_per_item, groups)
     return _frame(panel, pairs["item_id"].astype(str).to_numpy(dtype=object), "identity",
                   who, level)
 
@@ -387,9 +404,11 @@ def pair_dissimilarity(images: pd.DataFrame, latents: np.ndarray,
                  + 0.10 * [light_a != light_b], 0, 1)
 
     ``ref`` = median latent distance between distinct prototypes (``is_prototype`` rows), so
-    two different people sit near 0.70 (raw 2.8, "possibly different") and an image paired with
-    itself at 0.10 (raw 0.4); small latent edits (age, expression) and pose or light changes
-    add a little.
+    two different people sit near 0.70 (raw 2.8, "possibly different") and two renders of one
+    latent with the same pose and light at 0.10 (raw 0.4); small latent edits (age,
+    expression) and pose or light changes add a little. An image paired with **itself**
+    (``image_a == image_b``) has ``d = 0``: the two images are the same pixels
+    (:func:`simulate_pair_votes` perceives such pairs with less noise).
 
     Parameters
     ----------
@@ -416,8 +435,8 @@ def pair_dissimilarity(images: pd.DataFrame, latents: np.ndarray,
     >>> images = pd.DataFrame({"image_id": [0, 1, 2], "is_prototype": [True, True, False],
     ...                        "yaw": [0.0, 0.0, 30.0], "light": ["a", "a", "b"]})
     >>> z = np.array([[1.0, 0.0], [-1.0, 0.0], [1.0, 0.0]])  # image 2: image 0 turned, relit
-    >>> pair_dissimilarity(images, z, pd.DataFrame({"image_a": [0, 0], "image_b": [1, 2]}))
-    array([0.7  , 0.275])
+    >>> pair_dissimilarity(images, z, pd.DataFrame({"image_a": [0, 0, 0], "image_b": [1, 2, 0]}))
+    array([0.7  , 0.275, 0.   ])
     """
     if len(latents) != len(images):
         raise ValueError(f"latents has {len(latents)} rows, images {len(images)}")
@@ -439,7 +458,7 @@ def pair_dissimilarity(images: pd.DataFrame, latents: np.ndarray,
     yaw = images["yaw"].to_numpy(dtype=float)
     light = images["light"].astype(str).to_numpy()
     d = 0.10 + 0.60 * s_id + 0.15 * np.abs(yaw[ia] - yaw[ib]) / 60.0 + 0.10 * (light[ia] != light[ib])
-    return np.clip(d, 0.0, 1.0)
+    return np.where(ia == ib, 0.0, np.clip(d, 0.0, 1.0))
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -463,7 +482,7 @@ def _export(votes: pd.DataFrame, path: Path) -> Path:
 def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
                        out_dir: str | os.PathLike = "data/annotations",
                        panel: Panel | None = None, n_votes_004: int = 5, n_votes_000: int = 9,
-                       seed: int = 0, *, pair_noise: float = 1.7,
+                       seed: int = 0, *, pair_noise: float = 1.7, perception_sd: float = 0.0,
                        chunk_size: int = 10_000) -> dict[str, Path]:
     """Simulate both annotation campaigns on the synthetic products and write them.
 
@@ -486,7 +505,9 @@ def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
     effect). Vote ids are ``sim-<study>-<n>`` and ``time`` is a synthetic clock (vote n at
     n seconds), so the outputs are identical for identical inputs. ``seed`` seeds the default
     panel; a ``panel`` passed in uses its own ``seed``. ``pair_noise``: per-vote SD (raw levels)
-    of the identity votes. ``chunk_size``: votes per transaction (see
+    of the identity votes. ``perception_sd``: the transects' raters vote on what each face
+    looks like, :func:`perceived_truth` of the intended attributes (per-image boundary
+    ambiguity shared by all raters; 0 = they perceive exactly the intended value). ``chunk_size``: votes per transaction (see
     :meth:`AnnotationStore.add_votes`); the store is built in a temporary file renamed into place
     at the end, so a killed run leaves no partial store either way and larger chunks only save
     time.
@@ -505,6 +526,8 @@ def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
         Seed of the default panel.
     pair_noise : float, default 1.7
         Per-vote SD (raw levels) of the identity votes.
+    perception_sd : float, default 0.0
+        Per-image logit SD of the transects' perceived attributes (:func:`perceived_truth`).
     chunk_size : int, default 10000
         Votes per transaction.
 
@@ -533,7 +556,8 @@ def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
         raise ValueError("latents.npy rows must match images.parquet rows "
                          f"(transects {len(tz)} vs {len(timg)}, hcic {len(hz)} vs {len(himg)})")
 
-    t_truth = timg.assign(item_id=timg["image_id"].astype(str), true_uncanny=realism_truth(tz))
+    t_truth = perceived_truth(timg, perception_sd, seed).assign(
+        item_id=timg["image_id"].astype(str), true_uncanny=realism_truth(tz))
     h_truth = himg.assign(item_id=himg["image_id"].astype(str), true_uncanny=realism_truth(hz))
     if "true_race" in t_truth:
         t_truth = t_truth.assign(group=t_truth["true_race"].astype(str))
@@ -591,3 +615,65 @@ def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
         "hcic_pair_votes": _export(all_votes[all_votes["question"] == "identity"],
                                    out / "hcic_pair_votes.parquet"),
     }
+
+
+# --------------------------------------------------------------------------- perception
+#: Generator-truth columns (``true_<attribute>``) that :func:`perceived_truth` blurs.
+PERCEIVED_ATTRIBUTES = ("true_gender", "true_skin_tone", "true_hair_length", "true_age",
+                        "true_facial_hair", "true_makeup", "true_smile")
+
+
+def perceived_truth(truth: pd.DataFrame, sd: float, seed: int = 0,
+                    columns: Sequence[str] = PERCEIVED_ATTRIBUTES) -> pd.DataFrame:
+    """What a face *looks like* to every rater, as opposed to what the generator intended.
+
+    Human raters share a per-image impression that can sit near a category boundary
+    (an androgynous face, a medium skin tone, hair at the short/medium border). Modelled as
+    one shift per image and attribute, shared by all raters, on the logit scale:
+    ``seen = sigmoid(logit(a) + sd * N(0, 1))``, ``a`` the intended value clipped to
+    [1e-4, 1 - 1e-4]. ``sd = 0`` returns the truth unchanged. The annotator panel then adds
+    its per-vote noise to ``seen`` (:func:`rated_sample`).
+
+    Parameters
+    ----------
+    truth : pandas.DataFrame
+        ``true_<attribute>`` columns in [0, 1] (those of ``columns`` present are blurred).
+    sd : float
+        SD of the per-image logit shift (>= 0).
+    seed : int, default 0
+        Seeds the shifts (one stream per column).
+    columns : sequence of str, default PERCEIVED_ATTRIBUTES
+        Columns blurred when present.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``truth`` with those columns replaced by the perceived values.
+
+    Raises
+    ------
+    ValueError
+        For a negative ``sd``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"true_gender": [0.05, 0.95, 0.5]})
+    >>> perceived_truth(t, 0.0).equals(t)
+    True
+    >>> seen = perceived_truth(t, 1.0, seed=0)["true_gender"]
+    >>> bool((seen != t["true_gender"]).all() and seen.between(0, 1).all())
+    True
+    """
+    sd = float(sd)
+    if not sd >= 0:
+        raise ValueError(f"perception_sd must be >= 0, got {sd}")
+    out = truth.copy()
+    if sd == 0:
+        return out
+    for j, c in enumerate(columns):
+        if c not in out:
+            continue
+        a = np.clip(out[c].to_numpy(dtype=float), 1e-4, 1 - 1e-4)
+        shift = np.random.default_rng([int(seed), 4005, j]).standard_normal(len(a))
+        out[c] = 1.0 / (1.0 + np.exp(-(np.log(a / (1 - a)) + sd * shift)))
+    return out

@@ -10,9 +10,11 @@ ground truth (``truth()``, the procedural renderer's) only *checks* results.
 * **Transects** (004 Alg. 1): K-D grids of decision values from each seed's projection.
 * **HCIC set** (000): demographic prototypes per seed (6 race x gender prototypes from race
   one-vs-all hyperplanes, or 4 skin-tone x gender prototypes where no race labeller
-  exists), max-min seed selection on face-mesh geometry, 4 attribute sequences of 5 per
-  prototype (pose, light: the renderer's controls or learned latent directions; age,
-  expression: calibrated on the fitted label predictors) and the positive/negative pairs.
+  exists), 000's human seed filter on the candidates (simulated panel, through the store;
+  :mod:`facebias.annotate.seed_filter`), max-min seed selection on face-mesh geometry, 4
+  attribute sequences of 5 per prototype (pose, light: the renderer's controls or learned
+  latent directions; age, expression: calibrated on the fitted label predictors) and the
+  positive/negative pairs.
 
 Planning functions are pure (latents and tables); :func:`render_products` and
 :func:`write_products` are the I/O edge. Decision values are signed Euclidean distances
@@ -78,11 +80,12 @@ LABEL_MODES = ("auto", "panel", "machine", "store")
 
 
 #: Size presets (``generate.scale``); ``paper`` is 004's 1,000 2x2x2 transects on a 5,000-latent
-#: D_z and 000's 300 candidate seeds -> 100 -> 600 prototypes -> 10,200 images.
+#: D_z and 000's 1,000 candidate seeds -> 300 kept by the seed filter -> 100 by max-min -> 600
+#: prototypes -> 10,200 images (``default``: 200 -> 60 -> 20, the paper's two ratios; ``smoke``: 6 -> 2 -> 2).
 SCALES: dict[str, dict[str, int]] = {
     "smoke": {"n_fit": 600, "n_transects": 2, "n_candidates": 6, "n_seeds": 2, "n_negative": 1},
-    "default": {"n_fit": 2000, "n_transects": 100, "n_candidates": 60, "n_seeds": 20, "n_negative": 3},
-    "paper": {"n_fit": 5000, "n_transects": 1000, "n_candidates": 300, "n_seeds": 100, "n_negative": 3},
+    "default": {"n_fit": 2000, "n_transects": 100, "n_candidates": 200, "n_seeds": 20, "n_negative": 3},
+    "paper": {"n_fit": 5000, "n_transects": 1000, "n_candidates": 1000, "n_seeds": 100, "n_negative": 3},
 }
 
 
@@ -138,8 +141,12 @@ class SynthConfig:
     sequences: str = "auto"  # pose/light: render (yaw=/light= of the backend), latent (learned directions)
     latent_step: float = 1.5  # latent sequences: decision-value distance of the outermost level
     seed_features: str = "mesh"  # max-min seed selection on face meshes of renders, or "latent"
-    n_candidates: int | None = None  # seeds rendered for max-min selection (default 60, paper 300)
-    n_seeds: int | None = None  # seeds kept (default 20, paper 100)
+    n_candidates: int | None = None  # candidate seeds rendered (default 200, paper 1,000)
+    # 000's human seed filter before max-min (simulated panel, through a temporary store): the
+    # share of candidates kept (paper 300 / 1,000), at least n_seeds (see n_kept_by_filter)
+    seed_filter_keep: float = 0.3
+    seed_filter_votes: int = 9  # panel votes per candidate prototype and question
+    n_seeds: int | None = None  # seeds kept by max-min (default 20, paper 100)
     c_gender: float = 1.75
     c_race: float = 1.5
     age_target: float = 0.8
@@ -172,7 +179,10 @@ class SynthConfig:
         for name, c in self.transect_axes.items():
             if len(c) < 1:
                 raise ValueError(f"generate.transect_axes: {name!r} needs >= 1 value")
-        for name in ("n_fit", "n_transects", "n_candidates", "n_seeds", "batch_size", "size", "n_votes"):
+        if not 0 < float(self.seed_filter_keep) <= 1:
+            raise ValueError(f"generate.seed_filter_keep: a share in (0, 1], got {self.seed_filter_keep!r}")
+        for name in ("n_fit", "n_transects", "n_candidates", "n_seeds", "batch_size", "size", "n_votes",
+                     "seed_filter_votes"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"generate.{name}: must be a positive integer, got {getattr(self, name)!r}")
         names = [a.name for a in self.attribute_labels(self.labels if self.labels != "auto" else "panel")]
@@ -188,6 +198,13 @@ class SynthConfig:
                      ({n: dict(a) for n, a in v.items()} if k == "attributes" and v is not None else v))
                  for k, v in params.items()}
         return config_from_params(cls, given, "generate")
+
+    @property
+    def n_kept_by_filter(self) -> int:
+        """Candidate seeds the seed filter keeps for max-min: ``round(seed_filter_keep *
+        n_candidates)``, raised to ``n_seeds`` where that is fewer (then the filter only drops
+        the worst ``n_candidates - n_seeds``)."""
+        return max(int(self.n_seeds), int(round(float(self.seed_filter_keep) * int(self.n_candidates))))
 
     def label_mode(self, gen: Any) -> str:
         """``labels`` with ``auto`` resolved for ``gen``."""
@@ -410,13 +427,19 @@ def _prototypes(z: np.ndarray, hp: Hyperplanes, cfg: SynthConfig, groups: str = 
     return {g: grid["LD".index(g[0]), "FM".index(g[1])] for g in SKIN_GROUPS}
 
 
-def select_seeds(candidates: np.ndarray, meshes: np.ndarray, n_select: int) -> list[int]:
+def select_seeds(candidates: np.ndarray, meshes: np.ndarray, n_select: int,
+                 eligible: np.ndarray | None = None) -> list[int]:
     """Max-min selection (000 Supp. Alg. 1) of candidate seeds whose prototypes all gave
-    a face mesh; ``meshes`` is (n_candidates, n_groups, F) with NaN rows for failures."""
-    ok = np.flatnonzero(np.isfinite(meshes).all(axis=(1, 2)))
+    a face mesh; ``meshes`` is (n_candidates, n_groups, F) with NaN rows for failures.
+    ``eligible`` (bool, one per candidate; default all) restricts it to, e.g., the seeds the
+    seed filter kept."""
+    okay = np.isfinite(meshes).all(axis=(1, 2))
+    if eligible is not None:
+        okay &= np.asarray(eligible, dtype=bool)
+    ok = np.flatnonzero(okay)
     if ok.size < n_select:
-        raise ValueError(f"only {ok.size} candidate seeds have a face mesh for all {meshes.shape[1]} prototypes; "
-                         f"{n_select} wanted (raise n_candidates)")
+        raise ValueError(f"only {ok.size} eligible candidate seeds have a face mesh for all {meshes.shape[1]} "
+                         f"prototypes; {n_select} wanted (raise n_candidates or seed_filter_keep)")
     picked = plan.maxmin_select(meshes[ok], n_select)
     return [int(ok[i]) for i in picked]
 
@@ -573,6 +596,73 @@ def _with_truth(gen: Any, z: np.ndarray, table: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([table, gen.truth(z).add_prefix("true_").reset_index(drop=True)], axis=1)
 
 
+def candidate_prototypes(gen: Any, flat: np.ndarray, groups: Sequence[str], kind: str) -> tuple[pd.DataFrame, str]:
+    """The seed filter's items: one row per candidate prototype (``flat``: candidate ``i``'s
+    group ``g`` at ``i * len(groups) + g``) with ``item_id, seed, group``, the group's columns,
+    ``true_uncanny`` (the backend's ``uncanny`` truth, else
+    :func:`facebias.annotate.simulate.realism_truth` of the latent) and, where the backend's
+    truth gives the intended race and gender, ``group_match``
+    (:func:`facebias.annotate.seed_filter.intended_group_agreement`). Returns the table and
+    why the group question is skipped (``""`` when it is asked)."""
+    from facebias.annotate.seed_filter import intended_group_agreement
+    from facebias.annotate.simulate import realism_truth
+
+    columns = group_table(kind)
+    n = len(flat) // len(groups)
+    rows = pd.DataFrame([{"item_id": f"cand{i:05d}_{g}", "seed": i, "group": g, **columns[g]}
+                         for i in range(n) for g in groups])
+    rows = _with_truth(gen, flat, rows)
+    rows["true_uncanny"] = (rows["true_uncanny"] if "true_uncanny" in rows.columns
+                            else realism_truth(np.asarray(flat)))
+    if not hasattr(gen, "truth"):
+        return rows, "the backend has no truth, so no intended-group truth for the panel"
+    try:
+        rows["group_match"] = intended_group_agreement(rows).to_numpy()
+    except ValueError as err:
+        return rows, f"no intended-group truth: {err}"
+    return rows, ""
+
+
+def candidate_seed_filter(gen: Any, flat: np.ndarray, groups: Sequence[str], kind: str,
+                          cfg: SynthConfig, eligible: np.ndarray | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """000's human seed filter on the candidate prototypes, before max-min selection: the
+    simulated panel rates every prototype of the ``eligible`` candidates (bool, one per
+    candidate; default all; the stage passes those whose prototypes all gave a face mesh, as
+    max-min needs one) (:func:`candidate_prototypes`) through a temporary annotation store
+    (:func:`facebias.annotate.seed_filter.human_seed_filter`) and the best
+    :attr:`SynthConfig.n_kept_by_filter` seeds (at most the eligible ones) are kept. Returns
+    the per-seed table (rated candidates) and a summary (sizes, rule, what was asked)."""
+    from facebias.annotate.seed_filter import human_seed_filter, seed_filter_rule
+    from facebias.annotate.simulate import Panel
+
+    items, skipped = candidate_prototypes(gen, flat, groups, kind)
+    n_cand = len(flat) // len(groups)
+    eligible = np.ones(n_cand, bool) if eligible is None else np.asarray(eligible, dtype=bool)
+    if eligible.shape != (n_cand,) or not eligible.any():
+        raise ValueError(f"candidate_seed_filter: eligible must be {n_cand} bools with at least one True")
+    items = items[eligible[items["seed"].to_numpy()]].reset_index(drop=True)
+    n_keep = min(cfg.n_kept_by_filter, int(eligible.sum()))
+    with tempfile.TemporaryDirectory() as tmp:
+        table = human_seed_filter(items.drop(columns=["group_match"], errors="ignore") if skipped else items,
+                                  n_keep, Path(tmp) / "seed_filter.sqlite", Panel(seed=cfg.seed + 5),
+                                  n_votes=cfg.seed_filter_votes)
+    share = int(round(cfg.seed_filter_keep * cfg.n_candidates))
+    summary = {"n_candidates": n_cand, "n_rated": int(eligible.sum()), "keep_share": float(cfg.seed_filter_keep),
+               "n_kept_by_filter": int(table["kept"].sum()),
+               "raised_to_n_seeds": bool(share < cfg.n_seeds),
+               "questions": ["seed_filter/uncanny"] + ([] if skipped else ["seed_filter/group_match"]),
+               "group_question_skipped": skipped or None,
+               "realism_truth": "backend" if hasattr(gen, "truth") and "uncanny" in
+               gen.truth(flat[:1]).columns else "realism_truth(latent)",
+               "n_votes": cfg.seed_filter_votes,
+               "rule": seed_filter_rule(group=not skipped),
+               "n_acceptable": int(table["acceptable"].sum()),
+               "n_unrealistic": int((~table["realistic"]).sum()),
+               "n_group_mismatch": int((~table["group_ok"]).sum()),
+               "kept_seeds": sorted(int(x) for x in table.loc[table["kept"], "seed"])}
+    return table, summary
+
+
 def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client: Any) -> dict[str, Any]:
     from facebias.compute import map_items
 
@@ -610,7 +700,13 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
         if m is not None and m.size == dim:
             mesh_arr[i] = np.ravel(m)
     mesh_arr = mesh_arr.reshape(len(cand), len(groups), dim)
-    chosen = select_seeds(cand, mesh_arr, cfg.n_seeds)
+    # the panel rates the candidates whose prototypes all gave a face mesh (max-min needs one)
+    with_mesh = np.isfinite(mesh_arr).all(axis=(1, 2))
+    sf_table, sf_summary = candidate_seed_filter(gen, flat, groups, kind, cfg,
+                                                 eligible=with_mesh if with_mesh.any() else None)
+    _save_table(sf_table, out / "hcic" / "seed_filter.parquet")
+    kept = np.isin(np.arange(len(cand)), sf_table.loc[sf_table["kept"], "seed"].to_numpy())
+    chosen = select_seeds(cand, mesh_arr, cfg.n_seeds, eligible=kept)
     hz, himg, slots = plan_hcic(gen, hp, cand[chosen], cfg, seed_ids=chosen)
     himg = _with_truth(gen, hz, himg)
     write_pngs(out / "hcic" / "images", himg["image_id"],
@@ -631,6 +727,7 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
         "transects": {"n_transects": cfg.n_transects, "n_images": len(tt)},
         "hcic": {"n_candidates": cfg.n_candidates,
                  "n_candidates_with_mesh": int(np.isfinite(mesh_arr).all(axis=(1, 2)).sum()),
+                 "seed_filter": sf_summary, "n_kept_by_filter": sf_summary["n_kept_by_filter"],
                  "selected_seeds": chosen, "n_prototypes": int(himg["is_prototype"].sum()),
                  "n_images": len(himg), "n_slots": len(slots),
                  "pairs": {k: int(v) for k, v in plan.pair_counts(pairs).loc["all"].items()}},

@@ -39,6 +39,12 @@ import numpy as np
 import pandas as pd
 
 from facebias.annotate.labels import annotated_bins, label_pairs
+from facebias.annotate.seed_filter import (  # 000's seed filter, run by the generation stage; re-exported
+    SEED_FILTER_SCALES,
+    human_seed_filter,
+    intended_group_agreement,
+    seed_filter_rule,
+)
 from facebias.faces.embed import PUBLISHED_THRESHOLDS
 from facebias.io import config_from_params, param_float, param_int, param_list, param_str
 from facebias.metrics import (
@@ -68,6 +74,10 @@ __all__ = [
     "pair_item_ids",
     "pair_hcic",
     "uncanny_pair_keep",
+    "self_pair_mask",
+    "self_pair_summary",
+    "filter_drop_rates",
+    "PAPER_FILTER_DROP_RATES",
     "error_curves",
     "fixed_threshold_points",
     "fnmr_by_threshold",
@@ -81,6 +91,15 @@ __all__ = [
     "annotator_consistency",
     "response_histogram",
     "group_independence_test",
+    "own_group_check",
+    "own_group_image_check",
+    "same_pair_examples",
+    "SEED_FILTER_SCALES",
+    "intended_group_agreement",
+    "human_seed_filter",
+    "seed_filter_rule",
+    "seed_filter_funnel",
+    "uncanny_examples",
     "embed_images",
     "HCICConfig",
     "GROUP_DESCRIPTIONS",
@@ -727,6 +746,124 @@ def uncanny_pair_keep(pairs: pd.DataFrame, uncanny: pd.Series, threshold: float 
     return pd.Series(out, index=pairs.index, name="keep")
 
 
+#: Paper 000's realism filter on its intended labels: 318 of 12,000 same-identity pairs and
+#: 594 of 36,000 different-identity pairs dropped.
+PAPER_FILTER_DROP_RATES = {"positive": 318 / 12_000, "negative": 594 / 36_000}
+
+
+def self_pair_mask(pairs: pd.DataFrame) -> np.ndarray:
+    """Which pairs hold one image twice (the prototype paired with itself at its sequence's
+    centre): the ``is_self_pair`` column where present, else ``image_a == image_b``.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        ``is_self_pair`` or ``image_a`` and ``image_b``.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool, one per pair.
+
+    Raises
+    ------
+    ValueError
+        Without ``is_self_pair`` and without the two image columns.
+
+    Examples
+    --------
+    >>> self_pair_mask(pd.DataFrame({"image_a": ["a", "a"], "image_b": ["a", "b"]}))
+    array([ True, False])
+    """
+    if "is_self_pair" in pairs:
+        return pairs["is_self_pair"].to_numpy(dtype=bool)
+    require_columns(pairs, ["image_a", "image_b"], "pairs")
+    return (pairs["image_a"].astype(str) == pairs["image_b"].astype(str)).to_numpy()
+
+
+def self_pair_summary(pairs: pd.DataFrame, t_hcic: Sequence[float] = (0.3,)) -> dict[str, Any]:
+    """What the self pairs (an image with itself) are, reported apart from the error rates:
+    their number (all and kept by the realism filter) and, with an ``hcic`` column, their
+    HCIC median and maximum and the share judged *different* (HCIC > t) at each threshold.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        The pairs (:func:`self_pair_mask` columns), optionally ``keep`` and ``hcic``.
+    t_hcic : sequence of float, default (0.3,)
+        Label thresholds.
+
+    Returns
+    -------
+    dict
+        ``n_self_pairs, n_self_pairs_kept`` and, with HCIC, ``hcic_median, hcic_max`` and
+        ``judged_different`` (threshold -> fraction of self pairs with HCIC > t; None when
+        there are no self pairs).
+
+    Raises
+    ------
+    ValueError
+        As :func:`self_pair_mask`.
+
+    Examples
+    --------
+    >>> p = pd.DataFrame({"image_a": ["a", "a", "b"], "image_b": ["a", "b", "b"], "hcic": [0.0, 0.9, 0.35]})
+    >>> self_pair_summary(p)["judged_different"]
+    {'0.3': 0.5}
+    """
+    m = self_pair_mask(pairs)
+    keep = pairs["keep"].to_numpy(dtype=bool) if "keep" in pairs else np.ones(len(pairs), bool)
+    out: dict[str, Any] = {"n_self_pairs": int(m.sum()), "n_self_pairs_kept": int((m & keep).sum())}
+    if "hcic" in pairs:
+        h = pairs["hcic"].to_numpy(dtype=np.float64)[m]
+        out["hcic_median"] = float(np.median(h)) if h.size else None
+        out["hcic_max"] = float(h.max()) if h.size else None
+        out["judged_different"] = {f"{t:g}": float((h > t).mean()) if h.size else None for t in t_hcic}
+    return out
+
+
+def filter_drop_rates(pairs: pd.DataFrame, keep: Any, label_col: str = "label") -> dict[str, Any]:
+    """Share of positive and of negative pairs that the realism filter drops, under one label
+    set (the paper reports them under its intended labels: :data:`PAPER_FILTER_DROP_RATES`).
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        The label column (0/1, 1 = same identity).
+    keep : array_like of bool
+        Pairs kept by the filter.
+    label_col : str, default "label"
+        The labels (``"label"``: intended; ``"label_0.3"``: HCIC).
+
+    Returns
+    -------
+    dict
+        ``positive, negative``: each ``{"n", "dropped", "rate"}`` (rate a fraction; None
+        for no pairs of that kind).
+
+    Raises
+    ------
+    ValueError
+        For a missing column, labels not 0/1, or ``keep`` of the wrong length.
+
+    Examples
+    --------
+    >>> p = pd.DataFrame({"label": [1, 1, 0, 0, 0]})
+    >>> filter_drop_rates(p, [True, False, True, True, False])["positive"]
+    {'n': 2, 'dropped': 1, 'rate': 0.5}
+    """
+    require_columns(pairs, [label_col], "pairs")
+    lab = np.asarray(check_labels(pairs[label_col], f"column {label_col!r}"), dtype=bool)
+    k = np.asarray(keep, dtype=bool)
+    if k.shape != (len(pairs),):
+        raise ValueError(f"keep: expected {len(pairs)} values, got shape {k.shape}")
+    out = {}
+    for name, sel in (("positive", lab), ("negative", ~lab)):
+        n, dropped = int(sel.sum()), int((sel & ~k).sum())
+        out[name] = {"n": n, "dropped": dropped, "rate": dropped / n if n else None}
+    return out
+
+
 # --------------------------------------------------------------------------- error rates
 def _finite(pairs: pd.DataFrame, score_col: str, missing: str) -> pd.DataFrame:
     if missing not in ("error", "drop"):
@@ -1212,6 +1349,337 @@ def group_independence_test(matrix: pd.DataFrame, pairs: pd.DataFrame,
     return out
 
 
+def own_group_check(pairs: pd.DataFrame, dissimilarity: Any, effects: Sequence[float] = (0.0, 0.5),
+                    majority: str | None = None, majority_share: float = 0.8, n_votes: int = 9,
+                    noise: float = 1.7, seed: int = 0,
+                    alpha: float = 0.05) -> tuple[pd.DataFrame, dict[float, pd.DataFrame]]:
+    """Exercise :func:`group_independence_test` on simulated panels with a known own-group
+    effect (Fig. 4 / Supp. 14 and the chi-square test are otherwise circular on a simulated
+    panel: its votes come from truth, and with no planted effect the groups cannot differ
+    beyond the truth itself).
+
+    For each ``effect`` a :class:`facebias.annotate.Panel` with that ``own_group_effect``
+    (other-group pairs perceived shrunk toward the scale middle) and an unbalanced
+    composition (``majority_share`` of annotators from ``majority``, the rest spread evenly
+    over the other groups) votes on ``pairs`` (:func:`facebias.annotate.simulate_pair_votes`,
+    ``noise``); the test then runs on those votes. An even panel would show no group
+    difference even with the effect: every group would meet the same share of own-group
+    annotators. ``effect = 0`` is the null: responses depend on the truth only, so a test that
+    rejects there is finding group differences of the faces themselves (or is miscalibrated).
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        ``pair_id``, ``group`` and the test's ``attribute`` and ``label`` columns.
+    dissimilarity : array_like
+        Each pair's perceived-identity truth in [0, 1]
+        (:func:`facebias.annotate.simulate.pair_dissimilarity`).
+    effects : sequence of float, default (0.0, 0.5)
+        Own-group effects in [0, 1] to simulate.
+    majority : str, optional
+        The panel's majority group; default the first group in sorted order.
+    majority_share : float, default 0.8
+        Its share of the panel, in [0, 1].
+    n_votes : int, default 9
+        Votes per pair.
+    noise : float, default 1.7
+        Per-vote SD of the identity answers in raw levels.
+    seed : int, default 0
+        Panel seed (the same panel members for every effect).
+    alpha : float, default 0.05
+        Family-wise level of the test.
+
+    Returns
+    -------
+    tests : pandas.DataFrame
+        :func:`group_independence_test` rows with ``effect`` and ``majority`` columns.
+    matrices : dict of float to pandas.DataFrame
+        Effect -> the raw (pairs x ``n_votes``) responses, for the figures.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, fewer than 2 groups, an unknown ``majority``, an effect or
+        share outside [0, 1], or as the simulator.
+    """
+    from facebias.annotate.simulate import Panel, simulate_pair_votes
+
+    require_columns(pairs, ["pair_id", "group"], "pairs")
+    groups = sorted(pd.unique(pairs["group"].astype(str)))
+    if len(groups) < 2:
+        raise ValueError(f"own_group_check: need at least 2 groups, got {groups}")
+    majority = groups[0] if majority is None else str(majority)
+    if majority not in groups:
+        raise ValueError(f"own_group_check: majority {majority!r} is not one of {groups}")
+    if not 0 <= majority_share <= 1:
+        raise ValueError(f"majority_share must lie in [0, 1], got {majority_share}")
+    rest = (1.0 - majority_share) / (len(groups) - 1)
+    shares = {g: majority_share if g == majority else rest for g in groups}
+    truth = pd.DataFrame({"item_id": pair_item_ids(pairs).to_numpy(),
+                          "dissimilarity": np.asarray(dissimilarity, dtype=np.float64),
+                          "group": pairs["group"].astype(str).to_numpy()})
+    rows, matrices = [], {}
+    for effect in effects:
+        panel = Panel(own_group_effect=float(effect), group_shares=shares, seed=seed)
+        votes = simulate_pair_votes(truth, n_votes, panel, noise=noise).assign(source="simulated")
+        matrix = pair_vote_matrix(votes, pairs, n=n_votes)
+        matrices[float(effect)] = matrix
+        rows.append(group_independence_test(matrix, pairs, alpha=alpha)
+                    .assign(effect=float(effect), majority=majority))
+    return pd.concat(rows, ignore_index=True), matrices
+
+
+def own_group_image_check(images: pd.DataFrame, effects: Sequence[float] = (0.0, 0.5),
+                          majority: str | None = None, majority_share: float = 0.8,
+                          question: str = "gender", truth_col: str = "true_gender", n_votes: int = 9,
+                          seed: int = 0, alpha: float = 0.05) -> tuple[pd.DataFrame, dict[float, pd.DataFrame]]:
+    """Fig. 3 (c) exercised: gender votes by group from simulated panels with a known
+    own-group effect, and a Kruskal-Wallis test of agreement with the intended gender across
+    groups.
+
+    For each ``effect`` a :class:`facebias.annotate.Panel` with that ``own_group_effect``
+    (another group's face perceived shrunk toward the scale middle) and ``majority_share`` of
+    its members from ``majority`` (the rest spread evenly) answers ``question`` on every image
+    (:func:`facebias.annotate.simulate_image_votes`, truth ``truth_col`` = P(male)). Each
+    response ``r`` (0 = female ... 4 = male) is recoded as agreement with the intended gender
+    (``r`` for male images, ``4 - r`` for female), averaged per image, and within each
+    intended gender the groups' image means are compared (:func:`scipy.stats.kruskal`;
+    Bonferroni over the genders). The image is the unit and the comparison stays within a
+    gender: a chi-square test on the pooled group x response table treats one (biased)
+    annotator's votes as independent, and across genders the panel's mean lean toward "male"
+    alone separates male from female groups (both rejected null panels in trials).
+    ``effect = 0`` is the null: a rejection there means the faces' own gender truth differs
+    by group. The votes serve this check only.
+
+    Parameters
+    ----------
+    images : pandas.DataFrame
+        ``image_id``, ``group``, ``gender``, ``attribute``, ``level``, ``is_prototype`` and
+        ``truth_col`` (in [0, 1]).
+    effects : sequence of float, default (0.0, 0.5)
+        Own-group effects in [0, 1].
+    majority : str, optional
+        The panel's majority group; default the first in sorted order.
+    majority_share : float, default 0.8
+        Its share of the panel, in [0, 1].
+    question : str, default "gender"
+        A 5-level question of :data:`facebias.annotate.SCALES_000` oriented like ``truth_col``.
+    truth_col : str, default "true_gender"
+        The truth column (P(male) for gender).
+    n_votes : int, default 9
+        Votes per image.
+    seed : int, default 0
+        Panel seed (the same members for every effect).
+    alpha : float, default 0.05
+        Level of each effect's test.
+
+    Returns
+    -------
+    tests : pandas.DataFrame
+        One row per effect: ``effect, majority, stratum`` (the gender with the smallest
+        p), ``h`` (its Kruskal-Wallis statistic), ``p`` (Bonferroni-adjusted), ``reject, n_votes,
+        majority_agreement, other_agreement`` (mean agreement level / 4 of the majority's
+        images and of the rest).
+    histograms : dict of float to pandas.DataFrame
+        Effect -> :func:`response_histogram` of the raw responses by group (Fig. 3 c).
+
+    Raises
+    ------
+    ValueError
+        For a missing column, fewer than 2 groups, an unknown ``majority``, a share or
+        effect outside [0, 1], or as the simulator.
+    """
+    from scipy.stats import kruskal
+
+    from facebias.annotate import SCALES_000, Panel, simulate_image_votes
+
+    require_columns(images, ["image_id", "group", "gender", truth_col], "images")
+    groups = sorted(pd.unique(images["group"].astype(str)))
+    if len(groups) < 2:
+        raise ValueError(f"own_group_image_check: need at least 2 groups, got {groups}")
+    majority = groups[0] if majority is None else str(majority)
+    if majority not in groups:
+        raise ValueError(f"own_group_image_check: majority {majority!r} is not one of {groups}")
+    if not 0 <= majority_share <= 1:
+        raise ValueError(f"majority_share must lie in [0, 1], got {majority_share}")
+    rest = (1.0 - majority_share) / (len(groups) - 1)
+    shares = {g: majority_share if g == majority else rest for g in groups}
+    truth = pd.DataFrame({"item_id": images["image_id"].astype(str).to_numpy(),
+                          "truth": images[truth_col].to_numpy(dtype=np.float64),
+                          "group": images["group"].astype(str).to_numpy()})
+    info = images.assign(image_id=images["image_id"].astype(str)).set_index("image_id")
+    male = info["gender"].astype(str).str.lower().eq("male")
+    rows, hists = [], {}
+    for effect in effects:
+        panel = Panel(own_group_effect=float(effect), group_shares=shares, seed=seed)
+        votes = simulate_image_votes(truth, {question: SCALES_000[question]}, n_votes, panel,
+                                     {question: "truth"})
+        r = votes["value"].to_numpy(dtype=np.int64)
+        agree = np.where(votes["item_id"].map(male).to_numpy(dtype=bool), r, 4 - r)
+        grp = votes["item_id"].map(info["group"]).astype(str).to_numpy()
+        per_image = pd.DataFrame({"item": votes["item_id"].to_numpy(), "group": grp, "agree": agree}).groupby(
+            "item", sort=True).agg(group=("group", "first"), agree=("agree", "mean"))
+        per_image["gender"] = per_image.index.map(info["gender"].astype(str).str.lower())
+        strata = {}
+        for sex, part in per_image.groupby("gender", sort=True):
+            gs = sorted(pd.unique(part["group"]))
+            if len(gs) >= 2:
+                strata[sex] = kruskal(*[part.loc[part["group"] == g, "agree"].to_numpy() for g in gs])
+        if not strata:
+            raise ValueError("own_group_image_check: no gender with at least 2 groups")
+        worst = min(strata, key=lambda k: strata[k][1])
+        p = min(1.0, float(strata[worst][1]) * len(strata))
+        rows.append({"effect": float(effect), "majority": majority, "stratum": worst,
+                     "h": float(strata[worst][0]), "p": p, "reject": bool(p < alpha), "n_votes": len(votes),
+                     "majority_agreement": float(agree[grp == majority].mean() / 4),
+                     "other_agreement": float(agree[grp != majority].mean() / 4)})
+        hists[float(effect)] = response_histogram(votes, images.assign(image_id=images["image_id"].astype(str)),
+                                                  question, by="group")
+    return pd.DataFrame(rows), hists
+
+
+def same_pair_examples(pairs: pd.DataFrame, matrix: pd.DataFrame, t_hcic: float = 0.3,
+                       n_rows: int = 4) -> pd.DataFrame:
+    """Supp. Fig. 17: intended-same pairs (self pairs left out) with their mean raw identity
+    score (0-4, high = more likely different). Rows: the ``n_rows`` prototypes with the most
+    intended-same pairs judged different (HCIC > ``t_hcic``; ties by prototype id); columns:
+    each attribute's pair at the extreme level farthest from the prototype (the largest
+    change), plus the prototype's pair with the highest HCIC (``column = "judged
+    different"``), as in the paper's last column.
+
+    Parameters
+    ----------
+    pairs : pandas.DataFrame
+        ``prototype_a, attribute, level, label, hcic`` and the self-pair columns.
+    matrix : pandas.DataFrame
+        Raw responses (:func:`pair_vote_matrix`, index = ``pairs.index``).
+    t_hcic : float, default 0.3
+        Judged different iff HCIC > t.
+    n_rows : int, default 4
+        Prototypes shown.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``row, column, prototype_a, image_a, image_b, attribute, level, mean_raw, hcic,
+        judged_different``, one row per shown pair.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or a ``matrix`` index other than ``pairs.index``.
+
+    Examples
+    --------
+    >>> p = pd.DataFrame({"prototype_a": "P", "image_a": "P", "image_b": ["P", "x", "y"],
+    ...                   "attribute": "pose", "level": [2, 0, 4], "label": 1, "hcic": [0.0, 0.1, 0.6]})
+    >>> m = pd.DataFrame([[0] * 9, [0] * 9, [3] * 9])
+    >>> same_pair_examples(p, m)[["column", "image_b", "mean_raw"]].values.tolist()
+    [['pose', 'x', 0.0], ['judged different', 'y', 3.0]]
+    """
+    require_columns(pairs, ["prototype_a", "image_a", "image_b", "attribute", "level", "label", "hcic"], "pairs")
+    if not matrix.index.equals(pairs.index):
+        raise ValueError("matrix: index must equal pairs.index (use pair_vote_matrix)")
+    same = pairs[(pairs["label"].to_numpy() == 1) & ~self_pair_mask(pairs)].copy()
+    same["mean_raw"] = matrix.loc[same.index].to_numpy(dtype=np.float64).mean(axis=1)
+    same["judged_different"] = same["hcic"] > t_hcic
+    n_diff = same.groupby("prototype_a")["judged_different"].sum()
+    order = sorted(n_diff.index, key=lambda p: (-int(n_diff[p]), str(p)))[:n_rows]
+    rows = []
+    for r, proto in enumerate(order):
+        sub = same[same["prototype_a"] == proto]
+        for attr in ATTRIBUTES:
+            a = sub[sub["attribute"] == attr]
+            if a.empty:
+                continue
+            centre = pairs.loc[(pairs["attribute"] == attr) & self_pair_mask(pairs), "level"]
+            c = int(centre.iloc[0]) if len(centre) else CENTRE_LEVEL.get(attr, 2)
+            pick = a.loc[(a["level"] - c).abs().sort_values(ascending=False, kind="stable").index[0]]
+            rows.append({"row": r, "column": attr, **pick.to_dict()})
+        top = sub.loc[sub["hcic"].sort_values(ascending=False, kind="stable").index[0]]
+        rows.append({"row": r, "column": "judged different", **top.to_dict()})
+    cols = ["row", "column", "prototype_a", "image_a", "image_b", "attribute", "level", "mean_raw", "hcic",
+            "judged_different"]
+    return pd.DataFrame(rows, columns=cols).reset_index(drop=True)[cols]
+
+
+def uncanny_examples(uncanny: pd.Series, threshold: float = 0.8, n: int = 16) -> pd.Series:
+    """Supp. Fig. 18: the images the realism filter removes (normalised uncanny score >=
+    ``threshold``), most uncanny first, at most ``n``. The paper sorts them into four causes
+    by eye (hairstyle, ring artefacts, background separation, other); that step is human
+    judgement and is not reproduced.
+
+    Parameters
+    ----------
+    uncanny : pandas.Series
+        Image id -> normalised uncanny score in [0, 1].
+    threshold : float, default 0.8
+        Removed iff score >= threshold.
+    n : int, default 16
+        At most this many.
+
+    Returns
+    -------
+    pandas.Series
+        The removed images' scores, descending (ties by image id).
+
+    Examples
+    --------
+    >>> uncanny_examples(pd.Series({"a": 0.9, "b": 0.5, "c": 0.8, "d": 0.95}), n=2).to_dict()
+    {'d': 0.95, 'a': 0.9}
+    """
+    u = uncanny[uncanny >= threshold]
+    order = sorted(u.index, key=lambda i: (-float(u[i]), str(i)))[:n]
+    return u.loc[order]
+
+
+def seed_filter_funnel(hcic_summary: Mapping[str, Any], paper: Sequence[int] = (1000, 300, 100)) -> dict[str, Any]:
+    """The seed filter the synth stage ran before max-min (``summary.json``'s ``hcic``
+    section, :func:`facebias.generate.build.candidate_seed_filter`), with the funnel's sizes
+    beside the paper's.
+
+    Parameters
+    ----------
+    hcic_summary : mapping
+        ``n_candidates``, ``selected_seeds`` and ``seed_filter`` (with ``n_kept_by_filter``,
+        ``kept_seeds`` and the counts).
+    paper : sequence of int, default (1000, 300, 100)
+        The paper's candidates, kept by the filter, selected by max-min.
+
+    Returns
+    -------
+    dict
+        The stage's ``seed_filter`` record plus ``n_selected``, ``keep_ratio`` (kept /
+        candidates), ``select_ratio`` (selected / kept), ``paper`` (the same three sizes and
+        two ratios) and ``selected_within_kept`` (every selected seed was kept).
+
+    Raises
+    ------
+    ValueError
+        Without a ``seed_filter`` record, or for a paper funnel that is not decreasing.
+
+    Examples
+    --------
+    >>> f = seed_filter_funnel({"n_candidates": 10, "selected_seeds": [4, 1],
+    ...                         "seed_filter": {"n_kept_by_filter": 3, "kept_seeds": [1, 4, 7]}})
+    >>> f["keep_ratio"], round(f["select_ratio"], 3), f["selected_within_kept"], f["paper"]["keep_ratio"]
+    (0.3, 0.667, True, 0.3)
+    """
+    if "seed_filter" not in hcic_summary:
+        raise ValueError("no seed_filter record: the products were made before the synth stage ran the filter")
+    n_cand, n_keep, n_sel = (int(x) for x in paper)
+    if not n_cand >= n_keep >= n_sel >= 1:
+        raise ValueError(f"paper funnel must decrease, got {paper}")
+    sf = dict(hcic_summary["seed_filter"])
+    selected = [int(x) for x in hcic_summary["selected_seeds"]]
+    n_c, n_k = int(hcic_summary["n_candidates"]), int(sf["n_kept_by_filter"])
+    return {**sf, "n_candidates": n_c, "n_selected": len(selected), "keep_ratio": n_k / n_c,
+            "select_ratio": len(selected) / n_k,
+            "selected_within_kept": set(selected) <= {int(x) for x in sf["kept_seeds"]},
+            "paper": {"n_candidates": n_cand, "n_kept_by_filter": n_keep, "n_selected": n_sel,
+                      "keep_ratio": n_keep / n_cand, "select_ratio": n_sel / n_keep}}
+
+
 # --------------------------------------------------------------------------- real FR models
 def embed_images(paths: Sequence[str | Path], backend: str = "sface", cache_dir: str | Path | None = None,
                  progress: bool = False, compute: Any = None, min_size: int = 0,
@@ -1322,6 +1790,15 @@ class HCICConfig:
         Faces with a shorter side below it are enlarged (bicubic; 0 = as drawn).
     group_order : tuple of str, default ()
         Figure order of the groups (the groups themselves come from the data).
+    own_group_effects : tuple of float, default (0.0, 0.25, 0.5)
+        Own-group effects in [0, 1] of the simulated panels of :func:`own_group_check`
+        (0 = the null).
+    own_group_majority_share : float, default 0.8
+        Share of those panels from the first group of the figure order, in [0, 1].
+    seed_filter_candidates, seed_filter_keep : int, default 1000, 300
+        The paper's human seed filter (candidate seeds and seeds kept, 000: 1,000 and 300),
+        beside which the notebook sets the one the synth stage ran
+        (:func:`seed_filter_funnel`; the stage's share is ``generate.seed_filter_keep``).
     section : str, default "hcic"
         The ``params.yaml`` section, for messages (not a key of it).
 
@@ -1342,6 +1819,10 @@ class HCICConfig:
     seed: int = 0
     min_size: int = 0
     group_order: tuple[str, ...] = ()
+    own_group_effects: tuple[float, ...] = (0.0, 0.25, 0.5)
+    own_group_majority_share: float = 0.8
+    seed_filter_candidates: int = 1000
+    seed_filter_keep: int = 300
     section: str = field(default="hcic", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -1363,6 +1844,14 @@ class HCICConfig:
         put("seed", param_int(self.seed, f"{k}.seed", minimum=0))
         put("min_size", param_int(self.min_size, f"{k}.min_size", minimum=0))
         put("group_order", param_list(self.group_order, f"{k}.group_order", param_str, min_len=0))
+        put("own_group_effects", param_list(self.own_group_effects, f"{k}.own_group_effects", unit, min_len=0))
+        put("own_group_majority_share", unit(self.own_group_majority_share, f"{k}.own_group_majority_share"))
+        put("seed_filter_candidates", param_int(self.seed_filter_candidates, f"{k}.seed_filter_candidates",
+                                                minimum=1))
+        put("seed_filter_keep", param_int(self.seed_filter_keep, f"{k}.seed_filter_keep", minimum=1))
+        if self.seed_filter_keep > self.seed_filter_candidates:
+            raise ValueError(f"{k}.seed_filter_keep must be <= seed_filter_candidates, got "
+                             f"{self.seed_filter_keep} > {self.seed_filter_candidates}")
         if not isinstance(self.toy_noise, Mapping):
             raise ValueError(f"{k}.toy_noise must be a mapping group -> noise, got {self.toy_noise!r}")
         put("toy_noise", {param_str(g, f"{k}.toy_noise key"): param_float(v, f"{k}.toy_noise.{g}", low=0)
@@ -1550,7 +2039,11 @@ def pair_labels(pairs: pd.DataFrame, pair_votes: pd.DataFrame | None, image_vote
         out["keep"] = uncanny_pair_keep(out, uncanny)
         kept = out.loc[out["keep"], "label"]
         filt = {"intended_positive_kept": int(kept.sum()), "intended_negative_kept": int((1 - kept).sum()),
-                "images_uncanny": int((uncanny >= 0.8).sum()), "images_realistic_share": float((uncanny < 0.8).mean())}
+                "images_uncanny": int((uncanny >= 0.8).sum()), "images_realistic_share": float((uncanny < 0.8).mean()),
+                # like with like: the paper's rates are on its intended labels
+                "drop_rates": {k: filter_drop_rates(out, out["keep"], col)
+                               for k, col in {"intended": "label", **label_sets}.items()},
+                "paper_intended_drop_rates": dict(PAPER_FILTER_DROP_RATES)}
     else:
         out["keep"] = True
         skipped["realism_filter"] = "no image votes: every pair is kept; age / expression levels are intended steps"
@@ -1559,8 +2052,12 @@ def pair_labels(pairs: pd.DataFrame, pair_votes: pd.DataFrame | None, image_vote
                       realism_filter=filt, label_counts=counts, skipped=skipped)
 
 
-def kept_pair_scores(pairs: pd.DataFrame, scored: pd.DataFrame, score_cols: Sequence[str]) -> pd.DataFrame:
-    """The pairs kept by the realism filter with their scores.
+def kept_pair_scores(pairs: pd.DataFrame, scored: pd.DataFrame, score_cols: Sequence[str],
+                     exclude_self: bool = False) -> pd.DataFrame:
+    """The pairs kept by the realism filter with their scores, optionally without the self
+    pairs (an image with itself, :func:`self_pair_mask`): their similarity is 1 whatever the
+    model, so as genuine pairs they only dilute the FNMR, and where annotators judge one
+    *different* it becomes an impostor at similarity 1 that sets the threshold at low FMR.
 
     Parameters
     ----------
@@ -1571,6 +2068,8 @@ def kept_pair_scores(pairs: pd.DataFrame, scored: pd.DataFrame, score_cols: Sequ
         ``score_cols``.
     score_cols : sequence of str
         Score columns to look up by ``pair_id``.
+    exclude_self : bool, default False
+        Drop the self pairs too.
 
     Returns
     -------
@@ -1595,7 +2094,10 @@ def kept_pair_scores(pairs: pd.DataFrame, scored: pd.DataFrame, score_cols: Sequ
     require_columns(scored, ["pair_id", *score_cols], "scored pairs")
     if scored["pair_id"].duplicated().any():
         raise ValueError("scored pairs: pair_id must be unique")
-    kept = pairs[pairs["keep"].to_numpy(bool)].copy()
+    sel = pairs["keep"].to_numpy(bool)
+    if exclude_self:
+        sel = sel & ~self_pair_mask(pairs)
+    kept = pairs[sel].copy()
     table = scored.set_index("pair_id")
     missing = ~kept["pair_id"].isin(table.index)
     if missing.any():
@@ -1623,7 +2125,11 @@ def summarise(*, backend: str, provenance: str, config: HCICConfig, labels: Pair
               fnmr_tables: Mapping[tuple[str, str], pd.DataFrame], intended_tables: Mapping[str, pd.DataFrame],
               cell_tables: Mapping[str, pd.DataFrame], kept: pd.DataFrame, delta: Mapping[str, pd.DataFrame],
               consistency: tuple[pd.Series, pd.DataFrame] | None = None,
-              independence: pd.DataFrame | None = None) -> dict[str, Any]:
+              independence: pd.DataFrame | None = None,
+              self_pairs: Mapping[str, Any] | None = None,
+              own_group: Mapping[str, Any] | None = None,
+              seed_filter: Mapping[str, Any] | None = None,
+              own_group_image: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What ``reports/metrics/<name>.json`` holds (schema ``SCHEMAS["hcic"]`` of
     :mod:`facebias.schema`).
 
@@ -1669,6 +2175,14 @@ def summarise(*, backend: str, provenance: str, config: HCICConfig, labels: Pair
         :func:`annotator_consistency` (with pair votes).
     independence : pandas.DataFrame, optional
         :func:`group_independence_test` (with pair votes).
+    self_pairs : mapping, optional
+        :func:`self_pair_summary` (the self pairs, left out of every error rate).
+    own_group : mapping, optional
+        Summary of :func:`own_group_check` (cells rejected per planted effect).
+    seed_filter : mapping, optional
+        :func:`seed_filter_funnel` (the synth stage's seed filter before max-min).
+    own_group_image : mapping, optional
+        Summary of :func:`own_group_image_check` (Fig. 3 c with a planted own-group effect).
 
     Returns
     -------
@@ -1713,6 +2227,14 @@ def summarise(*, backend: str, provenance: str, config: HCICConfig, labels: Pair
         sd, table = consistency
         head["per_pair_sd"] = {"median": float(sd.median()),
                                "by_attribute": table.set_index("attribute")["median"].to_dict()}
+    if self_pairs is not None:
+        head["self_pairs"] = dict(self_pairs)
+    if own_group is not None:
+        head["own_group_check"] = dict(own_group)
+    if seed_filter is not None:
+        head["seed_filter"] = dict(seed_filter)
+    if own_group_image is not None:
+        head["own_group_image_check"] = dict(own_group_image)
     if independence is not None:
         head["group_independence"] = {"n_tests": len(independence),
                                       "n_rejected_bonferroni": int(independence["reject"].sum())

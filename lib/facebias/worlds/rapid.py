@@ -13,7 +13,9 @@ Score level, no images (spec section 1.9). Everything is **synthetic**
   ``same_group`` (else a random other group). Distractors are never queried persons.
 * Face appearance x = mu + sigma_img N(0, I/dim), shared by all systems (correlated errors).
 * System s embeds e_s = normalize(x + sigma_s N(0, I/dim)) (sigma_s x the ``bias`` factor
-  of the face identity's group, if any) and reports f_s(cos) with a monotone transform
+  of the face identity's group, if any: the dataclass default plants none, the committed
+  ``params.yaml`` plants ``sys_a`` x 2 on AF so that paper 001's Fig. 5 analysis has a bias to
+  detect) and reports f_s(cos) with a monotone transform
   (:data:`RAPID_TRANSFORMS`: different score scales).
 * Pairs: every within-query pair (face_a < face_b); cross-query pairs: per group, as many
   (x cross_ratio) distinct random pairs of faces from different queries of that group as
