@@ -363,4 +363,6 @@ def test_pipeline_is_incremental(pipeline):
     assert "Running stage 'transects'" not in log and "Running stage 'synthetic_faces'" not in log
     assert "Running stage 'annotations'" not in log
     det = sorted(p.name for p in (pipeline.root / "reports" / "figures" / "hcic_det").iterdir())
-    assert det == ["t25.png", "t30.png"]  # a directory output: no stale or missing figures
+    # a directory output: no stale or missing figures (HCIC labels at each t_hcic, and the
+    # intended labels beside them)
+    assert det == ["intended.png", "t25.png", "t30.png"]
