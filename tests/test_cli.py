@@ -267,6 +267,26 @@ def test_missing_column(tmp_path, capsys, option):
     assert "column 'nope' not found" in msg and "score" in msg
 
 
+def test_duplicated_column_is_rejected_by_name(tmp_path, capsys):
+    """A header that repeats a used column (pandas would silently read the first as 'score'
+    and rename the second 'score.1') is refused, naming the column; a repeated column the
+    command does not use is harmless."""
+    path = write(tmp_path, "score,genuine,grp,score\n0.9,1,A,0.1\n0.1,0,A,0.9\n0.8,1,B,0.2\n0.3,0,B,0.7\n")
+    msg = error_of(capsys, path, *BASE, "--group-col", "grp")
+    assert "column 'score' appears 2 times" in msg
+    ok = write(tmp_path, "score,genuine,grp,note,note\n0.9,1,A,x,y\n0.1,0,A,x,y\n0.8,1,B,x,y\n0.3,0,B,x,y\n",
+               name="ok.csv")
+    assert main(["metrics", str(ok), *BASE, "--group-col", "grp", "--n-boot", "0"]) == 0
+    capsys.readouterr()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_arrays([pa.array([0.9, 0.1]), pa.array([1, 0]), pa.array([0.2, 0.8])],
+                                 names=["score", "genuine", "score"])
+    pq.write_table(table, tmp_path / "dup.parquet")
+    assert "column 'score' appears 2 times" in error_of(capsys, tmp_path / "dup.parquet", *BASE)
+
+
 def test_empty_group(tmp_path, capsys):
     path = write(tmp_path, SMALL + "0.5,0,C\n")
     msg = error_of(capsys, path, *BASE, "--group-col", "grp")

@@ -157,6 +157,9 @@ def read_pairs(path: str, columns: list[str]) -> tuple[pd.DataFrame, str]:
                 # data row longer than the header then warns instead (made an error)
                 warnings.simplefilter("error", pd.errors.ParserWarning)
                 df = pd.read_csv(p, sep=sep, index_col=False)
+                # pandas renames a repeated header name ("score" -> "score.1"): check the raw header
+                raw = pd.read_csv(p, sep=sep, header=None, nrows=1, dtype=str, index_col=False)
+                _check_columns(path, raw.iloc[0].fillna("").tolist(), columns)
         elif kind == "parquet":
             import pyarrow.parquet as pq
 
@@ -199,6 +202,11 @@ def _check_columns(path: str, header: list[str], columns: list[str]) -> None:
     message = column_error(header, columns)
     if message is not None:
         raise InputError(path, message)
+    names = [str(h) for h in header]
+    for col in dict.fromkeys(columns):
+        if names.count(str(col)) > 1:
+            raise InputError(path, f"column {col!r} appears {names.count(str(col))} times in the header: "
+                                   "rename or drop the duplicates so the one meant is unambiguous")
 
 
 _ROW = re.compile(r"\brow (-?\d+)\b")
