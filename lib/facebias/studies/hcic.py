@@ -1349,6 +1349,22 @@ def group_independence_test(matrix: pd.DataFrame, pairs: pd.DataFrame,
     return out
 
 
+def _panel_shares(group: pd.Series, majority: str | None, majority_share: float,
+                  who: str) -> tuple[list[str], str, dict[str, float]]:
+    """The groups (sorted), the majority group (default the first) and each group's share of
+    a simulated panel: ``majority_share`` for the majority, the rest split evenly."""
+    groups = sorted(pd.unique(group.astype(str)))
+    if len(groups) < 2:
+        raise ValueError(f"{who}: need at least 2 groups, got {groups}")
+    majority = groups[0] if majority is None else str(majority)
+    if majority not in groups:
+        raise ValueError(f"{who}: majority {majority!r} is not one of {groups}")
+    if not 0 <= majority_share <= 1:
+        raise ValueError(f"majority_share must lie in [0, 1], got {majority_share}")
+    rest = (1.0 - majority_share) / (len(groups) - 1)
+    return groups, majority, {g: majority_share if g == majority else rest for g in groups}
+
+
 def own_group_check(pairs: pd.DataFrame, dissimilarity: Any, effects: Sequence[float] = (0.0, 0.5),
                     majority: str | None = None, majority_share: float = 0.8, n_votes: int = 9,
                     noise: float = 1.7, seed: int = 0,
@@ -1405,16 +1421,7 @@ def own_group_check(pairs: pd.DataFrame, dissimilarity: Any, effects: Sequence[f
     from facebias.annotate.simulate import Panel, simulate_pair_votes
 
     require_columns(pairs, ["pair_id", "group"], "pairs")
-    groups = sorted(pd.unique(pairs["group"].astype(str)))
-    if len(groups) < 2:
-        raise ValueError(f"own_group_check: need at least 2 groups, got {groups}")
-    majority = groups[0] if majority is None else str(majority)
-    if majority not in groups:
-        raise ValueError(f"own_group_check: majority {majority!r} is not one of {groups}")
-    if not 0 <= majority_share <= 1:
-        raise ValueError(f"majority_share must lie in [0, 1], got {majority_share}")
-    rest = (1.0 - majority_share) / (len(groups) - 1)
-    shares = {g: majority_share if g == majority else rest for g in groups}
+    groups, majority, shares = _panel_shares(pairs["group"], majority, majority_share, "own_group_check")
     truth = pd.DataFrame({"item_id": pair_item_ids(pairs).to_numpy(),
                           "dissimilarity": np.asarray(dissimilarity, dtype=np.float64),
                           "group": pairs["group"].astype(str).to_numpy()})
@@ -1494,16 +1501,7 @@ def own_group_image_check(images: pd.DataFrame, effects: Sequence[float] = (0.0,
     from facebias.annotate import SCALES_000, Panel, simulate_image_votes
 
     require_columns(images, ["image_id", "group", "gender", truth_col], "images")
-    groups = sorted(pd.unique(images["group"].astype(str)))
-    if len(groups) < 2:
-        raise ValueError(f"own_group_image_check: need at least 2 groups, got {groups}")
-    majority = groups[0] if majority is None else str(majority)
-    if majority not in groups:
-        raise ValueError(f"own_group_image_check: majority {majority!r} is not one of {groups}")
-    if not 0 <= majority_share <= 1:
-        raise ValueError(f"majority_share must lie in [0, 1], got {majority_share}")
-    rest = (1.0 - majority_share) / (len(groups) - 1)
-    shares = {g: majority_share if g == majority else rest for g in groups}
+    groups, majority, shares = _panel_shares(images["group"], majority, majority_share, "own_group_image_check")
     truth = pd.DataFrame({"item_id": images["image_id"].astype(str).to_numpy(),
                           "truth": images[truth_col].to_numpy(dtype=np.float64),
                           "group": images["group"].astype(str).to_numpy()})
