@@ -62,7 +62,7 @@ def test_detector_accepts_gray_and_rejects_bad_input(detector, astronaut):
     with pytest.raises(ValueError, match="uint8"):
         detector.detect(astronaut.astype(np.float32))
     with pytest.raises(ValueError, match="shape"):
-        detector.detect(np.zeros((10, 10, 4), np.uint8))
+        detector.detect(np.zeros((10, 10, 5), np.uint8))  # RGBA (4) is valid since issue 19
 
 
 def test_detectors_agree_on_the_astronaut_landmarks(astronaut):

@@ -105,6 +105,6 @@ def test_bad_input():
     with pytest.raises(ValueError, match="uint8"):
         M.face_mesh(np.zeros((32, 32, 3), dtype=np.float32))
     with pytest.raises(ValueError, match="H x W x 3"):
-        M.face_mesh(np.zeros((32, 32, 4), dtype=np.uint8))
+        M.face_mesh(np.zeros((32, 32, 5), dtype=np.uint8))  # RGBA (4) is valid since issue 19
     with pytest.raises(ValueError, match="backend"):
         M.face_mesh(np.zeros((32, 32, 3), dtype=np.uint8), backend="openface")

@@ -87,7 +87,7 @@ class EmbeddingCache:
             tmp.write_bytes(head.encode() + b"\n" + np.asarray(vec, "<f4").tobytes())
 
     def embed(self, embedder: BaseEmbedder, images: Sequence[np.ndarray],
-              progress: bool = False, compute: Any = None) -> EmbedResult:
+              progress: bool = True, compute: Any = None) -> EmbedResult:
         """Like ``embedder.embed(images)``; cached rows are read, the rest computed (in
         batches of ``embedder.batch_size``) and stored as each batch finishes. Row order
         and failures to enrol are kept. ``compute`` (:mod:`facebias.compute`; ``None`` =
@@ -100,8 +100,9 @@ class EmbeddingCache:
             folder.
         images : Sequence of numpy.ndarray
             RGB uint8 images.
-        progress : bool, default False
-            Show a progress bar over the images not in the cache.
+        progress : bool, default True
+            Show a tqdm progress bar over the images not in the cache (counted in images,
+            advanced per batch), as :func:`facebias.faces.factors.factor_table` does.
         compute : ComputeConfig, Mapping, str, distributed.Client or None
             Where the uncached batches run.
 

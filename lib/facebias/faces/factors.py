@@ -33,7 +33,7 @@ import cv2
 import numpy as np
 
 from facebias.faces.align import align_arcface
-from facebias.faces.detect import detect_faces, primary_face
+from facebias.faces.detect import detect_faces, primary_face, too_small_reason
 from facebias.faces.images import ImageReadError, as_rgb_uint8, read_image
 from facebias.faces.landmarks import landmarks68
 
@@ -417,24 +417,52 @@ def _brisque_model(model: str, range_: str):
     return cv2.quality.QualityBRISQUE_create(model, range_)
 
 
-def brisque(image: np.ndarray) -> float | None:
+@lru_cache(maxsize=4)
+def _brisque_svr(model: str, range_: str) -> tuple[Any, np.ndarray, np.ndarray]:
+    """The LIVE SVR of BRISQUE and its feature range (min row, max row)."""
+    fs = cv2.FileStorage(range_, cv2.FILE_STORAGE_READ)
+    lo, hi = fs.getNode("range").mat()
+    fs.release()
+    return cv2.ml.SVM_load(model), lo, hi
+
+
+def _brisque_unclipped(image: np.ndarray, model: str, range_: str) -> float:
+    """BRISQUE's SVR output before OpenCV clips it: the 36 features, scaled to [-1, 1]
+    with the range file, through the LIVE SVR (what ``QualityBRISQUE.compute`` does)."""
+    svm, lo, hi = _brisque_svr(model, range_)
+    feats = cv2.quality.QualityBRISQUE_computeFeatures(np.ascontiguousarray(image)).ravel()
+    scaled = (-1.0 + 2.0 * (feats - lo) / (hi - lo)).astype(np.float32)[None]
+    return float(svm.predict(scaled)[1][0, 0])
+
+
+def brisque(image: np.ndarray, clip: bool = True) -> float | None:
     """OpenCV's BRISQUE no-reference quality score (about 0-100, higher = worse).
 
-    ``image`` is a uint8 gray, BGR or RGB array (BRISQUE works on gray, so channel order
-    barely matters). Uses ``brisque_model_live.yml`` and ``brisque_range_live.yml`` from
-    ``$FACEBIAS_BRISQUE_DIR`` or else :data:`BRISQUE_SEARCH_DIRS`. If they are missing,
-    logs a warning and returns ``None``: a value is never invented. OpenCV clips the score
-    to [0, 100], so sharp, clean face crops often sit at (or near) the floor of 0.
+    ``image`` is a uint8 gray or BGR array: OpenCV converts colour with BGR weights, so an
+    RGB array gives another gray image and another score (skimage's astronaut: 0.00 as
+    RGB, 0.49 as BGR); :func:`measure_factors` passes BGR. Uses ``brisque_model_live.yml``
+    and ``brisque_range_live.yml`` from ``$FACEBIAS_BRISQUE_DIR`` or else
+    :data:`BRISQUE_SEARCH_DIRS`. If they are missing, logs a warning and returns ``None``:
+    a value is never invented.
+
+    OpenCV clips the SVR's output to [0, 100], so sharp, clean face crops often score
+    exactly 0: the face crop of a grey copy of skimage's astronaut (``rgb2gray``) is
+    0.00 because its SVR output is negative (-2.60). ``clip=False`` returns that
+    output, which still orders images at the floor; ``measure_factors`` keeps OpenCV's
+    clipped score.
 
     Parameters
     ----------
     image : numpy.ndarray
-        uint8 gray, BGR or RGB image (the face crop).
+        uint8 gray or BGR image (the face crop).
+    clip : bool, default True
+        OpenCV's score clipped to [0, 100]; False: the SVR output before clipping.
 
     Returns
     -------
     float or None
-        The score (0-100, higher = worse quality), or ``None`` without the model files.
+        The score (0-100 when clipped, higher = worse quality), or ``None`` without the
+        model files.
 
     Raises
     ------
@@ -445,6 +473,8 @@ def brisque(image: np.ndarray) -> float | None:
     for d in dirs:
         paths = [Path(d) / f for f in BRISQUE_FILES]
         if all(p.is_file() for p in paths):
+            if not clip:
+                return _brisque_unclipped(np.asarray(image), str(paths[0]), str(paths[1]))
             score = _brisque_model(str(paths[0]), str(paths[1])).compute(np.asarray(image))
             return float(score[0])
     if dirs not in _warned:
@@ -583,6 +613,9 @@ def _measure(image: np.ndarray) -> tuple[dict, list[str]]:
     out: dict = dict.fromkeys(FACTOR_KEYS + _EXTRA_KEYS)
     reasons: list[str] = []
     img = as_rgb_uint8(np.asarray(image))
+    small = too_small_reason(img.shape)
+    if small:
+        return out, [small]
     found = _find_face(img)
     if found is None:
         return out, ["no face detected"]
@@ -638,7 +671,8 @@ def measure_factors(image: np.ndarray) -> dict:
 
     Returns a dict with exactly :data:`FACTOR_KEYS` plus ``"interocular"`` and
     ``"detector_score"``; values are floats, or ``None`` when they cannot be measured (the
-    reason is logged on ``facebias.faces``). No face -> every value ``None``. Brightness
+    reason is logged on ``facebias.faces``). No face, or a side below
+    :data:`facebias.faces.detect.MIN_IMAGE_SIDE` -> every value ``None``. Brightness
     (skin above the nose), sharpness and BRISQUE use the detection box / face crop; face
     area is the face-polygon pixels over the pixels of the 224 x 224 aligned crop (paper
     003); pose comes from dlib's 68 landmarks; interocular and detector_score from YuNet.
@@ -646,7 +680,8 @@ def measure_factors(image: np.ndarray) -> dict:
     Parameters
     ----------
     image : numpy.ndarray
-        (H, W, 3) RGB or (H, W) gray uint8.
+        (H, W, 3) RGB, (H, W, 4) RGBA (alpha dropped, as :func:`read_image` does) or
+        (H, W) gray uint8.
 
     Returns
     -------
@@ -659,7 +694,7 @@ def measure_factors(image: np.ndarray) -> dict:
     Raises
     ------
     ValueError
-        If ``image`` is not an RGB or gray uint8 array.
+        If ``image`` is not an RGB, RGBA or gray uint8 array.
     """
     out, reasons = _measure(image)
     for r in reasons:

@@ -14,12 +14,15 @@ class ImageReadError(ValueError):
 def as_rgb_uint8(image: np.ndarray) -> np.ndarray:
     """Validate an image array and return it as contiguous RGB uint8 (H, W, 3).
 
-    Accepts H x W x 3 uint8 (RGB) or H x W uint8 (gray, stacked to three channels).
+    Accepts H x W x 3 uint8 (RGB), H x W x 4 uint8 (RGBA: alpha dropped, as Pillow's
+    ``convert("RGB")`` does in :func:`read_image`) or H x W uint8 (gray, stacked to three
+    channels). The one conversion of every array entry point (detectors, embedders,
+    :func:`facebias.faces.factors.measure_factors`, :func:`read_image`).
 
     Parameters
     ----------
     image : numpy.ndarray
-        uint8, (H, W, 3) RGB or (H, W) gray.
+        uint8, (H, W, 3) RGB, (H, W, 4) RGBA or (H, W) gray.
 
     Returns
     -------
@@ -35,6 +38,8 @@ def as_rgb_uint8(image: np.ndarray) -> np.ndarray:
     --------
     >>> as_rgb_uint8(np.zeros((2, 3), np.uint8)).shape
     (2, 3, 3)
+    >>> as_rgb_uint8(np.array([[[10, 20, 30, 0]]], np.uint8))
+    array([[[10, 20, 30]]], dtype=uint8)
     >>> as_rgb_uint8(np.zeros((2, 3, 3)))
     Traceback (most recent call last):
     ...
@@ -46,8 +51,13 @@ def as_rgb_uint8(image: np.ndarray) -> np.ndarray:
         raise ValueError(f"image must be uint8, got dtype {image.dtype}")
     if image.ndim == 2:
         image = np.stack([image] * 3, axis=-1)
+    elif image.ndim == 3 and image.shape[2] == 4:
+        image = image[:, :, :3]
     if image.ndim != 3 or image.shape[2] != 3:
-        raise ValueError(f"image must be H x W x 3 (RGB) or H x W (gray), got shape {image.shape}")
+        raise ValueError(
+            f"image must be H x W x 3 (RGB), H x W x 4 (RGBA) or H x W (gray), got shape "
+            f"{image.shape}"
+        )
     if image.shape[0] < 1 or image.shape[1] < 1:
         raise ValueError(f"image is empty, shape {image.shape}")
     return np.ascontiguousarray(image)
@@ -137,8 +147,10 @@ def read_image(path: str | Path) -> np.ndarray:
     Raises
     ------
     ImageReadError
-        Naming the file, when it is missing, not a regular file, not a readable image, or
-        in an unsupported mode (16-bit, float).
+        Naming the file, when it is missing, not a regular file, not a readable image, in
+        an unsupported mode (16-bit, float), or too large for Pillow (more than twice
+        ``PIL.Image.MAX_IMAGE_PIXELS`` pixels, Pillow's decompression-bomb guard; the
+        message says "too large").
     """
     from PIL import Image, UnidentifiedImageError
 
@@ -151,9 +163,9 @@ def read_image(path: str | Path) -> np.ndarray:
         with Image.open(path) as im:
             im.load()
             mode = im.mode
-            if mode in ("L", "RGB"):
-                arr = np.asarray(im)
-            elif mode in ("RGBA", "LA", "P", "PA", "CMYK", "YCbCr", "1"):
+            if mode in ("L", "RGB", "RGBA"):
+                arr = np.asarray(im)  # RGBA: as_rgb_uint8 below drops alpha
+            elif mode in ("LA", "P", "PA", "CMYK", "YCbCr", "1"):
                 arr = np.asarray(im.convert("RGB"))
             elif mode in ("I;16", "I;16B", "I;16L", "I", "F"):
                 raise ImageReadError(
@@ -163,6 +175,12 @@ def read_image(path: str | Path) -> np.ndarray:
                 raise ImageReadError(f"unreadable image {path}: unsupported mode {mode}")
     except ImageReadError:
         raise
+    except Image.DecompressionBombError as exc:
+        raise ImageReadError(
+            f"unreadable image {path}: too large ({exc}); Pillow refuses images over twice "
+            f"PIL.Image.MAX_IMAGE_PIXELS ({Image.MAX_IMAGE_PIXELS} px): raise that limit "
+            "if the file is trusted"
+        ) from exc
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ImageReadError(f"unreadable image {path}: not an image or corrupt ({exc})") from exc
     if arr.dtype != np.uint8:

@@ -80,7 +80,8 @@ def _dlib_mesh(rgb: np.ndarray) -> np.ndarray | None:
 
 
 def face_mesh(image: np.ndarray, backend: str = "auto") -> np.ndarray | None:
-    """Face mesh of the most prominent face in an RGB uint8 image (H x W x 3, or H x W gray).
+    """Face mesh of the most prominent face in an RGB uint8 image (H x W x 3, H x W x 4 RGBA
+    with alpha dropped, or H x W gray).
 
     ``backend``: ``"auto"`` (mediapipe if importable, else dlib), ``"mediapipe"`` (raise
     ``ImportError`` if missing) or ``"dlib"``. Returns ``(478, 3)`` (mediapipe) or
