@@ -23,8 +23,21 @@ Guarantees
 * **Bad input changes nothing.** Every vote is validated before anything is written
   (integer value in 0..k-1, known item, unique vote id, known source, the question's scale equal
   to the one already registered for it); a bad vote raises ``ValueError`` and the store is
-  unchanged. The same rules are CHECK / UNIQUE / FOREIGN KEY constraints in the schema, so
-  another writer cannot bypass them.
+  unchanged. The same rules are in the schema, so another writer (a plain ``sqlite3``
+  connection included) cannot bypass them: CHECK / UNIQUE / FOREIGN KEY constraints, and,
+  since SQLite enforces foreign keys only on connections that set ``PRAGMA foreign_keys=ON``,
+  triggers that abort a vote of an unknown item or question, a vote whose ``k`` or ``scale``
+  differs from its question's or whose value is outside the question's ``0..k-1``, and a
+  machine label of an unknown item or labeller (``sqlite3.IntegrityError`` for such a writer).
+* **Registration is idempotent and atomic.** Items, questions (on their first vote) and
+  labellers are checked and registered inside the write transaction (``BEGIN IMMEDIATE``,
+  ``INSERT ... ON CONFLICT DO NOTHING``), so processes registering the same item, or casting
+  the first vote on the same new question, at the same time all succeed; registering an id
+  again with different content (another item path, another scale, another unit) is a
+  ``ValueError``, also when two processes race.
+* **Older stores are migrated on opening** (not when opened read-only): tables and triggers
+  that a store written by an earlier version lacks are created, in one transaction; rows
+  already stored are kept as they are (the new triggers check rows written after).
 
 Several processes may read while one writes (WAL); writers wait up to ``timeout`` seconds for
 the lock.
@@ -114,6 +127,38 @@ def _append_only_triggers() -> list[str]:
                 f"{op} on {table} is not allowed'); END;"
             )
     return sql
+
+
+def _integrity_triggers() -> list[str]:
+    """Triggers that hold every writer to the rules the API checks (issue 19, defect 7).
+
+    The FOREIGN KEY clauses bind only connections that set ``PRAGMA foreign_keys=ON``, which a
+    plain ``sqlite3`` writer does not; these triggers abort, for any connection, an insert
+    (or update) of a vote of an unknown item or question, with a ``k`` or ``scale`` other than
+    the question's or a value outside ``0..k-1`` of the question's scale, and of a machine
+    label of an unknown item or labeller. ``IF NOT EXISTS``: creating them again is a no-op,
+    which is how an older store is migrated when it is opened.
+    """
+    votes = (
+        "SELECT RAISE(ABORT, 'votes: unknown item_id, not in items') WHERE NOT EXISTS "
+        "(SELECT 1 FROM items WHERE item_id = NEW.item_id); "
+        "SELECT RAISE(ABORT, 'votes: unknown question, not in questions') WHERE NOT EXISTS "
+        "(SELECT 1 FROM questions WHERE question = NEW.question); "
+        "SELECT RAISE(ABORT, 'votes: value outside the question''s scale (levels 0..k-1 of "
+        "questions.k)') WHERE NEW.value < 0 OR NEW.value >= "
+        "(SELECT k FROM questions WHERE question = NEW.question); "
+        "SELECT RAISE(ABORT, 'votes: k and scale must not differ from the question''s in "
+        "questions') WHERE EXISTS (SELECT 1 FROM questions WHERE question = NEW.question "
+        "AND (k IS NOT NEW.k OR scale IS NOT NEW.scale)); ")
+    labels = (
+        "SELECT RAISE(ABORT, 'labels: unknown item_id, not in items') WHERE NOT EXISTS "
+        "(SELECT 1 FROM items WHERE item_id = NEW.item_id); "
+        "SELECT RAISE(ABORT, 'labels: unknown labeller, not in labellers') WHERE NOT EXISTS "
+        "(SELECT 1 FROM labellers WHERE labeller = NEW.labeller); ")
+    return [f"CREATE TRIGGER IF NOT EXISTS {table}_check_{op.lower()} BEFORE {op} ON {table} "
+            f"BEGIN {body}END;"
+            for table, body in (("votes", votes), ("labels", labels))
+            for op in ("INSERT", "UPDATE")]
 
 
 def _as_level(value, where: str) -> int:
@@ -262,8 +307,12 @@ class AnnotationStore:
         with self._lock:
             c.execute("BEGIN IMMEDIATE")
             try:
-                # statement by statement: executescript() would COMMIT implicitly
-                stmts = [x for x in _SCHEMA.split(";") if x.strip()] + _append_only_triggers()
+                # statement by statement: executescript() would COMMIT implicitly. Every
+                # statement is IF NOT EXISTS: on a store written by an older version this is
+                # the migration (tables and triggers it lacks are added, in this one
+                # transaction; rows already stored are untouched).
+                stmts = ([x for x in _SCHEMA.split(";") if x.strip()] + _append_only_triggers()
+                         + _integrity_triggers())
                 for stmt in stmts:
                     c.execute(stmt)
                 c.execute("COMMIT")
@@ -327,7 +376,8 @@ class AnnotationStore:
 
     def add_items(self, items: pd.DataFrame) -> int:
         """Register items in one transaction; ids already stored with identical fields are
-        ignored. Callers use :meth:`register_items`.
+        ignored, also when another process registers them at the same time (the check is
+        repeated inside the write transaction). Callers use :meth:`register_items`.
 
         Parameters
         ----------
@@ -368,22 +418,35 @@ class AnnotationStore:
                 continue
             seen[item_id] = rec
             rows.append((item_id, *rec))
-        with self._lock:
-            existing = {r[0]: tuple(r[1:]) for r in self._conn.execute(
+        stored: list[int] = []
+
+        def new_rows(c: sqlite3.Connection) -> list[tuple]:
+            """The rows not stored yet; ValueError for one stored with other fields."""
+            existing = {r[0]: tuple(r[1:]) for r in c.execute(
                 "SELECT item_id, kind, image, image_a, image_b FROM items")}
-        new = []
-        for row in rows:
-            old = existing.get(row[0])
-            if old is None:
-                new.append(row)
-            elif old != tuple(row[1:]):
-                raise ValueError(f"items: item_id {row[0]!r} is already stored as {old}, "
-                                 f"cannot redefine it as {tuple(row[1:])}")
-        if new:
-            self._write(lambda c: c.executemany(
-                "INSERT INTO items (item_id, kind, image, image_a, image_b) VALUES (?,?,?,?,?)",
-                new))
-        return len(new)
+            new = []
+            for row in rows:
+                old = existing.get(row[0])
+                if old is None:
+                    new.append(row)
+                elif old != tuple(row[1:]):
+                    raise ValueError(f"items: item_id {row[0]!r} is already stored as {old}, "
+                                     f"cannot redefine it as {tuple(row[1:])}")
+            return new
+
+        def write(c: sqlite3.Connection) -> None:
+            # checked again inside the write transaction: another process may have stored
+            # some of these items since the first check (below; items are never changed
+            # or deleted, so an item it found identical stays so)
+            new = new_rows(c)
+            c.executemany("INSERT INTO items (item_id, kind, image, image_a, image_b) "
+                          "VALUES (?,?,?,?,?) ON CONFLICT (item_id) DO NOTHING", new)
+            stored.append(len(new))
+
+        with self._lock:
+            if new_rows(self._conn):  # nothing new: no write (so also on a read-only store)
+                self._write(write)
+        return sum(stored)
 
     def register_items(self, item_ids: Iterable[str], *, image: Any = None, image_a: Any = None,
                        image_b: Any = None) -> int:
@@ -464,10 +527,19 @@ class AnnotationStore:
                              f"{old.name!r} {list(old.levels)}, got {scale.name!r} {list(scale.levels)}")
         return False
 
-    @staticmethod
-    def _register(c: sqlite3.Connection, question: str, scale: Scale) -> None:
-        c.execute("INSERT INTO questions (question, scale, levels, k) VALUES (?,?,?,?)",
+    def _register(self, c: sqlite3.Connection, question: str, scale: Scale, where: str) -> None:
+        """Register ``question`` with ``scale`` unless it is; inside a write transaction.
+
+        Idempotent, so that writers racing to cast the first vote on a new question all
+        succeed; ValueError if the question is registered with another scale.
+        """
+        c.execute("INSERT INTO questions (question, scale, levels, k) VALUES (?,?,?,?) "
+                  "ON CONFLICT (question) DO NOTHING",
                   (question, scale.name, json.dumps(list(scale.levels)), scale.k))
+        name, levels = c.execute("SELECT scale, levels FROM questions WHERE question = ?",
+                                 (question,)).fetchone()
+        self._check_scale(question, scale, {question: Scale(name, tuple(json.loads(levels)))},
+                          where)
 
     # ------------------------------------------------------------------ votes
     def add_vote(self, annotator: str, item_id: str, question: str, value: int, *,
@@ -512,8 +584,7 @@ class AnnotationStore:
         if not isinstance(annotator, str) or not annotator:
             raise ValueError(f"{where}: annotator must be a non-empty string")
         with self._lock:
-            registered = self.scales()
-            is_new = self._check_scale(question, scale, registered, where)
+            self._check_scale(question, scale, self.scales(), where)
             v = _as_level(value, where)
             if not 0 <= v < scale.k:
                 raise ValueError(f"{where}: value {v} outside the scale {scale.name!r} "
@@ -529,8 +600,7 @@ class AnnotationStore:
             t = _time.time() if time is None else float(time)
 
             def write(c: sqlite3.Connection) -> None:
-                if is_new:
-                    self._register(c, question, scale)
+                self._register(c, question, scale, where)
                 c.execute(
                     "INSERT INTO votes (vote_id, annotator, item_id, question, value, k, scale, "
                     "time, source) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -589,16 +659,16 @@ class AnnotationStore:
             registered = self.scales()
             known_items = {r[0] for r in self._conn.execute("SELECT item_id FROM items")}
             rows = self._validate_votes(votes, scales, registered, known_items, source)
-            new_questions = sorted({r[3] for r in rows} - set(registered))
+            questions = sorted({r[3] for r in rows})
 
             done = 0
             for start in range(0, n, chunk_size):
                 chunk = rows[start:start + chunk_size]
 
                 def write(c: sqlite3.Connection, chunk=chunk, first=start == 0) -> None:
-                    if first:  # register new questions together with the first vote(s)
-                        for q in new_questions:
-                            self._register(c, q, scales[q])
+                    if first:  # register the questions (idempotent) with the first vote(s)
+                        for q in questions:
+                            self._register(c, q, scales[q], f"votes: question {q!r}")
                     c.executemany(
                         "INSERT INTO votes (vote_id, annotator, item_id, question, value, k, "
                         "scale, time, source) VALUES (?,?,?,?,?,?,?,?,?)", chunk)
@@ -813,11 +883,15 @@ class AnnotationStore:
         t = _time.time() if time is None else float(time)
         with self._lock:
             known_items = {r[0] for r in self._conn.execute("SELECT item_id FROM items")}
-            old = self._conn.execute("SELECT attribute, unit FROM labellers WHERE labeller = ?",
-                                     (labeller,)).fetchone()
-            if old is not None and tuple(old) != (attribute, unit):
-                raise ValueError(f"{where}: registered for attribute {old[0]!r} in {old[1]!r}, "
-                                 f"got {attribute!r} in {unit!r}")
+
+            def check_labeller(c: sqlite3.Connection) -> None:
+                old = c.execute("SELECT attribute, unit FROM labellers WHERE labeller = ?",
+                                (labeller,)).fetchone()
+                if old is not None and tuple(old) != (attribute, unit):
+                    raise ValueError(f"{where}: registered for attribute {old[0]!r} in "
+                                     f"{old[1]!r}, got {attribute!r} in {unit!r}")
+
+            check_labeller(self._conn)
             done = {r[0] for r in self._conn.execute("SELECT item_id FROM labels WHERE labeller = ?",
                                                      (labeller,))}
             rows, seen = [], set()
@@ -840,9 +914,12 @@ class AnnotationStore:
                 rows.append((item, labeller, v, t, "machine"))
 
             def write(c: sqlite3.Connection) -> None:
-                if old is None:
-                    c.execute("INSERT INTO labellers (labeller, attribute, unit, description) "
-                              "VALUES (?,?,?,?)", (labeller, attribute, unit, str(description)))
+                # idempotent, checked inside the transaction: another process may register
+                # the same labeller at the same time
+                c.execute("INSERT INTO labellers (labeller, attribute, unit, description) "
+                          "VALUES (?,?,?,?) ON CONFLICT (labeller) DO NOTHING",
+                          (labeller, attribute, unit, str(description)))
+                check_labeller(c)
                 c.executemany("INSERT INTO labels (item_id, labeller, value, time, source) "
                               "VALUES (?,?,?,?,?)", rows)
 
