@@ -9,7 +9,7 @@ export DVC_NO_ANALYTICS := 1
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: reproduce test lint bench gpu-check lab venv clean system-data plots
+.PHONY: reproduce tracked-data test lint bench gpu-check lab venv clean system-data plots browse annotate
 
 venv: $(STAMP)
 
@@ -25,10 +25,19 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
-reproduce: $(STAMP)
+reproduce: $(STAMP) tracked-data
 	@git rev-parse --git-dir >/dev/null 2>&1 || (echo "make reproduce needs a git checkout (dvc uses git)"; exit 1)
 	$(BIN)/dvc repro
 	@echo "figures: reports/figures/  metrics: reports/metrics/ (dvc metrics show)  notebooks: reports/notebooks/"
+
+# data.dvc tracks the human annotations (data/real/annotations). A fresh clone records that
+# folder empty: create it and cache the record, so that `dvc status` is clean after
+# `make reproduce`. `dvc commit` without -f never changes a record that differs (votes you
+# have not pulled, or new votes you have not committed yet: the note says which command).
+tracked-data:
+	@test -e data/real/annotations || mkdir -p data/real/annotations
+	@$(BIN)/dvc commit -q data.dvc </dev/null >/dev/null 2>&1 \
+	|| echo "note: data/real/annotations differs from data.dvc: 'dvc commit data.dvc' records new votes, 'dvc pull data.dvc' fetches recorded ones"
 
 # test files spread over TEST_WORKERS processes (pytest-xdist; whole files, so module fixtures
 # such as the DVC pipeline run once); TEST_WORKERS=0 runs them in this process
@@ -58,6 +67,39 @@ gpu-check: $(STAMP)
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks
+
+# the transect browser as an app (needs no data): jupytext converts the .py source into the
+# gitignored build/transect_browser.ipynb (papermill --prepare-only sets BROWSE_PARAMS, e.g.
+# BROWSE_PARAMS="-p backend dcgan -p hyperplanes data/synthetic_dcgan/hyperplanes.npz"), voila
+# serves it on BROWSE_PORT and opens a web browser (VOILA_ARGS=--no-browser does not)
+BROWSE_PORT ?= 8866
+BROWSE_PARAMS ?=
+VOILA_ARGS ?=
+browse: $(STAMP)
+	@mkdir -p build
+	$(BIN)/jupytext --quiet --to ipynb -o build/transect_browser.ipynb notebooks/transect_browser.py
+	$(BIN)/papermill --prepare-only --log-level ERROR --kernel python3 \
+	  build/transect_browser.ipynb build/transect_browser.ipynb $(BROWSE_PARAMS)
+	$(BIN)/voila build/transect_browser.ipynb --port=$(BROWSE_PORT) --strip_sources=True $(VOILA_ARGS)
+
+# the annotation tool as an app, from a fresh clone: `make annotate ANNOTATOR=yourname`
+# (TASK=image for single images; ANNOTATE_PARAMS="-p n_items 80 -p seed 1" sets other notebook
+# parameters). jupytext converts notebooks/annotate.py into the gitignored
+# $(ANNOTATE_DIR)/annotate.ipynb, papermill --prepare-only sets the parameters, and voila serves
+# only the tool (no code, no markdown) on ANNOTATE_PORT; without data the page says what to run
+ANNOTATOR ?= annotator01
+TASK ?= pair
+ANNOTATE_PARAMS ?=
+ANNOTATE_PORT ?= 8867
+ANNOTATE_DIR ?= build
+annotate: $(STAMP)
+	@mkdir -p $(ANNOTATE_DIR)
+	$(BIN)/jupytext --quiet --to ipynb -o $(ANNOTATE_DIR)/annotate.ipynb notebooks/annotate.py
+	$(BIN)/papermill --prepare-only --log-level ERROR --kernel python3 \
+	  $(ANNOTATE_DIR)/annotate.ipynb $(ANNOTATE_DIR)/annotate.ipynb \
+	  -p annotator '$(ANNOTATOR)' -p task '$(TASK)' $(ANNOTATE_PARAMS)
+	$(BIN)/voila $(ANNOTATE_DIR)/annotate.ipynb --port=$(ANNOTATE_PORT) --strip_sources=True \
+	  --TemplateExporter.exclude_markdown=True $(VOILA_ARGS)
 
 # Debian packages: opencv-data (BRISQUE yml) and chromium (real-browser tests). Installed
 # when we may (root + apt-get); otherwise BRISQUE is reported as missing, never invented,

@@ -23,8 +23,10 @@
 #   gender, skin colour, uncanniness) or, with `image_set = "transects"`, on the 004 scales
 #   (also hair length, facial hair, makeup, smile). *Next* saves all answers of the image.
 #
-# **Keys**: click once into the *shortcut* field; then digits `1`..`K` answer, `n` or Enter
-# saves the image (image task), `p` goes back one question.
+# **Keys** work anywhere on the page (in JupyterLab: click the tool once): digits `1`..`K`
+# answer (pair task: the pair on screen; image task: the question marked ▶), `n` or Enter
+# saves the image (image task), `p` goes back one question. Each key is stamped with the item
+# on screen and queued, so fast typing loses nothing and never answers an item not yet shown.
 #
 # Every answer is written to the SQLite store (`store`, append-only, one transaction per
 # vote, `source = 'human'`) as soon as it is final: closing the page or a crash loses at most
@@ -32,8 +34,13 @@
 # resume where you left off; the progress count includes earlier sessions.
 #
 # The faces are the **procedural** generator's renders from `data/synthetic` (run
-# `make reproduce`, or `dvc repro synth`, first). Run it in JupyterLab (`make lab`) or as an
-# app: `voila notebooks/annotate.ipynb`.
+# `make reproduce`, or `dvc repro synth`, first; without them the page says so).
+#
+# **Start it** from the repository root with one command:
+# `make annotate ANNOTATOR=yourname` (`TASK=image` for the single-image task). It converts this
+# file to a notebook under `build/` and serves it with voila at http://localhost:8866; the
+# annotator sees only the tool (instructions, faces, answers, progress), not this prose or
+# the code. Or run it in JupyterLab (`make lab`).
 
 # %% tags=["parameters"]
 task = "pair"  # "pair" (000 identity) or "image" (single-image scales)
@@ -48,7 +55,7 @@ image_set = "hcic"  # task "image": "hcic" (SCALES_000) or "transects" (SCALES_0
 from pathlib import Path
 
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
 
 from facebias.annotate import (
     SCALES_000,
@@ -65,17 +72,25 @@ try:
 except FileNotFoundError:  # served outside the repository (e.g. by the tests)
     root = Path.cwd()
 data = root / synthetic
-if task not in ("pair", "image"):
-    raise ValueError(f"task must be 'pair' or 'image', got {task!r}")
-if image_set not in ("hcic", "transects"):
-    raise ValueError(f"image_set must be 'hcic' or 'transects', got {image_set!r}")
 subset = "hcic" if task == "pair" else image_set
 table = data / subset / ("pairs.parquet" if task == "pair" else "images.parquet")
-if not table.exists():
-    raise FileNotFoundError(
-        f"{table} not found: the synthetic faces are not generated yet. "
-        "Run `make reproduce` (or `dvc repro synth`) first, or set `synthetic` to their folder.")
 images = data / subset / "images"
+# what is wrong is shown on the page (voila hides raised errors behind "There was an error")
+message = None
+if task not in ("pair", "image"):
+    message = f"**Unknown task** `{task}`: use `TASK=pair` or `TASK=image` (`make annotate TASK=pair`)."
+elif image_set not in ("hcic", "transects"):
+    message = f"**Unknown image set** `{image_set}`: use `hcic` or `transects`."
+elif not table.exists():
+    message = (
+        "**No faces to annotate yet.** The synthetic faces are not generated: "
+        f"`{table}` is missing.\n\nIn the repository folder run `make reproduce` "
+        "(or `.venv/bin/dvc repro synth`, a few minutes), then reload this page. "
+        "To use faces from another folder, set `synthetic` in the notebook's parameters.")
+ready = message is None
+if not ready:
+    message = Markdown(message)
+    display(message)
 
 # %% [markdown]
 # ## The annotation list
@@ -87,10 +102,12 @@ images = data / subset / "images"
 # `identity`.
 
 # %%
-db = AnnotationStore(root / store)
-rows = pd.read_parquet(table)
-pick = rows.sample(n=min(int(n_items), len(rows)), random_state=int(seed))
-if task == "pair":
+tool = None
+if ready:
+    db = AnnotationStore(root / store)
+    rows = pd.read_parquet(table)
+    pick = rows.sample(n=min(int(n_items), len(rows)), random_state=int(seed))
+if ready and task == "pair":
     items = pd.DataFrame({
         "item_id": pair_item_ids(pick["pair_id"]),
         "path_a": [str(images / f"{i}.png") for i in pick["image_a"]],
@@ -99,14 +116,18 @@ if task == "pair":
     db.register_items(items["item_id"], image_a=[synthetic_image_path(subset, i) for i in pick["image_a"]],
                       image_b=[synthetic_image_path(subset, i) for i in pick["image_b"]])
     tool = PairAnnotator(db, items, annotator)
-else:
+elif ready:
     items = pd.DataFrame({"item_id": pick["image_id"].astype(str).to_numpy(),
                           "path": [str(images / f"{i}.png") for i in pick["image_id"]]})
     db.register_items(items["item_id"], image=[synthetic_image_path(subset, i) for i in items["item_id"]])
     scales = SCALES_000 if image_set == "hcic" else SCALES_004
     tool = ImageAnnotator(db, items, annotator, scales={f"{subset}/{q}": s for q, s in scales.items()})
-print(f"{task} task, {len(items)} items from {table.relative_to(root) if table.is_relative_to(root) else table}; "
-      f"store {db.path}; {tool.n_done} already done by {annotator}")
+
+# %% [markdown]
+# `display(tool)` shows only the tool; in pair mode it also adds the page script that takes
+# number keys anywhere on the page. Developer details (item ids, the store's path) stay out of
+# the page: `tool.item_ids`, `db.path`, `tool.n_done`.
 
 # %%
-display(tool.widget)
+if ready:
+    display(tool)

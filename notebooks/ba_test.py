@@ -40,7 +40,7 @@
 # %% tags=["parameters"]
 params_file = "params.yaml"  # reads the `batest_world` and `batest` sections
 reports_dir = "reports"
-name = "batest"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json
+name = "batest"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 overrides = {}  # replaces keys of the `batest` section (BATestConfig; smoke tests use small n_boot)
 world_overrides = {}  # replaces keys of the `batest_world` section
 real_images = True  # run the factor pipeline on real photos shipped in scikit-image
@@ -58,8 +58,8 @@ from facebias import plots
 from facebias.compute import load_compute
 from facebias.datasets.bfw import BFW_ETHNICITIES, BFW_GROUPS
 from facebias.io import load_params, repo_root
-from facebias.schema import write_metrics
 from facebias.studies import batest as study
+from facebias.studies.headlines import write_study_metrics
 from facebias.worlds.batest import BAWorldConfig, batest_pairs, face_masks, make_batest_world
 
 root = repo_root()
@@ -561,6 +561,5 @@ head, details = study.summarise(
     real_factors=real_factors, real_fte=real_fte, lfw_fte=lfw_fte, lfw_accounting=lfw_accounting,
     lfw_report=lfw_report, lfw_pairs=lfw_pairs, identity_count=identity_count, identity_noise=identity_noise,
     challenging=challenging)
-write_metrics(root / reports_dir / "metrics" / f"{name}.json", head, "batest")
-write_metrics(root / reports_dir / "metrics" / f"{name}_details.json", details, "batest_details")
+write_study_metrics(root / reports_dir / "metrics", name, details, "batest", overview=head)
 pd.DataFrame(head["gap_genuine"]).assign(planted=pd.Series(truth)).round(4)

@@ -35,7 +35,7 @@ params_file = "params.yaml"  # reads the `bfw` section
 datatable = "artifacts/world/bfw.parquet"  # pair table in the BFW schema
 source = "synthetic"  # "synthetic" (facebias.worlds.bfw) or "real" (a released BFW datatable)
 systems = ""  # comma-separated score columns; empty: bfw.systems of the params file
-name = "bfw"  # outputs: {reports_dir}/figures/{name}_*.png and {reports_dir}/metrics/{name}.json
+name = "bfw"  # outputs: {reports_dir}/figures/{name}_*.png and {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 reports_dir = "reports"
 overrides = {}  # replaces keys of the `bfw` section (smoke tests use small n_boot)
 
@@ -48,8 +48,8 @@ import pandas as pd
 from facebias import metrics, plots
 from facebias.datasets.bfw import BFW_GROUPS, bfw_summary
 from facebias.io import load_params, repo_root
-from facebias.schema import write_metrics
 from facebias.studies import bfw as study
+from facebias.studies.headlines import write_study_metrics
 
 root = repo_root()
 cfg = study.BFWConfig.from_params({**load_params(root / params_file, "bfw"), **overrides})
@@ -86,13 +86,16 @@ plt.show()
 
 # %% [markdown]
 # ## DET curves per subgroup (log-log)
+# Grey dashed: FMRs the subgroup's impostors cannot resolve (fewer than 10/FMR of them,
+# `metrics.enough_impostors`, the rule of every table below).
 
 # %%
 sg = study.subgroup_curves(pairs, systems_used, groups)
+n_impostor = pairs.loc[pairs["label"] == 0, "group"].value_counts().to_dict()
 fig, axes = plt.subplots(1, len(systems_used), figsize=(5.2 * len(systems_used), 4.4), squeeze=False,
                          layout="constrained")
 for ax, system in zip(axes[0], systems_used, strict=True):
-    plots.plot_det(ax, sg.curves[system], fmr_min=1e-5, fnmr_min=1e-4)
+    plots.plot_det(ax, sg.curves[system], n_impostor=n_impostor, fmr_min=1e-5, fnmr_min=1e-4)
     ax.set_title(system)
 plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_det.png")
@@ -105,7 +108,8 @@ sg.table().unstack(0).round(4)
 # of a log grid, then the mean over folds (not one pooled curve). The black line joins each
 # group's (FMR, FNMR) at one constant threshold: the global threshold at FAR
 # `min(report_fmr)` on all impostors, so its spread across groups is what one threshold
-# does to them.
+# does to them. A curve stops where a fold's group has fewer than 10/FMR impostors
+# (unresolved, `resolved` false in the table).
 
 # %%
 t_fmr = min(cfg.report_fmr)
@@ -141,13 +145,20 @@ det_table.groupby(["system", "subgroup"]).size().unstack(0)
 # %% [markdown]
 # ## Global vs subgroup thresholds, held-out folds
 # Percent difference between each subgroup's held-out FPR and the intended FPR (Fig. 6):
-# top, one global threshold; bottom, a threshold per subgroup.
+# top, one global threshold; bottom, a threshold per subgroup. Grey hatched cells are
+# unresolved: fewer than 10/FPR impostors to fit the threshold or to measure the held-out
+# FPR (`metrics.enough_impostors`); they are NaN (null in the metrics), never a percentage.
 
 # %%
 cv = {s: study.cross_validated_rates(df, s, fars, cfg.grouping) for s in systems_used}
 avg = {s: study.fold_average(cv[s]) for s in systems_used}
 dev = {(s, p): study.fpr_deviation_table(avg[s], p) for s in systems_used for p in ("global", "group")}
-vmax = max(np.nanmax(np.abs(t.to_numpy())) for t in dev.values())
+vmax = max([float(np.abs(v[np.isfinite(v)]).max()) for t in dev.values()
+            for v in [t.to_numpy(dtype=float)] if np.isfinite(v).any()] or [1.0])
+unresolved = {k: t.columns[t.isna().any()].tolist() for k, t in dev.items() if t.isna().any().any()}
+if unresolved:
+    print("unresolved (too few impostors, NaN):", {f"{s} {p}": [f"{c:g}" for c in cols]
+                                                   for (s, p), cols in unresolved.items()})
 fig, axes = plt.subplots(2, len(systems_used), figsize=(4.6 * len(systems_used), 7), squeeze=False,
                          layout="constrained")
 for j, system in enumerate(systems_used):
@@ -162,7 +173,8 @@ plt.show()
 # %% [markdown]
 # ## TAR@FAR (standard definition)
 # TAR = 1 − FNMR on the held-out fold at the threshold where the FAR on the training folds
-# is at most the target, averaged over folds.
+# is at most the target, averaged over folds; points the data cannot resolve (fewer than
+# 10/FAR impostors) are left out of the figure and NaN in the tables.
 
 # %%
 tar_tables = {s: study.tar_at_far_table(avg[s]) for s in systems_used}
@@ -215,7 +227,9 @@ for system in systems_used:
 # ## Group report with bootstrap intervals (identities resampled)
 # FMR and FNMR per subgroup at one global threshold (NIST style) and at per-subgroup
 # thresholds, at FMR = `report_fmr`; fairness summaries across subgroups (max/min ratios,
-# FDR, GARBE, inequity rate).
+# FDR, GARBE, inequity rate). `resolved` false: too few impostors, the rates are NaN.
+# `note` says why a value is NaN or inf, and where a percentile interval excludes its
+# estimate (bootstrap bias of a statistic at a bound of its range, e.g. a ratio of 1).
 
 # %%
 reports = {}
@@ -277,7 +291,6 @@ else:
 head, details = study.summarise(source=source, provenance=provenance, datatable=datatable, config=cfg,
                                 systems=systems_used, fold_averages=avg, curves=sg, legacy=legacy, reports=reports,
                                 rank1=rank1)
-write_metrics(root / reports_dir / "metrics" / f"{name}.json", head, "bfw")
-write_metrics(root / reports_dir / "metrics" / f"{name}_details.json", details, "bfw_details")
+write_study_metrics(root / reports_dir / "metrics", name, details, "bfw", overview=head)
 pd.DataFrame({s: v["max_abs_fmr_dev_pct"]["global"] for s, v in head["systems"].items()}).add_prefix("global |dev|% ")\
     .join(pd.DataFrame({s: v["max_abs_fmr_dev_pct"]["group"] for s, v in head["systems"].items()}).add_prefix("group |dev|% ")).round(1)

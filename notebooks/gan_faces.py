@@ -42,7 +42,7 @@ section = "generate_dcgan"  # the generator's params section (written by `synth 
 checks_section = "synthetic_dcgan"  # this notebook's own params section
 data_dir = "data/synthetic_dcgan"  # written by the `synth_dcgan` stage
 reports_dir = "reports"
-name = "synthetic_dcgan"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json
+name = "synthetic_dcgan"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 overrides = {}  # replaces keys of the checks section
 
 # %%
@@ -59,8 +59,8 @@ from facebias.generate import checks
 from facebias.generate.build import SynthConfig, load_backend
 from facebias.generate.hyperplanes import Hyperplanes
 from facebias.io import load_params, repo_root
-from facebias.schema import write_metrics
 from facebias.studies import synthetic as S
+from facebias.studies.headlines import write_study_metrics
 
 root = repo_root()
 cfg = SynthConfig.from_params(load_params(root / params_file, section))
@@ -281,5 +281,5 @@ head = S.summarise_backend(
     backend=cfg.backend, hyperplanes=hp, transect_images=timgs, hcic_images=himgs, groups=groups,
     orthogonality_error=ortho_error, table=table, detection=det, levers=levers, drift=drift,
     sequence_auc=seq_auc, labeller_rho=rho)
-write_metrics(root / reports_dir / "metrics" / f"{name}.json", head, "synthetic_dcgan")
+write_study_metrics(root / reports_dir / "metrics", name, head, "synthetic_dcgan")
 head["acceptance"]

@@ -66,7 +66,7 @@ pair_votes = "data/annotations/hcic_pair_votes.parquet"  # store-schema votes; e
 cache_dir = "artifacts/embeddings"  # embedding cache (by pixel content and model); "" for none
 compute = None  # where uncached embeddings run: None: the params.yaml compute section (Dask); serial: in-process
 reports_dir = "reports"
-name = "hcic"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json
+name = "hcic"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 
 # %%
 import json
@@ -81,8 +81,8 @@ from facebias import plots
 from facebias.compute import load_compute
 from facebias.io import load_params, repo_root
 from facebias.metrics import failure_to_enrol
-from facebias.schema import write_metrics
 from facebias.studies import hcic as H
+from facebias.studies.headlines import write_study_metrics
 from facebias.worlds.toy_fr import simulate_embeddings
 
 t0 = time.time()
@@ -736,6 +736,6 @@ head = H.summarise(
     kept=kept, delta=delta, consistency=None if matrix is None else (sd, consistency),
     independence=None if matrix is None else chi, self_pairs=SELF, own_group=own_group,
     seed_filter=seed_filter, own_group_image=own_group_image)
-write_metrics(root / reports_dir / "metrics" / f"{name}.json", head, "hcic")
+write_study_metrics(root / reports_dir / "metrics", name, head, "hcic")
 print(f"done in {time.time() - t0:.0f} s (embedding: " + ", ".join(f"{m} {t:.0f} s" for m, t in timing.items()) + ")")
 {k: head[k] for k in ("backend", "labels", "groups", "similarity_by_relation", "failure_to_enrol")}

@@ -56,7 +56,7 @@ overrides = {}  # replaces keys of the `rapid` section (RapidConfig)
 experiment_overrides = {}  # replaces keys of the `rapid_experiment` section (RapidExperimentConfig)
 world_overrides = {}  # replaces keys of the `rapid_world` section (RapidWorldConfig)
 reports_dir = "reports"
-name = "rapid"  # outputs: {reports_dir}/figures/{name}_*.png and {reports_dir}/metrics/{name}.json
+name = "rapid"  # outputs: {reports_dir}/figures/{name}_*.png and {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 
 # %%
 import dataclasses
@@ -69,8 +69,8 @@ import yaml
 
 from facebias import plots
 from facebias.io import load_params, repo_root
-from facebias.schema import write_metrics
 from facebias.studies import rapid as R
+from facebias.studies.headlines import write_study_metrics
 from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
 
 t0 = time.time()
@@ -615,8 +615,8 @@ else:
 
 # %% [markdown]
 # ## Metrics for DVC
-# `reports/metrics/{name}.json`: the headline numbers of the default world, the ablation, the
-# annotation curve and the p sweep.
+# `reports/metrics/{name}_details.json`: the numbers of the default world, the ablation, the
+# annotation curve and the p sweep; `reports/metrics/{name}.json` the headline (`dvc metrics show`).
 
 # %%
 metrics_out = R.summarise(
@@ -624,6 +624,6 @@ metrics_out = R.summarise(
     deltas={"method": d_method, "naive": d_naive, "type_a": d_type_a, "type_b": d_type_b}, kendall_tau=tau_rank,
     eer=eer_cmp, voting=ablation, semi=semi, semi_p=semi_p, fmr=fmrs, by_p=by_p, breakdown=p_break,
     bias=bias_out, subsets=subsets, model_change=change, model_change_system=best)
-write_metrics(root / reports_dir / "metrics" / f"{name}.json", metrics_out, "rapid")
+write_study_metrics(root / reports_dir / "metrics", name, metrics_out, "rapid")
 print(f"done in {time.time() - t0:.0f} s")
 pd.Series({k: v for k, v in metrics_out.items() if isinstance(v, float | int)}).round(4)

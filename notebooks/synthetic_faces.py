@@ -35,7 +35,7 @@
 params_file = "params.yaml"  # reads the `generate` and `synthetic` sections
 data_dir = "data/synthetic"  # written by the `synth` stage
 reports_dir = "reports"
-name = "synthetic"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json
+name = "synthetic"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 overrides = {}  # replaces keys of the `synthetic` section
 
 # %%
@@ -49,8 +49,8 @@ from facebias.browser import TransectBrowser, grid_image
 from facebias.generate import load_generator
 from facebias.generate.build import GROUPS, Hyperplanes, SynthConfig
 from facebias.io import load_params, repo_root
-from facebias.schema import write_metrics
 from facebias.studies import synthetic as S
+from facebias.studies.headlines import write_study_metrics
 
 root = repo_root()
 cfg = SynthConfig.from_params(load_params(root / params_file, "generate"))
@@ -279,6 +279,5 @@ head, details = S.summarise_procedural(
     backend=cfg.backend, provenance=provenance, summary=summary, transect_images=timgs, hcic_images=himgs,
     counts=counts, orthogonality_error=ortho_error, gender_range=leak, cosines=cos, check=check,
     acceptance=acceptance)  # acceptance None (check_models: false): no acceptance key
-write_metrics(root / reports_dir / "metrics" / f"{name}.json", head, "synthetic")
-write_metrics(root / reports_dir / "metrics" / f"{name}_details.json", details, "synthetic_details")
+write_study_metrics(root / reports_dir / "metrics", name, details, "synthetic", overview=head)
 head

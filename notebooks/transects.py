@@ -43,7 +43,7 @@ overrides = {}  # replaces keys of the `transects` section (n_boot, n_train, epo
 synthetic = "data/synthetic"  # written by the `synth` stage
 votes = "data/annotations/transects_votes.parquet"  # written by the `annotations` stage
 reports_dir = "reports"
-name = "transects"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json
+name = "transects"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 torch_threads = 0  # 0: every CPU this process may use
 
 # %%
@@ -63,8 +63,8 @@ from facebias.faces.attributes import age_gender_table
 from facebias.generate import load_generator
 from facebias.generate.build import Hyperplanes, SynthConfig
 from facebias.io import load_params, repo_root
-from facebias.schema import write_metrics
 from facebias.studies import transects as T
+from facebias.studies.headlines import write_study_metrics
 from facebias.worlds.gender_classifier import DEFAULT_EFFECTS, simulated_gender_classifier
 
 t_start = time.time()
@@ -470,7 +470,7 @@ print(f"gender pixel signal on the darkest skin level is {signal['signal'].iat[-
 # %% [markdown]
 # ## Conclusion: what is recovered, and what is evidence
 # Numbers quoted are from the `params.yaml` run (1,000 known-truth transects, 3,000
-# observational faces); the tables above and `reports/metrics/transects.json` hold this run's.
+# observational faces); the tables above and `reports/metrics/transects_details.json` hold this run's.
 #
 # * **Planted classifier, additive world (known-truth transects): a real test, of limited
 #   scope.** Its errors are planted on the generator's *intended* attributes; the regression
@@ -526,6 +526,6 @@ display(pd.DataFrame(metrics["planted_recovered"]).T)  # noqa: F821
 print(json.dumps(metrics["headline"], indent=1, default=float)[:3000])
 
 # %%
-out = write_metrics(root / reports_dir / "metrics" / f"{name}.json", metrics, "transects")
+out, _ = write_study_metrics(root / reports_dir / "metrics", name, metrics, "transects")
 print(f"wrote {Path(out).relative_to(root) if Path(out).is_relative_to(root) else out}; "
       f"runtime {time.time() - t_start:.0f} s")

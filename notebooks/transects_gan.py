@@ -52,7 +52,7 @@ synthetic = "data/synthetic_dcgan"  # written by `facebias synth --section gener
 section = "transects_dcgan"  # the study's params section
 generate_section = "generate_dcgan"  # the generator's params section (backend, transect axes)
 reports_dir = "reports"
-name = "transects_dcgan"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json
+name = "transects_dcgan"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 torch_threads = 0  # 0: every CPU this process may use
 
 # %%
@@ -72,8 +72,8 @@ from facebias.faces.embed import load_embedder
 from facebias.generate.build import SynthConfig, load_backend
 from facebias.generate.hyperplanes import Hyperplanes
 from facebias.io import load_params, repo_root
-from facebias.schema import write_metrics
 from facebias.studies import transects as T
+from facebias.studies.headlines import write_study_metrics
 from facebias.worlds.gender_classifier import simulated_gender_classifier
 
 t_start = time.time()
@@ -364,6 +364,6 @@ metrics = T.summarise_gan(
     training=training, sface_enrolled=enrolled_train, models=models, transects=kept_tr, observational=kept_obs,
     group_tables=group_tables, extra={"interaction_test": interaction})  # no run times: same params, same bytes
 display(pd.DataFrame(metrics["planted_recovered"]).T)  # noqa: F821
-out = write_metrics(root / reports_dir / "metrics" / f"{name}.json", metrics, "transects_dcgan")
+out, _ = write_study_metrics(root / reports_dir / "metrics", name, metrics, "transects_dcgan")
 print(f"wrote {Path(out).relative_to(root) if Path(out).is_relative_to(root) else out}; "
       f"runtime {time.time() - t_start:.0f} s")

@@ -5,8 +5,10 @@ on, and under ``FACEBIAS_REQUIRE_ALL=1`` (CI) it fails instead."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -100,19 +102,7 @@ def _serve_voila(notebook: Path, tmp: Path, timeout: float = 90.0) -> Iterator[s
     )
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"voila exited: {(tmp / 'voila.log').read_text()[-2000:]}")
-            try:  # any HTTP answer means the server is up (the root would start a kernel)
-                with urllib.request.urlopen(url + "voila/static/none", timeout=2):
-                    break
-            except urllib.error.HTTPError:
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("voila did not start in time") from None
-                time.sleep(0.5)
+        _wait_until_serving(proc, url, tmp / "voila.log", timeout, "voila")
         yield url
     finally:
         proc.terminate()
@@ -120,6 +110,53 @@ def _serve_voila(notebook: Path, tmp: Path, timeout: float = 90.0) -> Iterator[s
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
+
+
+def _wait_until_serving(proc: subprocess.Popen, url: str, log: Path, timeout: float, what: str) -> None:
+    """Until ``url`` answers HTTP (any answer: the root would start a kernel); a RuntimeError
+    with the log's tail when ``proc`` exits first, or after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(url + "voila/static/none", timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what}: voila did not start in time") from None
+            time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def _make_ui(tmp: Path, target: str, *make_vars: str, port_var: str, timeout: float = 120.0) -> Iterator[str]:
+    """``make <target> VAR=value ...`` as a user runs it (``make browse``, ``make annotate``:
+    the venv stamp taken as made, ``port_var`` set to a free port, no web browser opened, Jupyter
+    dirs under ``tmp``); yields the page's URL and stops make and its voila (one process group)."""
+    port = _free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "cfg"), "JUPYTER_RUNTIME_DIR": str(tmp / "rt"),
+           "JUPYTER_DATA_DIR": str(tmp / "data"), "PYTHONPATH": str(ROOT / "lib")}
+    log_path = tmp / f"make_{target}.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - closed in the finally block
+    proc = subprocess.Popen(
+        ["make", "--no-print-directory", "-o", ".venv/.installed", target, f"BIN={Path(sys.executable).parent}",
+         f"{port_var}={port}", "VOILA_ARGS=--no-browser --Voila.ip=127.0.0.1", *make_vars],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_until_serving(proc, url, log_path, timeout, f"make {target}")
+        yield url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
         log.close()
 
 
@@ -161,3 +198,12 @@ def screenshots() -> Path:
     """``reports/screenshots/``, where browser tests leave what they saw."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
+
+
+@pytest.fixture
+def make_ui(tmp_path) -> Iterator[object]:
+    """``make_ui(target, "VAR=value", ..., port_var="BROWSE_PORT") -> url``: serve a UI the way
+    its documented command does (:func:`_make_ui`); stopped at teardown."""
+    with contextlib.ExitStack() as stack:
+        yield lambda target, *make_vars, port_var, timeout=120.0: stack.enter_context(
+            _make_ui(tmp_path, target, *make_vars, port_var=port_var, timeout=timeout))

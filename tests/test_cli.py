@@ -16,8 +16,9 @@ FACEBIAS = Path(sys.executable).with_name("facebias")  # the installed console s
 
 
 # --------------------------------------------------------------------------- a known world
-def make_pairs(seed: int = 0, n_id: int = 30, n_gen: int = 200, n_imp: int = 2000) -> pd.DataFrame:
-    """Two groups A, B crossed with sex F, M; B's impostor scores are shifted up by 1."""
+def make_pairs(seed: int = 0, n_id: int = 30, n_gen: int = 200, n_imp: int = 5000) -> pd.DataFrame:
+    """Two groups A, B crossed with sex F, M; B's impostor scores are shifted up by 1. 2 x 5000
+    impostors per group resolve FMR 1e-3 (metrics.enough_impostors: 10 / FMR = 10,000)."""
     rng = np.random.default_rng(seed)
     parts = []
     for grp, shift in (("A", 0.0), ("B", 1.0)):
@@ -371,3 +372,138 @@ def test_annotate_reports_bad_params_and_missing_faces_in_one_line(tmp_path, cap
     params.write_text("annotate:\n  panel: {n_annotators: 3}\n")
     assert "images.parquet" in annotate(capsys, params, tmp_path)
     assert not (tmp_path / "out" / "annotations.sqlite").exists()
+
+
+# --------------------------------------------------------------------------- hostile input (issue 19)
+def one_line_error(capsys, argv, source):
+    """Run ``facebias ARGV``; assert exit 2, one stderr line naming ``source``, no traceback."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", (code, out, err)
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"facebias: error: {source}: "), err
+    return err
+
+
+def test_utf16_csv_with_a_byte_order_mark_reads_like_utf8(tmp_path, capsys):
+    utf8 = write(tmp_path, SMALL)
+    utf16 = tmp_path / "pairs16.csv"
+    utf16.write_bytes(SMALL.encode("utf-16"))  # with a BOM, as Excel's "Unicode text" saves
+    assert utf16.read_bytes()[:2] in (b"\xff\xfe", b"\xfe\xff")
+    reports = [run(capsys, p, *BASE, "--group-col", "grp", "--n-boot", 0, "--json") for p in (utf8, utf16)]
+    assert reports[0][0] == reports[1][0] == 0, reports
+    assert json.loads(reports[0][1])["groups"] == json.loads(reports[1][1])["groups"]
+    # line numbers in errors count the decoded file's lines
+    bad = tmp_path / "bad16.csv"
+    bad.write_bytes(replace_line(SMALL, 5, "abc,0,B").encode("utf-16"))
+    msg = error_of(capsys, bad, *BASE, "--group-col", "grp", "--n-boot", 0)
+    assert "'score'" in msg and "line 5" in msg, msg
+
+
+@pytest.mark.parametrize(("content", "what"), [
+    (b"score,genuine,grp\n0.1,1,A\n0.2,0,caf\xe9\n", "line 3"),  # latin-1, not UTF-8
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00", "binary"),
+    ("score,genuine\n0.1,1\n".encode("utf-16-le"), "binary"),  # UTF-16 without a BOM
+])
+def test_binary_or_non_utf8_csv_is_one_clear_line(tmp_path, capsys, content, what):
+    path = tmp_path / "pairs.csv"
+    path.write_bytes(content)
+    err = one_line_error(capsys, ["metrics", path, *BASE], path)
+    assert "UTF-8" in err and what in err and "UnicodeDecodeError" not in err, err
+
+
+@pytest.mark.parametrize("command", ["world", "synth", "annotate"])
+@pytest.mark.parametrize(("content", "what"), [
+    ("world: [1, 2\ngenerate: {\nannotate: x: y\n", "invalid YAML"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe\xfa", "UTF-8"),
+    (None, "not found"),
+    ("dir", "folder"),
+    ("- 1\n- 2\n", "mapping"),
+])
+def test_bad_params_file_is_one_line(tmp_path, capsys, command, content, what):
+    params = tmp_path / "params.yaml"
+    if isinstance(content, bytes):
+        params.write_bytes(content)
+    elif content == "dir":
+        params.mkdir()
+    elif content is not None:
+        params.write_text(content)
+    err = one_line_error(capsys, [command, "--params", params, "--out", tmp_path / "out"], params)
+    assert what in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_params_in_utf16_with_a_byte_order_mark_are_read(tmp_path):
+    from facebias.io import load_params
+
+    text = "world:\n  seed: 5  # é\n"
+    (tmp_path / "p.yaml").write_bytes(text.encode("utf-16"))
+    assert load_params(tmp_path / "p.yaml", "world") == {"seed": 5}
+
+
+WORLD_PARAMS = "world:\n  identities_per_group: 5\n  images_per_identity: 2\n  n_folds: 5\n"
+
+
+@pytest.mark.parametrize("out", ["afile/w.parquet", "adir"])
+def test_world_with_an_unwritable_out_is_one_line(tmp_path, capsys, out):
+    params = write(tmp_path, WORLD_PARAMS, "params.yaml")
+    (tmp_path / "afile").write_text("a file, not a folder")
+    (tmp_path / "adir").mkdir()
+    target = tmp_path / out
+    err = one_line_error(capsys, ["world", "--params", params, "--out", target, "--quiet"], target)
+    assert "folder" in err or "directory" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "afile", "params.yaml"]
+    assert list((tmp_path / "adir").iterdir()) == []
+
+
+def test_world_writes_with_good_params(tmp_path, capsys):
+    params = write(tmp_path, WORLD_PARAMS, "params.yaml")
+    assert main(["world", "--params", str(params), "--out", str(tmp_path / "w.parquet"), "--quiet"]) == 0
+    assert len(pd.read_parquet(tmp_path / "w.parquet")) > 0
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_report_needs_an_existing_reports_folder(tmp_path, capsys, kind):
+    reports = tmp_path / "reports"
+    if kind == "file":
+        reports.write_text("not a folder")
+    err = one_line_error(capsys, ["report", "--reports", reports], reports)
+    assert "folder" in err, err
+    assert (reports.is_file() if kind == "file" else not reports.exists())
+
+
+@pytest.mark.parametrize("command", ["synth", "annotate"])
+def test_out_that_is_a_file_is_named(tmp_path, capsys, command):
+    params = write(tmp_path, "generate: {}\nannotate: {}\n", "params.yaml")
+    out = write(tmp_path, "a file", "out")
+    err = one_line_error(capsys, [command, "--params", params, "--out", out], out)
+    assert "folder" in err, err
+
+
+# --------------------------------------------------------------------------- small ones (issue 19)
+@pytest.mark.parametrize("fmr", [["0"], ["1e-3", "1.5"], ["nan"], ["inf"], ["1e-400"], ["1"]])
+def test_fmr_errors_print_plain_numbers(tmp_path, capsys, fmr):
+    path = write(tmp_path, SMALL)
+    msg = error_of(capsys, path, *BASE, "--fmr", *fmr)
+    assert "--fmr" in msg and "np." not in msg and "float64" not in msg, msg
+
+
+def test_negative_seed_names_the_option(tmp_path, capsys):
+    path = write(tmp_path, SMALL)
+    msg = error_of(capsys, path, *BASE, "--group-col", "grp", "--seed", "-5")
+    assert "--seed" in msg and "-5" in msg, msg
+
+
+def test_error_lines_print_numpy_scalars_as_plain_numbers():
+    from facebias.cli import InputError
+
+    msg = InputError("x.csv", "--fmr: got np.float64(0.0), np.int64(-3), np.True_ and\nnp.str_('a')").message
+    assert msg == "--fmr: got 0.0, -3, True and 'a'"
+
+
+def test_n_boot_out_of_range_is_refused_before_any_work(tmp_path, capsys):
+    """`--n-boot 99999999999999999999` ran until killed (issue 19): now one line, at once."""
+    path = write(tmp_path, SMALL)
+    for bad in ("-1", "100001", "99999999999999999999"):
+        msg = error_of(capsys, path, *BASE, "--group-col", "grp", "--n-boot", bad)
+        assert "--n-boot" in msg and "100,000" in msg and bad in msg, msg

@@ -141,6 +141,22 @@ def test_missing_file_says_how_to_get_it(tmp_path):
     assert "bfw.real" in msg and "params.yaml" in msg
 
 
+def test_missing_file_message_names_the_folder_of_the_readme_and_params():
+    """The folder the loader tells users to use is the one README.md and params.yaml show."""
+    root = Path(__file__).resolve().parents[1]
+    with pytest.raises(FileNotFoundError) as e:
+        load_bfw(root / "no-such-datatable.pkl")
+    msg = str(e.value)
+    import re
+
+    for doc in ("README.md", "params.yaml"):
+        paths = set(re.findall(r"datatable: (\S+?),", (root / doc).read_text()))
+        assert len(paths) == 1, (doc, paths)
+        folder = str(Path(paths.pop()).parent)
+        assert f" {folder}/ " in msg, (doc, folder, msg)
+    assert " data/bfw/" not in msg
+
+
 def test_checksum(tmp_path):
     good = hashlib.sha256(FIXTURE.read_bytes()).hexdigest()
     assert len(load_bfw(FIXTURE, sha256=good.upper())) > 0

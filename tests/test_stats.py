@@ -52,3 +52,12 @@ def test_percentile_interval_covers_the_truth_for_a_mean():
         lo, hi = percentile_interval(reps[:, None], 0.9)
         hits += lo[0] <= 0 <= hi[0]
     assert 0.82 <= hits / 200 <= 0.97  # nominal 90%
+
+
+def test_excludes_estimate_hand_cases():
+    from facebias.stats import excludes_estimate
+
+    # the cases: fnmr_ratio 1 [1.04, inf] and FDR 0.99917 [.., 0.99899]
+    got = excludes_estimate([1.0, 0.99917, 0.5, 1.0, np.inf, np.nan], [1.04, 0.99, 0.5, np.nan, 2.0, 0.0],
+                            [np.inf, 0.99899, 0.5, 2.0, np.inf, 1.0])
+    assert got.tolist() == [True, True, False, False, False, False]

@@ -81,7 +81,8 @@ def test_null_fmr_ratio_grows_as_far_falls_and_the_planted_world_exceeds_it():
 
 def test_thresholds_are_fitted_on_other_folds_only():
     df = make_bfw_world(BFWWorldConfig(identities_per_group=10, images_per_identity=5, seed=3))
-    cv = study.cross_validated_rates(df, "sim_a", [0.01], grouping="intra")
+    # a small world: the rule of 10/FMR impostors is switched off to check the fold mechanics
+    cv = study.cross_validated_rates(df, "sim_a", [0.01], grouping="intra", min_impostor_factor=0)
     intra = df[df.a1.astype(str) == df.a2.astype(str)]
     for k in (1, 3):
         train = intra[(intra.fold != k) & (intra.label == 0)]
@@ -308,7 +309,8 @@ def test_fold_averaged_det_is_the_mean_of_per_fold_curves_not_the_pooled_curve()
     df = _legacy_pairs(seed=5, shift=0.1)
     df.loc[df["fold"] == 2, "s"] += 0.3  # fold 2's scores all moved: pooling mixes them
     grid = [0.01, 0.1, 0.5]
-    curves, at = study.fold_averaged_det(df, "s", "subgroup", grid, threshold=0.3, grouping="intra")
+    curves, at = study.fold_averaged_det(df, "s", "subgroup", grid, threshold=0.3, grouping="intra",
+                                         min_impostor_factor=0)  # the averaging, not the resolution rule
     for g in ("AF", "WM"):
         sub = df[(df["a1"] == g) & (df["a2"] == g)]
         want, pts = [], []
@@ -398,13 +400,34 @@ def test_summarise_headline_is_derived_from_the_details(default_world, cv_defaul
     # the rank-1 diagonal joins the details when the embeddings exist, and the schema takes it
     from facebias.schema import check_metrics
 
-    check_metrics(details, "bfw_details")
+    check_metrics({**details, "overview": head}, "bfw_details")  # as headlines.write_study_metrics writes it
     assert "rank1_diagonal" not in details
     r1 = pd.DataFrame([[0.75, 0.25], [0.5, 0.5]], index=["AF", "WM"], columns=["AF", "WM"])
     _, with_r1 = study.summarise(source="synthetic", provenance="p", datatable="w.parquet", config=cfg,
                                  systems=["sim_a"], fold_averages=avg, curves=sg, legacy=legacy, reports=rep,
                                  rank1={"sim_a": r1})
     assert with_r1["rank1_diagonal"] == {"sim_a": {"AF": 0.75, "WM": 0.5}}
-    check_metrics(with_r1, "bfw_details")
+    check_metrics({**with_r1, "overview": head}, "bfw_details")
     written = study.write_det_csv(study.det_plot_table(sg.curves, n=10), tmp_path / "det.csv")
     assert written.read_text().splitlines()[0] == "system,subgroup,fmr,fnmr"
+
+
+def test_default_world_is_resolved_at_every_params_fmr_and_unchanged_by_the_rule(default_world):
+    """Issue 19 (defect 4): the default world has enough impostors at the params.yaml FARs, so
+    the resolution rule (metrics.enough_impostors) turns nothing into NaN there: every row is
+    resolved and equal to the rule-free computation."""
+    from facebias.io import load_params
+
+    cfg = study.BFWConfig.from_params(load_params(ROOT / "params.yaml", "bfw"))
+    cv = study.cross_validated_rates(default_world, "sim_a", cfg.fmr, cfg.grouping)
+    assert cv["resolved"].all() and cv[["threshold", "fmr", "fnmr"]].notna().all().all()
+    free = study.cross_validated_rates(default_world, "sim_a", cfg.fmr, cfg.grouping, min_impostor_factor=0)
+    pd.testing.assert_frame_equal(cv, free)
+    avg = study.fold_average(cv)
+    assert avg["resolved"].all() and avg[["fmr", "fnmr", "tar", "fmr_dev_pct"]].notna().all().all()
+    pairs = study.select_pairs(default_world, cfg.grouping)
+    rep = metrics.group_report(pairs, "sim_a", "label", "group", list(cfg.report_fmr), n_boot=0)
+    assert rep.table["resolved"].all() and rep.summary["resolved"].all()
+    free = metrics.group_report(pairs, "sim_a", "label", "group", list(cfg.report_fmr), n_boot=0,
+                                min_impostor_factor=0)
+    pd.testing.assert_frame_equal(rep.table, free.table)

@@ -597,7 +597,7 @@ def test_bias_summary_is_read_from_the_group_bias_tables(bias_runs):
     assert b["recovery"]["eer"]["sys_a"]["worst_est"] == "AF"
     row = ge.set_index(["system", "group", "metric"]).loc[("sys_e", "BM", "fnmr")]
     assert b["rates"]["fnmr"]["sys_e"]["BM"][:3] == [row["value"], row["lo"], row["hi"]]
-    assert SCHEMAS["rapid"].get({"bias": b}, "bias/flagged_est") == b["flagged_est"]
+    assert SCHEMAS["rapid_details"].get({"bias": b}, "bias/flagged_est") == b["flagged_est"]
 
 
 # --------------------------------------------------------------------------- Figs. S.6, S.13, S.14

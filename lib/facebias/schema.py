@@ -7,9 +7,13 @@ readers rely on. Notebooks write through :func:`write_metrics` and the report re
 report reads without declaring it, is an error at once instead of a "—" in the page.
 
 Key paths are ``"a/b/c"``; ``*`` stands for every key of a mapping or every element of a
-list (which must not be empty). A file's kind is its name without ``.json``, except that
-backends share their study's kind (``hcic_dcgan`` -> ``hcic``) and the opt-in real-data
-stages theirs (``bfw_real_<name>`` -> ``bfw``, ``bfw_real_<name>_details`` -> ``bfw_details``).
+list (which must not be empty). Each study writes two files: ``<name>_details.json``
+(every table; kind ``<study>_details``) and ``<name>.json``, its headline (kind
+``headline``: the shared columns of :mod:`facebias.studies.headlines`, which is what
+``dvc metrics show`` renders). A file's kind is its name without ``.json``, except that
+headline files share one kind, backends share their study's kind (``hcic_dcgan_details`` ->
+``hcic_details``) and the opt-in real-data stages theirs (``bfw_real_<name>_details`` ->
+``bfw_details``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any
 
 from facebias.io import write_json_atomic
 
-__all__ = ["MetricsSchemaError", "MetricsSchema", "SCHEMAS", "kind_of", "check_metrics", "write_metrics",
+__all__ = ["MetricsSchemaError", "MetricsSchema", "SCHEMAS", "STUDIES", "kind_of", "check_metrics", "write_metrics",
            "read_metrics"]
 
 
@@ -60,11 +64,12 @@ class MetricsSchema:
     required : tuple of str
         Top-level keys that must be present.
     optional : tuple of str, default ()
-        Top-level keys that may be present; any key in neither tuple is an error.
+        Keys that may be present: top-level keys (any top-level key in neither tuple is an
+        error) or nested paths ``"a/b"``.
     paths : tuple of str, default ()
         Nested key paths ``"a/b/c"`` that must exist; ``*`` = every key of a mapping or
-        every element of a list (which must not be empty). A path under an optional
-        top-level key is checked only when that key is present.
+        every element of a list (which must not be empty). A path under an optional key
+        or path is checked only when that is present.
 
     Examples
     --------
@@ -104,24 +109,38 @@ class MetricsSchema:
         if not isinstance(metrics, Mapping):
             raise MetricsSchemaError(f"{what}: expected a JSON object, got {type(metrics).__name__}")
         missing = [k for k in self.required if k not in metrics]
-        missing += [m for p in self.paths
-                    if p.split("/")[0] in metrics or p.split("/")[0] not in self.optional
+        missing += [m for p in self.paths if not self._absent_optional(metrics, p)
                     for m in _resolve(metrics, p.split("/"), "") if m.split("/")[0] not in missing]
-        unknown = sorted(set(metrics) - set(self.required) - set(self.optional))
+        unknown = sorted(set(metrics) - set(self.required) - {o for o in self.optional if "/" not in o})
         if missing or unknown:
             raise MetricsSchemaError(
                 f"{what} breaks the {self.kind!r} schema (facebias.schema):"
                 + (f" missing {missing}" if missing else "") + (f" unknown {unknown}" if unknown else ""))
 
+    def _absent_optional(self, metrics: Mapping[str, Any], path: str) -> bool:
+        """Whether ``path`` lies under an optional key or path that ``metrics`` lacks."""
+        parts = path.split("/")
+        for o in self.optional:
+            q = o.split("/")
+            if parts[:len(q)] == q:
+                node: Any = metrics
+                for key in q:
+                    if not isinstance(node, Mapping) or key not in node:
+                        return True
+                    node = node[key]
+        return False
+
     def _declared(self, path: str) -> bool:
         parts = path.split("/")
+        if path in self.optional:
+            return True
         if len(parts) == 1:
-            return parts[0] in self.required or parts[0] in self.optional
+            return parts[0] in self.required
         return any(len(parts) <= len(q) and all(b in ("*", a) for a, b in zip(parts, q, strict=False))
                    for q in (p.split("/") for p in self.paths))
 
     def get(self, metrics: Mapping[str, Any], path: str, default: Any = None) -> Any:
-        """The value at ``path``; ``default`` only for an optional top-level key that is absent.
+        """The value at ``path``; ``default`` when it lies under an absent optional key or path.
 
         Parameters
         ----------
@@ -130,7 +149,7 @@ class MetricsSchema:
         path : str
             Declared key or key path ``"a/b/c"`` (concrete keys where the schema has ``*``).
         default : Any, optional
-            Returned when ``path`` is an absent optional top-level key.
+            Returned when ``path`` lies under an absent optional key or path.
 
         Returns
         -------
@@ -146,12 +165,12 @@ class MetricsSchema:
         """
         if not self._declared(path):
             raise KeyError(f"{self.kind!r} schema does not declare {path!r}: add it to facebias.schema")
+        if self._absent_optional(metrics, path):
+            return default
         node: Any = metrics
         for key in path.split("/"):
             if isinstance(node, Mapping) and key in node:
                 node = node[key]
-            elif key in self.optional and node is metrics:
-                return default
             else:
                 raise MetricsSchemaError(f"{self.kind} metrics: no {path!r}")
         return node
@@ -163,42 +182,45 @@ def _s(kind: str, required: str, optional: str = "", paths: str = "") -> Metrics
 
 #: One schema per kind of metrics file.
 SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
-    _s("bfw", "source systems",
-       paths="systems/*/max_abs_fmr_dev_pct/global/* systems/*/max_abs_fmr_dev_pct/group/* "
-             "systems/*/fmr_ratio_global systems/*/tar_avg/global systems/*/tar_avg/group "
-             "systems/*/eer_max systems/*/eer_min"),
-    _s("bfw_details", "paper source provenance datatable grouping fmr systems",
+    # the headline file of every study (studies.headlines: shared columns, one screen)
+    _s("headline", "", "fmr bias bias_after planted truth_error recovered"),
+    # "overview": the study's summary tables (studies.headlines.write_study_metrics)
+    _s("bfw_details", "paper source provenance datatable grouping fmr systems overview",
        "rank1_diagonal",  # absent on a real datatable (no features)
        paths="systems/*/eer systems/*/d_prime systems/*/fmr_dev_pct systems/*/tar_at_far systems/*/legacy_tar "
-             "systems/*/group_report rank1_diagonal/*"),
-    _s("batest", "source planted_gap_genuine gap_genuine gap_rel_error_mean n_images", "n_pairs_iou_balanced",
-       paths="gap_rel_error_mean/original gap_rel_error_mean/balanced gap_rel_error_mean/balanced_nfh"),
+             "systems/*/group_report rank1_diagonal/* overview/source "
+             "overview/systems/*/max_abs_fmr_dev_pct/global/* overview/systems/*/max_abs_fmr_dev_pct/group/* "
+             "overview/systems/*/fmr_ratio_global overview/systems/*/tar_avg/global overview/systems/*/tar_avg/group "
+             "overview/systems/*/eer_max overview/systems/*/eer_min"),
     _s("batest_details", "paper source provenance factors method world accounting balance_report gender_gap "
        "dprime fmr_at_reference tpr_at_fmr real_images real_images_fte lfw_fte lfw_accounting "
-       "lfw_balance_report lfw_pair_mask_iou identity_count identity_noise challenging",
-       "table1 table1_pct face_area table3_impostors fmr_at_reference_gamma_negative tpr_fmr"),
-    _s("synthetic", "source n_transect_images n_hcic_images pairs orthogonality_max_error "
-       "hair_transect_gender_range", "acceptance",  # acceptance: absent with synthetic.check_models false
-       paths="hair_transect_gender_range/raw hair_transect_gender_range/orthogonal "
-             "acceptance/gender_spearman_transect_pooled acceptance/detect_rate"),
-    _s("synthetic_details", "paper provenance summary normal_cosines transect_check"),
-    _s("synthetic_dcgan", "backend source n_transect_images n_hcic_images groups hyperplane_sources n_labelled "
+       "lfw_balance_report lfw_pair_mask_iou identity_count identity_noise challenging overview",
+       "table1 table1_pct face_area table3_impostors fmr_at_reference_gamma_negative tpr_fmr",
+       paths="overview/planted_gap_genuine overview/gap_genuine overview/n_images "
+             "overview/gap_rel_error_mean/original overview/gap_rel_error_mean/balanced "
+             "overview/gap_rel_error_mean/balanced_nfh"),
+    _s("synthetic_details", "paper provenance summary normal_cosines transect_check overview",
+       "overview/acceptance",  # absent with synthetic.check_models false
+       paths="overview/acceptance/gender_spearman_transect_pooled overview/acceptance/detect_rate overview/source overview/n_transect_images overview/n_hcic_images overview/pairs "
+             "overview/orthogonality_max_error overview/hair_transect_gender_range/raw "
+             "overview/hair_transect_gender_range/orthogonal"),
+    _s("synthetic_dcgan_details", "backend source n_transect_images n_hcic_images groups hyperplane_sources n_labelled "
        "hyperplane_r2 orthogonality_max_error acceptance detection gender_levers drift sequence_auc "
        "labeller_spearman",
        paths="drift/*/attribute drift/*/labeller drift/*/drift_raw drift/*/drift_orthogonal drift/*/reduction "
              "acceptance/gender_spearman/measured acceptance/gender_spearman_best/measured "
              "acceptance/detect_rate/measured acceptance/median_impostor/measured"),
-    _s("transects", "provenance params n_images pruning observational_pruning known_truth perceived_matches_intended "
+    _s("transects_details", "provenance params n_images pruning observational_pruning known_truth perceived_matches_intended "
        "shortcut_cnn_training_accuracy best_threshold headline planted_recovered gender_pixel_signal_by_skin "
        "classifiers", "known_truth_misspecified age_gender_best annotation_sd largest_errors",
        paths="headline/planted/experimental/hair_long headline/planted/experimental/skin_dark "
              "headline/planted/observational/skin_dark planted_recovered/*"),
-    _s("transects_dcgan", "backend provenance labeller covariates params n_images pruning labeller_agreement "
+    _s("transects_dcgan_details", "backend provenance labeller covariates params n_images pruning labeller_agreement "
        "observational_within_gender_correlation training headline planted_recovered classifiers",
        "interaction_test",
        paths="headline/*/experimental headline/*/observational/skin_dark labeller/model labeller/gender "
              "planted_recovered/*"),
-    _s("hcic", "backend source provenance labels label_description groups group_kind group_description n_images "
+    _s("hcic_details", "backend source provenance labels label_description groups group_kind group_description n_images "
        "n_pairs n_cross_group_pairs fmr_target n_boot bootstrap_unit fixed_thresholds upscale failure_to_enrol "
        "failure_to_enrol_by_group similarity_by_relation fnmr_at_fmr fnmr_at_fmr_intended_labels "
        "fnmr_at_fmr_by_attribute fixed_threshold_rates delta_attr_extension skipped",
@@ -207,11 +229,15 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
        paths="similarity_by_relation/*/same_prototype similarity_by_relation/*/same_group "
              "similarity_by_relation/*/different_group similarity_by_relation/*/ordered "
              "fnmr_at_fmr_intended_labels/toy/*/fnmr"),
-    _s("rapid", "paper provenance world n_faces queries_included label_agreement coverage type_a type_b "
+    _s("rapid_details", "paper provenance world n_faces queries_included label_agreement coverage type_a type_b "
        "kendall_tau_fnmr delta_fnmr delta_fnmr_naive delta_fnmr_type_a delta_fnmr_type_b eer_abs_error_max "
        "voting semi_supervised p_sweep breakdown bias subsets model_change",
        paths="delta_fnmr/* delta_fnmr_naive/* bias/flagged_est bias/flagged_true bias/recovery/*"),
 )}
+
+
+#: The studies (metrics kinds without ``_details``); ``<study>.json`` is a headline file.
+STUDIES = tuple(k.removesuffix("_details") for k in SCHEMAS if k.endswith("_details"))
 
 
 def kind_of(path: str | os.PathLike) -> str:
@@ -234,12 +260,16 @@ def kind_of(path: str | os.PathLike) -> str:
 
     Examples
     --------
-    >>> kind_of("reports/metrics/hcic_dcgan.json"), kind_of("bfw_real_lfw_details.json")
-    ('hcic', 'bfw_details')
+    >>> kind_of("reports/metrics/hcic_dcgan_details.json"), kind_of("bfw_real_lfw_details.json")
+    ('hcic_details', 'bfw_details')
+    >>> kind_of("reports/metrics/hcic_dcgan.json"), kind_of("bfw_real_lfw.json")
+    ('headline', 'headline')
     """
     stem = Path(path).name.removesuffix(".json")
     stem = re.sub(r"^bfw_real_.+?(_details)?$", lambda m: "bfw" + (m.group(1) or ""), stem)
-    stem = {"hcic_dcgan": "hcic"}.get(stem, stem)
+    stem = re.sub(r"^hcic_dcgan(_details)?$", lambda m: "hcic" + (m.group(1) or ""), stem)
+    if stem in STUDIES:
+        return "headline"
     if stem not in SCHEMAS:
         raise MetricsSchemaError(f"{path}: no metrics schema for kind {stem!r}; known kinds {sorted(SCHEMAS)}")
     return stem
@@ -301,10 +331,10 @@ def write_metrics(path: str | os.PathLike, metrics: Mapping[str, Any], kind: str
     --------
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
-    ...     write_metrics(f"{d}/rapid.json", {"paper": "001"})
+    ...     write_metrics(f"{d}/rapid_details.json", {"paper": "001"})
     Traceback (most recent call last):
     ...
-    facebias.schema.MetricsSchemaError: .../rapid.json breaks the 'rapid' schema (facebias.schema): missing [...]
+    facebias.schema.MetricsSchemaError: .../rapid_details.json breaks the 'rapid_details' schema (facebias.schema): missing [...]
     """
     check_metrics(metrics, kind or kind_of(path), str(path))
     return write_json_atomic(path, metrics)
@@ -336,7 +366,10 @@ def read_metrics(path: str | os.PathLike, kind: str | None = None) -> tuple[dict
     """
     p = Path(path)
     try:
-        metrics = json.loads(p.read_text())
+        metrics = json.loads(p.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise MetricsSchemaError(f"{p}: not UTF-8 JSON text (byte {exc.object[exc.start]:#04x} at offset "
+                                 f"{exc.start})") from None
     except json.JSONDecodeError as exc:
         raise MetricsSchemaError(f"{p}: not valid JSON ({exc})") from None
     return metrics, check_metrics(metrics, kind or kind_of(p), str(p))

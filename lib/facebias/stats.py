@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
-__all__ = ["bootstrap_weights", "percentile_interval", "wilson_interval"]
+__all__ = ["bootstrap_weights", "percentile_interval", "excludes_estimate", "wilson_interval"]
 
 
 def bootstrap_weights(
@@ -123,6 +123,33 @@ def percentile_interval(replicates: np.ndarray, ci: float = 0.95) -> tuple[np.nd
         lo = np.nanquantile(r, q[0], axis=0, method="lower")
         hi = np.nanquantile(r, q[1], axis=0, method="higher")
     return lo, hi
+
+
+def excludes_estimate(estimate: Any, lo: Any, hi: Any) -> np.ndarray:
+    """Where a known estimate lies outside its known interval ``[lo, hi]``.
+
+    A percentile bootstrap interval can: for a statistic at or near a bound of its range
+    (a max/min ratio of 1, a gap of 0) every replicate lies on one side of the estimate
+    (bootstrap bias). Callers flag such intervals instead of printing them silently.
+
+    Parameters
+    ----------
+    estimate, lo, hi : array_like
+        Point estimates and interval bounds, broadcastable; NaN = unknown.
+
+    Returns
+    -------
+    numpy.ndarray
+        Bool, False wherever any of the three is NaN.
+
+    Examples
+    --------
+    >>> excludes_estimate([1.0, 0.5, np.nan], [1.04, 0.4, 0.1], [np.inf, 0.6, 0.2])
+    array([ True, False, False])
+    """
+    est, a, b = (np.asarray(v, dtype=np.float64) for v in (estimate, lo, hi))
+    with np.errstate(invalid="ignore"):
+        return ~np.isnan(est) & ~np.isnan(a) & ~np.isnan(b) & ((est < a) | (est > b))
 
 
 def wilson_interval(successes: Any, n: Any, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

@@ -15,24 +15,39 @@ Rules (the store is append-only, so a stored vote is never changed by the widget
   ``n`` key / Enter) stores one vote per question, only when every question has an answer.
   A question already stored for the item (e.g. a crash in the middle of *Next*) is shown
   locked with its stored value and is never voted twice.
-* **Pair mode**: a click is final: the vote is stored and the next pair shown. Clicks that
-  arrive within ``min_interval`` seconds of a new pair appearing are ignored, so a
-  double-click cannot vote on the next pair unseen.
+* **Pair mode**: a click or a number key is final: the vote is stored and the next pair
+  shown. The browser itself shows the pairs (the next ones are sent ahead), stamps every
+  answer with the pair on screen when it was given and queues it for the kernel, so fast keys
+  are never lost nor moved to another pair; the kernel stores each answer against its stamped
+  pair and ignores, saying so, one for a pair already answered. Clicks that come within
+  ``min_interval`` seconds of a new pair appearing are ignored visibly, so a double-click
+  cannot vote on the next pair unseen.
 
 **Resume**: an item is done when this annotator has a vote for every question of it
 (:meth:`AnnotationStore.answered`); a new annotator object on the same store starts at the
 first item not done, and the progress count includes earlier sessions.
 
-**Keyboard**: ipywidgets has no key events, so a focused *shortcut* text field stands in:
-each character typed is read (the last character of the field's value) and the field is
-cleared. Digits ``1..K`` choose level ``digit-1``; in image mode they answer the current
-question (marked ▶) and move to the next one; ``n`` or Enter stores the item; ``p`` goes
-back one question. Click into the field once; keys work while it has the focus.
+**Keyboard**: digits ``1..K`` choose level ``digit-1``; in image mode they answer the
+current question (marked ▶) and move to the next one; ``n`` or Enter stores the item; ``p``
+goes back one question. ``display(annotator)`` (as ``make annotate`` does) adds a small page
+script (``_PAGE_JS``): keys work anywhere on a voila page (in JupyterLab once the tool has
+been clicked), each key is stamped with the item on screen and appended to a hidden log that
+the kernel reads in order, so none is lost while the kernel is busy; image mode ignores,
+visibly, a key stamped with an image no longer on screen. Shown as ``annotator.widget``
+alone (no script), a focused *shortcut* text field stands in, since ipywidgets has no key
+events: each character typed is read (the last character of the field's value) and the
+field is cleared; fast typing can lose keys there.
+
+**Serving**: ``make annotate`` (``ANNOTATOR=you``, ``TASK=image``) converts
+``notebooks/annotate.py`` and serves it with voila; only the tool shows, not the notebook's
+prose or code.
 """
 
 from __future__ import annotations
 
+import base64
 import html
+import json
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -51,9 +66,112 @@ __all__ = ["ImageAnnotator", "PairAnnotator", "load_png"]
 SOURCE = "human"
 NEXT_KEYS = ("n", "N", "\n", "\r")
 BACK_KEYS = ("p", "P")
-_IMG_PX = 256  # displayed size of a face (CSS px)
+_IMG_PX = 300  # displayed size of a face (CSS px): large enough to judge age and makeup
 _CSS = ("<style>.facebias-answer .mod-active, .facebias-answer .mod-active:disabled "
-        "{background: #1976d2; color: white; opacity: 1}</style>")  # chosen level stands out
+        "{background: #1976d2; color: white; opacity: 1}"  # chosen level stands out
+        # pair mode: the browser shows one card (the page script picks it; without the script,
+        # the kernel's current pair, named by the rule in PairAnnotator.current_css)
+        ".facebias-pair .facebias-card {display: none; gap: 24px; padding: 4px 0}"
+        ".facebias-pair.facebias-js .facebias-card.facebias-on {display: flex}"
+        ".facebias-js .facebias-shortcut {display: none} .facebias-js:focus {outline: none}"
+        ".facebias-card figure {margin: 0; text-align: center; font-weight: bold}"
+        f".facebias-card img {{width: {_IMG_PX}px; height: {_IMG_PX}px; display: block;"
+        " object-fit: contain; background: #eee}"
+        ".facebias-pair .widget-html {margin-top: 0; margin-bottom: 0}"
+        ".facebias-pair .facebias-answer {font-size: 1.05em; height: 40px}</style>")
+
+#: The tools' page script (see ``_ipython_display_``): keys anywhere on the page and clicks
+#: on the pair answers are stamped with the item on screen and appended to a hidden log field
+#: (one JSON list: whatever the kernel has not read yet travels with the next update, so
+#: nothing is dropped while the kernel is busy). Pair mode shows the next pair (sent ahead)
+#: at once; image mode leaves the display to the kernel, which ignores, visibly, keys stamped
+#: with an image no longer on screen.
+_PAGE_JS = """
+(function () {
+  if (window.__facebiasKeys) { window.__facebiasKeys.sync(); return; }
+  const sent = new Set();  // pair item#generation answered from this page
+  const roots = () => [...document.querySelectorAll('.facebias-pair, .facebias-image-tool')];
+  const cards = r => [...r.querySelectorAll('.facebias-card')]
+    .sort((a, b) => Number(a.dataset.order) - Number(b.dataset.order));
+  const tag = c => c.dataset.item + '#' + c.dataset.gen;
+  function say(r, text) {  // shown for 4 s, however many answers follow
+    const el = r.querySelector('.facebias-client-status');
+    if (!el) { return; }
+    el.textContent = text;
+    clearTimeout(r.__sayTimer);
+    r.__sayTimer = setTimeout(() => { el.textContent = ''; }, 4000);
+  }
+  function log(r, entry) {
+    const input = r.querySelector('.facebias-keylog input');
+    let entries = [];
+    try { entries = JSON.parse(input.value || '[]'); } catch (e) { entries = []; }
+    entries.push(entry);
+    input.value = JSON.stringify(entries);
+    input.dispatchEvent(new Event('input', {bubbles: true}));
+  }
+  function sync() {
+    for (const r of roots()) {
+      r.classList.add('facebias-js');
+      if (!r.hasAttribute('tabindex')) { r.setAttribute('tabindex', '-1'); }  // a click focuses it
+      const all = cards(r);
+      const open = all.find(c => !sent.has(tag(c)));
+      for (const c of all) { c.classList.toggle('facebias-on', c === open); }
+      const id = open ? tag(open) : null;
+      if (r.__shown !== id) { r.__shown = id; r.__shownAt = performance.now(); }
+    }
+  }
+  function vote(r, value, how) {
+    if (r.querySelector('.facebias-all-done')) { return; }
+    const card = cards(r).find(c => c.classList.contains('facebias-on'));
+    if (!card) {
+      say(r, 'Ignored ' + how + ': the next pair is still loading; answer it when it appears.');
+      return;
+    }
+    const k = Number(card.dataset.k);
+    if (!(value >= 0 && value < k)) { say(r, 'Ignored ' + how + ': use 1..' + k + '.'); return; }
+    if (how === 'click' && performance.now() - r.__shownAt < Number(card.dataset.minInterval)) {
+      say(r, 'Ignored a click that came before this pair was on screen.');
+      return;
+    }
+    log(r, [card.dataset.item, value, Number(card.dataset.gen)]);
+    sent.add(tag(card));
+    sync();
+  }
+  // voila: keys anywhere on the page; elsewhere (JupyterLab) only once the tool has the focus
+  const app = document.body.dataset.voila === 'voila';
+  document.addEventListener('keydown', e => {
+    if (e.ctrlKey || e.altKey || e.metaKey) { return; }
+    const t = e.target;
+    const inside = t && t.closest ? t.closest('.facebias-pair, .facebias-image-tool') : null;
+    if (t && t.matches && t.matches('input, textarea, select, [contenteditable]') && !inside) {
+      return;  // typing elsewhere on the page
+    }
+    const r = app ? roots().find(x => x.offsetParent !== null) : inside;
+    if (!r) { return; }
+    const image = r.classList.contains('facebias-image-tool');
+    const key = e.key === 'Enter' ? '\\n' : e.key;
+    if (!(image ? /^[0-9nNpP\\n]$/ : /^[0-9]$/).test(key)) { return; }
+    e.preventDefault();
+    e.stopPropagation();
+    if (e.repeat) { say(r, 'Ignored a held-down key: press it once.'); return; }
+    if (!image) { vote(r, Number(key) - 1, 'key ' + key); return; }
+    const marker = r.querySelector('.facebias-item-marker');
+    if (!marker) { return; }  // all done
+    log(r, [marker.dataset.item, key]);
+  }, true);
+  document.addEventListener('click', e => {
+    const b = e.target.closest && e.target.closest('.facebias-pair .facebias-answer');
+    if (!b) { return; }
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    const m = [...b.classList].map(c => /^facebias-level-([0-9]+)$/.exec(c)).find(Boolean);
+    if (m) { vote(b.closest('.facebias-pair'), Number(m[1]), 'click'); }
+  }, true);
+  new MutationObserver(sync).observe(document.body, {childList: true, subtree: true});
+  window.__facebiasKeys = {sync};
+  sync();
+})();
+"""
 
 
 def _title(question: str) -> str:
@@ -195,6 +313,33 @@ class _Annotator:
         self.shortcut.add_class("facebias-shortcut")
         self.shortcut.observe(self._on_shortcut, names="value")
         self.shortcut.on_msg(self._on_shortcut_msg)  # Enter arrives as a 'submit' event
+        # the page script's channel (see _PAGE_JS): a JSON list the page only appends to
+        self.client_status = W.HTML()  # written by the page script only
+        self.client_status.add_class("facebias-client-status")
+        self.answer_log = W.Text(value="", continuous_update=True, layout=W.Layout(display="none"))
+        self.answer_log.add_class("facebias-keylog")
+        self.answer_log.observe(self._on_answer_log, names="value")
+        self._log_seen = 0  # entries of the page's log handled so far
+
+    def _on_answer_log(self, change: dict) -> None:
+        """Handle the new entries of the page's log, each stamped with the item on screen."""
+        try:
+            entries = json.loads(change["new"] or "[]")
+            if not isinstance(entries, list):
+                raise ValueError("not a list")
+        except ValueError:
+            self._say("ignored a malformed answer log from the page", "error")
+            return
+        fresh, self._log_seen = entries[self._log_seen:], len(entries)
+        for entry in fresh:
+            if not isinstance(entry, list) or len(entry) < 2:
+                self._say(f"ignored a malformed entry from the page: {entry!r}", "error")
+                continue
+            self._from_page(str(entry[0]), entry[1])
+
+    def _from_page(self, item: str, what: Any) -> None:
+        """One key or answer from the page script, for ``item`` (the one on screen then)."""
+        raise NotImplementedError
 
     def _on_shortcut(self, change: dict) -> None:
         text = change["new"]
@@ -231,10 +376,16 @@ class _Annotator:
             self.shortcut.layout.display = "none"
             if hasattr(self, "help"):
                 self.help.layout.display = "none"
-        else:
-            item = self.item_ids[self.index]
-            self.header.value = (f"{who} · item <code>{html.escape(item)}</code> "
-                                 f"({self.index + 1} of {n} in this list)")
+        else:  # no item ids: the annotator sees faces, answers and progress only
+            self.header.value = who
+
+    def _ipython_display_(self) -> None:
+        """``display(annotator)``: :attr:`widget` and the page script that takes keys anywhere
+        on the page, stamps each with the item on screen and queues it for the kernel."""
+        from IPython.display import HTML, display
+
+        display(self.widget)
+        display(HTML(f"<script>{_PAGE_JS}</script>"))
 
 
 class ImageAnnotator(_Annotator):
@@ -429,22 +580,40 @@ class ImageAnnotator(_Annotator):
         self.next_button.on_click(lambda _b: self._submit_ui())
         kmax = max(sc.k for sc in self.questions.values())
         self.help = W.HTML(
-            "<small><b>Keys</b> (type in the <i>shortcut</i> field): "
-            f"<b>1</b>..<b>{kmax}</b> answer the question marked ▶ and move to the next; "
-            "<b>n</b> or <b>Enter</b> save this image and show the next; "
-            "<b>p</b> back to the previous question. Clicking a level again before saving "
-            "changes your answer; saved answers cannot be changed.</small>")
+            "<b>Rate the face on each question</b>: click a level, or press "
+            f"<b>1</b>..<b>{kmax}</b> to answer the question marked ▶ and move to the next; "
+            "<b>n</b> or <b>Enter</b> saves this image and shows the next; <b>p</b> goes back "
+            "one question. Clicking a level again before saving changes your answer; saved "
+            "answers cannot be changed.")
+        self.item_marker = W.HTML()  # the image on screen, for the page script's key stamps
         self.question_box = W.VBox(rows)
         self.face_box = W.VBox([self.image, self.image_caption])
         self.widget = W.VBox([
             self.css,
-            self.header,
-            W.HBox([self.progress, self.progress_label]),
+            W.HBox([self.header, self.progress, self.progress_label],
+                   layout=W.Layout(align_items="center", grid_gap="12px")),
+            self.help,
             W.HBox([self.face_box, self.question_box]),
             W.HBox([self.next_button, self.shortcut]),
-            self.help,
+            self.client_status,
             self.status,
+            self.item_marker,
+            self.answer_log,
         ])
+        self.widget.add_class("facebias-image-tool")
+
+    def _from_page(self, item: str, what: Any) -> None:
+        """A key the page stamped with ``item``: handled if that image is still the current
+        one, else ignored with a message (it was typed for an image no longer on screen)."""
+        if not isinstance(what, str) or len(what) != 1:
+            self._say(f"ignored a malformed key from the page: {what!r}", "error")
+            return
+        if self.done:
+            return
+        if item != self.current_item:
+            self._say(f"Ignored key {what!r}: it was typed for the previous image.", "warn")
+            return
+        self.key(what)
 
     def _on_toggle(self, question: str, change: dict) -> None:
         if self._syncing or change["new"] is None or self.done:
@@ -477,6 +646,7 @@ class ImageAnnotator(_Annotator):
         """Put the current item on screen (fresh pending answers)."""
         self.pending = {q: None for q in self.questions}
         if self.done:
+            self.item_marker.value = ""
             self._refresh()
             return
         item = self.current_item
@@ -486,6 +656,8 @@ class ImageAnnotator(_Annotator):
         self.image_caption.value = "" if found else f"<b>image not found:</b> {html.escape(str(path))}"
         open_q = [q for q in self.question_names if not self._locked(q)]
         self.q_index = self.question_names.index(open_q[0]) if open_q else 0
+        self.item_marker.value = (f'<span class="facebias-item-marker" '
+                                  f'data-item="{html.escape(item, quote=True)}"></span>')
         self._refresh()
 
     def _refresh(self) -> None:
@@ -530,8 +702,11 @@ class PairAnnotator(_Annotator):
     load_image : callable, optional
         ``load_image(path)`` -> RGB uint8 array or ``None``; default :func:`load_png`.
     min_interval : float, default 0.3
-        Seconds after a pair appears during which clicks and keys are ignored
-        (double-click guard).
+        Seconds after a pair appears during which clicks are ignored (double-click guard);
+        without the page script, keys too.
+    lookahead : int, default 8
+        Pairs sent to the browser ahead of time, so that it shows the next pair at once
+        after an answer, before the kernel has stored it.
 
     Raises
     ------
@@ -548,28 +723,40 @@ class PairAnnotator(_Annotator):
     ...     _ = ui.answer(4)  # level 4 = "Likely different", stored at once
     ...     (ui.current_item, s.votes()["value"].tolist())
     ('p2', [4])
+
+    Display it with ``display(ui)`` (``make annotate`` does): the page script then takes
+    number keys anywhere on the page.
     """
 
     def __init__(self, store: AnnotationStore, pairs: pd.DataFrame, annotator: str,
                  scale: Scale = PAIR_SCALE, question: str = "identity",
                  load_image: Callable[[Any], np.ndarray | None] | None = None,
-                 min_interval: float = 0.3):
+                 min_interval: float = 0.3, lookahead: int = 8):
         super().__init__(store, pairs, annotator, {question: scale}, ("path_a", "path_b"),
                          load_image)
+        if isinstance(lookahead, bool) or not isinstance(lookahead, int) or lookahead < 1:
+            raise ValueError(f"lookahead must be a positive integer, got {lookahead!r}")
         self.question = question
         self.scale = scale
         self.min_interval = float(min_interval)
+        self.lookahead = lookahead
         self._shown_at = -np.inf
+        self._order = {i: k for k, i in enumerate(self.item_ids)}
+        self._gen: dict[str, int] = {}  # item -> times the store refused it (the browser retries)
+        self._cards: dict[str, str] = {}  # item -> card HTML (images encoded once)
         self._build()
         self._show()
 
-    def answer(self, value: int) -> str:
-        """Store ``value`` for the current pair and show the next.
+    def answer(self, value: int, item: str | None = None) -> str:
+        """Store ``value`` for a pair (default: the current one) and show the next open pair.
 
         Parameters
         ----------
         value : int
             0-based level index on ``scale`` (0 = "Likely same" on the default scale).
+        item : str, optional
+            The pair answered (as the browser stamps each answer); default
+            :attr:`current_item`.
 
         Returns
         -------
@@ -579,14 +766,20 @@ class PairAnnotator(_Annotator):
         Raises
         ------
         ValueError
-            If all pairs are done or ``value`` is not an integer in 0..K-1.
+            If all pairs are done, ``value`` is not an integer in 0..K-1, or ``item`` is not
+            in this list or already answered by this annotator.
         """
         if self.done:
             raise ValueError("all pairs are done")
         k = self.scale.k
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= value < k:
             raise ValueError(f"value must be an integer in 0..{k - 1}, got {value!r}")
-        item = self.current_item
+        if item is None:
+            item = self.current_item
+        elif item not in self._order:
+            raise ValueError(f"item {item!r} is not in this annotation list")
+        elif item in self._done:
+            raise ValueError(f"item {item!r} is already answered by {self.annotator}")
         vid = self._store_vote(item, self.question, int(value))
         self._mark_done(item)
         self._show()
@@ -611,64 +804,127 @@ class PairAnnotator(_Annotator):
     # ------------------------------------------------------------------ widgets
     def _build(self) -> None:
         W = self._W
-        self.image_a = W.Image(format="png", width=_IMG_PX, height=_IMG_PX)
-        self.image_b = W.Image(format="png", width=_IMG_PX, height=_IMG_PX)
-        self.image_a.add_class("facebias-image")
-        self.image_b.add_class("facebias-image")
-        self.image_caption = W.HTML()
+        k = self.scale.k
+        self._uid = f"facebias-pair-{id(self):x}"
         self.buttons = []
         for i, name in enumerate(self.scale.levels):
             b = W.Button(description=f"{i + 1} · {name}", layout=W.Layout(width="auto"),
                          tooltip=f"key {i + 1}")
             b.add_class("facebias-answer")
+            b.add_class(f"facebias-level-{i}")  # the page script reads the level from here
             b.on_click(lambda _b, i=i: self._vote_ui(i))
             self.buttons.append(b)
         self.help = W.HTML(
-            "<small><b>Same person?</b> Click an answer, or type its number "
-            f"<b>1</b>..<b>{self.scale.k}</b> in the <i>shortcut</i> field. An answer is saved "
-            "at once and the next pair appears; saved answers cannot be changed.</small>")
-        self.face_box = W.VBox([
-            W.HBox([W.VBox([W.HTML("<b>A</b>"), self.image_a]),
-                    W.VBox([W.HTML("<b>B</b>"), self.image_b])]),
-            self.image_caption,
-            W.HBox(self.buttons),
-        ])
+            f"<b>Are A and B the same person?</b> Press a number key <b>1</b>..<b>{k}</b> or "
+            "click an answer. Each answer is saved at once and the next pair appears; saved "
+            "answers cannot be changed.")
+        # the current pair and the next ones, one card per slot; an answered pair's slot gets
+        # the next pair, the others stay untouched (no reload of the pair on screen)
+        self.slots = [W.HTML() for _ in range(self.lookahead)]
+        self._slot_items: list[str | None] = [None] * self.lookahead
+        for sl in self.slots:
+            sl.add_class("facebias-slot")
+        self.current_css = W.HTML()  # without the page script: show the kernel's current pair
+        self.face_box = W.VBox([W.VBox(self.slots), W.HBox(self.buttons)])
         self.widget = W.VBox([
             self.css,
-            self.header,
-            W.HBox([self.progress, self.progress_label]),
-            self.face_box,
-            self.shortcut,
+            self.current_css,
+            W.HBox([self.header, self.progress, self.progress_label],
+                   layout=W.Layout(align_items="center", grid_gap="12px")),
             self.help,
+            self.face_box,
+            self.client_status,
             self.status,
+            self.shortcut,
+            self.answer_log,
         ])
+        self.widget.add_class("facebias-pair")
+        self.widget.add_class(self._uid)
+
+    def _card(self, item: str) -> str:
+        """HTML of one pair: both faces inline (PNG data URIs), tagged for the page script."""
+        if item not in self._cards:
+            figs = []
+            for name, path in zip("AB", self.paths[item], strict=True):
+                png, found = _png(self.load_image, path)
+                src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+                lost = "" if found else (f'<figcaption style="color:#b00020">image not found: '
+                                         f"{html.escape(str(path))}</figcaption>")
+                figs.append(f'<figure>{name}<img src="{src}" alt="face {name}" '
+                            f'width="{_IMG_PX}" height="{_IMG_PX}">{lost}</figure>')
+            self._cards[item] = "".join(figs)
+        return (f'<div class="facebias-card" data-item="{html.escape(item, quote=True)}" '
+                f'data-order="{self._order[item]}" data-gen="{self._gen.get(item, 0)}" '
+                f'data-k="{self.scale.k}" data-min-interval="{round(self.min_interval * 1000)}">'
+                f"{self._cards[item]}</div>")
+
+    def _fill_slots(self) -> None:
+        """Put the next ``lookahead`` open pairs into the slots, touching only changed slots."""
+        want = [i for i in self.item_ids if i not in self._done][:self.lookahead]
+        keep = set(want)
+        for j, it in enumerate(self._slot_items):
+            if it is not None and it not in keep:
+                self._slot_items[j] = None
+                self.slots[j].value = ""
+        free = [j for j, it in enumerate(self._slot_items) if it is None]
+        have = set(self._slot_items)
+        for it in want:
+            if it not in have:
+                j = free.pop(0)
+                self._slot_items[j] = it
+                self.slots[j].value = self._card(it)
+
+    def _from_page(self, item: str, what: Any) -> None:
+        """Store an answer (level ``what``) the page stamped with ``item``, or say why not."""
+        if isinstance(what, bool) or not isinstance(what, int):
+            self._say(f"ignored a malformed answer from the page: {what!r}", "error")
+            return
+        value = what
+        if item not in self._order:
+            self._say(f"Ignored an answer for {item!r}: not in this list.", "warn")
+        elif item in self._done:
+            self._say("Ignored an answer for a pair that was already answered.", "warn")
+        elif not 0 <= value < self.scale.k:
+            self._say(f"Ignored an answer: use 1..{self.scale.k}.", "warn")
+        else:
+            try:
+                self.answer(value, item=item)
+            except Exception as e:  # the store refused: the browser shows the pair again
+                self._gen[item] = self._gen.get(item, 0) + 1
+                if item in self._slot_items:
+                    self.slots[self._slot_items.index(item)].value = self._card(item)
+                self._say(f"Could not save your answer ({e}); that pair is shown again.", "error")
+                return
+            if not self.done:
+                self._say(f"Saved: {self.scale.levels[value]}.", "ok")
 
     def _vote_ui(self, value: int) -> None:
+        """A click or shortcut key that reached the kernel (no page script): the current pair."""
         if self.done:
             return
         if time.monotonic() - self._shown_at < self.min_interval:
             # a double-click's second half: never vote on a pair not yet seen
             self._say("ignored: that answer came before the new pair was on screen", "warn")
             return
-        item = self.current_item
         try:
             self.answer(value)
         except Exception as e:  # shown to the annotator, pair stays on screen
-            self._say(f"could not save {item}: {e}", "error")
+            self._say(f"could not save your answer: {e}", "error")
             return
         if not self.done:
-            self._say(f"saved {item}: {self.scale.levels[value]}", "ok")
+            self._say(f"Saved: {self.scale.levels[value]}.", "ok")
 
     def _show(self) -> None:
         self.face_box.layout.display = "none" if self.done else None
         for b in self.buttons:
             b.disabled = self.done
-        if not self.done:
-            path_a, path_b = self.paths[self.current_item]
-            (png_a, ok_a), (png_b, ok_b) = _png(self.load_image, path_a), _png(self.load_image, path_b)
-            self.image_a.value, self.image_b.value = png_a, png_b
-            lost = [str(p) for p, ok in ((path_a, ok_a), (path_b, ok_b)) if not ok]
-            self.image_caption.value = ("<b>image not found:</b> " + html.escape(", ".join(lost))
-                                        if lost else "")
+        self._fill_slots()
+        if self.done:
+            self.current_css.value = ""
+            self.help.layout.display = "none"
+        else:
+            self.current_css.value = (
+                f"<style>.{self._uid}:not(.facebias-js) .facebias-card"
+                f'[data-order="{self._order[self.current_item]}"] {{display: flex}}</style>')
             self._shown_at = time.monotonic()
         self._refresh_common()

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from facebias.io import file_sha256, read_parquet
+from facebias.io import file_sha256, read_parquet, read_pickle_frame
 from facebias.validate import require_columns
 
 __all__ = [
@@ -64,8 +64,9 @@ BFW_PUBLISHED_SCORE_COLUMNS: tuple[str, ...] = ("vgg16", "resnet50", "senet50", 
 _NOT_SCORES = {"ids1", "ids2"}
 _HOW_TO_GET = (
     "The BFW datatable (bfw-v0.1.5-datatable.csv or .pkl) is obtained through the authors' "
-    "registration form linked from GitHub visionjo/facerec-bias-bfw; put it under data/bfw/ "
-    "and list it under `bfw.real` in params.yaml (see the README, 'Real data and models')."
+    "registration form linked from GitHub visionjo/facerec-bias-bfw; put it under data/real/bfw/ "
+    "and list it under `bfw.real` in params.yaml, e.g. `v015: {datatable: "
+    "data/real/bfw/bfw-v0.1.5-datatable.pkl}` (see the README, 'Real data and models')."
 )
 
 
@@ -76,7 +77,7 @@ def _read(path: Path) -> tuple[pd.DataFrame, dict]:
     if suffix == ".csv":
         return pd.read_csv(path, low_memory=False), attrs
     if suffix in (".pkl", ".pickle"):
-        df = pd.read_pickle(path)
+        df = read_pickle_frame(path)  # restricted: a crafted pickle cannot run code
         attrs = dict(getattr(df, "attrs", {}))
     elif suffix == ".parquet":
         df = read_parquet(path)
@@ -260,6 +261,8 @@ def load_bfw(path: str | os.PathLike, sha256: str | None = None) -> pd.DataFrame
     int8 ``fold``/``label``, int32 ids, categorical strings) followed by the score
     columns; ``attrs["source"] = "real"`` (``"synthetic"`` for a table saved by
     ``facebias.worlds.bfw.write_world``, whose attrs are kept) and ``attrs["path"]``.
+    A pickle is read by :func:`facebias.io.read_pickle_frame`, a restricted unpickler that
+    resolves only what a DataFrame is rebuilt from, so a crafted file cannot run code.
 
     Parameters
     ----------
@@ -278,7 +281,8 @@ def load_bfw(path: str | os.PathLike, sha256: str | None = None) -> pd.DataFrame
     FileNotFoundError
         If ``path`` is not a file.
     ValueError
-        For a checksum mismatch, an unsupported file type, or a schema violation:
+        For a checksum mismatch, an unsupported file type, a pickle that is not a
+        DataFrame or names anything else (e.g. ``os.system``), or a schema violation:
         a missing column, no rows, folds not numbered 1..k or sharing a subject, a label
         not 0/1 or inconsistent with the ids, a negative id, a missing path, a group code
         inconsistent with ``e``/``g``, no score column or a non-finite score.

@@ -43,8 +43,9 @@ DEFAULT_ORDERING = ("skin", "hair", "gender")
 
 
 def load_annotations_pkl(path: str | os.PathLike, agg: str = "trimmed") -> pd.DataFrame:
-    """Scores of the processed ``annotations.pkl`` (:func:`facebias.annotate.read_transects_pkl`;
-    pickles run code: open only files you trust), sorted by image index.
+    """Scores of the processed ``annotations.pkl`` (:func:`facebias.annotate.read_transects_pkl`,
+    a restricted unpickler: only containers and numpy arrays load, no code runs), sorted by
+    image index.
 
     Parameters
     ----------

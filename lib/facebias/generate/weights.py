@@ -22,7 +22,6 @@ Command line (a DVC stage can call it; the download needs network access)::
 from __future__ import annotations
 
 import argparse
-import codecs
 import collections
 import io
 import pickle
@@ -37,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from facebias.io import atomic_path, file_sha256
+from facebias.io import atomic_path, file_sha256, pickle_latin1_encode
 
 __all__ = [
     "PersistentRecord",
@@ -175,13 +174,6 @@ def _rebuild_parameter(data, requires_grad, backward_hooks, state=None):
     return torch.nn.Parameter(data, bool(requires_grad))
 
 
-def _codecs_encode(obj: Any, encoding: str = "utf-8", errors: str = "strict") -> bytes:
-    """``_codecs.encode`` as protocol-2 pickles use it for bytes: latin-1 text only."""
-    if not isinstance(obj, str) or codecs.lookup(encoding).name not in ("latin-1", "iso8859-1"):
-        raise pickle.UnpicklingError(f"_codecs.encode only for latin-1 text, got {encoding!r}")
-    return obj.encode("latin-1", errors)
-
-
 def _torch_size(*args: Any) -> tuple:
     return tuple(*args)
 
@@ -219,7 +211,7 @@ _ALLOWED: dict[tuple[str, str], Any] = {
     ("builtins", "set"): set,
     ("builtins", "frozenset"): frozenset,
     ("__builtin__", "set"): set,
-    ("_codecs", "encode"): _codecs_encode,
+    ("_codecs", "encode"): pickle_latin1_encode,
     ("torch_utils.persistence", "_reconstruct_persistent_obj"): _reconstruct_persistent_obj,
     ("dnnlib.util", "EasyDict"): _EasyDict,
     ("dnnlib", "EasyDict"): _EasyDict,

@@ -32,7 +32,7 @@ from facebias.io import (
     param_list,
     param_str,
 )
-from facebias.metrics import check_rates, fmr_at, fnmr_at, threshold_at_fmr
+from facebias.metrics import check_rates, enough_impostors, fmr_at, fnmr_at, threshold_at_fmr
 
 if TYPE_CHECKING:
     from facebias.worlds.bfw import BFWWorldConfig
@@ -98,13 +98,19 @@ def select_pairs(df: pd.DataFrame, grouping: str = "query") -> pd.DataFrame:
 
 
 def cross_validated_rates(
-    df: pd.DataFrame, score: str, fmr: Sequence[float], grouping: str = "query"
+    df: pd.DataFrame, score: str, fmr: Sequence[float], grouping: str = "query",
+    min_impostor_factor: float = 10.0,
 ) -> pd.DataFrame:
     """Held-out FMR and FNMR per fold, subgroup, target FMR and thresholding policy.
 
     For each fold k, thresholds come from the other folds' impostor scores: one pooled
     over all subgroups (``policy="global"``) and one per subgroup (``policy="group"``),
     each :func:`facebias.metrics.threshold_at_fmr`; a pair matches iff ``score > t``.
+
+    Resolution (:func:`facebias.metrics.enough_impostors`, the rule of every study): a
+    threshold fitted on fewer than ``min_impostor_factor / f`` impostors is NaN; a row's
+    ``fmr`` and ``fnmr`` are NaN, and ``resolved`` False, unless both its threshold's
+    training impostors and the subgroup's held-out impostors are that many.
 
     Parameters
     ----------
@@ -116,12 +122,15 @@ def cross_validated_rates(
         Target FMRs, fractions in (0, 1).
     grouping : {"query", "intra"}, default "query"
         See :func:`select_pairs`.
+    min_impostor_factor : float, default 10.0
+        Least impostors, times ``1 / f`` (0 = report every rate).
 
     Returns
     -------
     pandas.DataFrame
         One row per (fold, fmr_target, group, policy): ``threshold``, the held-out
-        ``fmr`` and ``fnmr`` (fractions), ``n_impostor`` and ``n_genuine`` held out.
+        ``fmr`` and ``fnmr`` (fractions), ``n_impostor`` and ``n_genuine`` held out, and
+        ``resolved`` (bool).
 
     Raises
     ------
@@ -149,20 +158,31 @@ def cross_validated_rates(
     group = pairs["group"].to_numpy()
     groups = np.unique(group)
     rows = []
+    def fitted(imp_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Thresholds on ``imp_train`` (NaN where too few) and where they are resolved."""
+        ok = np.asarray(enough_impostors(imp_train.size, rates, min_impostor_factor))
+        if not imp_train.size:
+            return np.full(rates.shape, np.nan), ok
+        return np.where(ok, np.atleast_1d(threshold_at_fmr(imp_train, rates)), np.nan), ok
+
     for k in folds:
         train, test = fold != k, fold == k
-        t_glob = np.atleast_1d(threshold_at_fmr(s[train & ~is_gen], rates))
+        t_glob = fitted(s[train & ~is_gen])
         for g in groups:
             in_g = group == g
             imp_test, gen_test = s[test & in_g & ~is_gen], s[test & in_g & is_gen]
             if imp_test.size == 0 or gen_test.size == 0:
                 raise ValueError(f"fold {k}: subgroup {g!r} has no held-out genuine or impostor pairs")
-            t_grp = np.atleast_1d(threshold_at_fmr(s[train & in_g & ~is_gen], rates))
-            for policy, t in (("global", t_glob), ("group", t_grp)):
-                for f, ti, fm, fn in zip(rates, t, fmr_at(imp_test, t), fnmr_at(gen_test, t), strict=True):
-                    rows.append((int(k), f, g, policy, float(ti), fm, fn, imp_test.size, gen_test.size))
+            ok_test = np.asarray(enough_impostors(imp_test.size, rates, min_impostor_factor))
+            for policy, (t, ok_t) in (("global", t_glob), ("group", fitted(s[train & in_g & ~is_gen]))):
+                ok = ok_t & ok_test
+                fm = np.where(ok, fmr_at(imp_test, t), np.nan)
+                fn = np.where(ok, fnmr_at(gen_test, t), np.nan)
+                for f, ti, fm_i, fn_i, ok_i in zip(rates, t, fm, fn, ok, strict=True):
+                    rows.append((int(k), f, g, policy, float(ti), fm_i, fn_i, imp_test.size, gen_test.size,
+                                 bool(ok_i)))
     return pd.DataFrame(rows, columns=["fold", "fmr_target", "group", "policy", "threshold",
-                                       "fmr", "fnmr", "n_impostor", "n_genuine"])
+                                       "fmr", "fnmr", "n_impostor", "n_genuine", "resolved"])
 
 
 def fold_average(cv: pd.DataFrame) -> pd.DataFrame:
@@ -178,7 +198,10 @@ def fold_average(cv: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
         One row per (policy, fmr_target, group): mean ``fmr``, ``fnmr``, ``threshold``,
         ``fmr_sd`` across folds, summed pair counts, ``tar = 1 - fnmr`` and
-        ``fmr_dev_pct = 100 (FMR - target) / target`` (paper 002, Fig. 6; percent).
+        ``fmr_dev_pct = 100 (FMR - target) / target`` (paper 002, Fig. 6; percent);
+        ``resolved``: every fold's row is (a NaN fold makes the mean NaN, never a mean of
+        the other folds). Without a ``resolved`` column in ``cv``, a row is resolved
+        where its ``fmr`` and ``fnmr`` are known.
 
     Examples
     --------
@@ -189,11 +212,14 @@ def fold_average(cv: pd.DataFrame) -> pd.DataFrame:
         fmr   tar  fmr_dev_pct
     0  0.12  0.75         20.0
     """
-    out = (cv.groupby(["policy", "fmr_target", "group"], sort=True)
+    resolved = cv["resolved"] if "resolved" in cv else cv["fmr"].notna() & cv["fnmr"].notna()
+    out = (cv.assign(resolved=resolved.astype(bool))
+           .groupby(["policy", "fmr_target", "group"], sort=True)
            .agg(fmr=("fmr", "mean"), fnmr=("fnmr", "mean"), fmr_sd=("fmr", "std"),
-                threshold=("threshold", "mean"), n_impostor=("n_impostor", "sum"),
-                n_genuine=("n_genuine", "sum"))
+                threshold=("threshold", lambda x: x.mean(skipna=False)), n_impostor=("n_impostor", "sum"),
+                n_genuine=("n_genuine", "sum"), resolved=("resolved", "all"))
            .reset_index())
+    out.loc[~out["resolved"], ["fmr", "fnmr", "fmr_sd"]] = np.nan
     out["tar"] = 1 - out["fnmr"]
     out["fmr_dev_pct"] = 100 * (out["fmr"] - out["fmr_target"]) / out["fmr_target"]
     return out
@@ -268,11 +294,12 @@ def tar_at_far_table(avg: pd.DataFrame) -> pd.DataFrame:
     -------
     pandas.DataFrame
         TAR (fraction) per subgroup and an ``Avg`` row (mean over subgroups); columns
-        (policy, fmr_target), policies ``group`` before ``global``, FARs descending.
+        (policy, fmr_target), policies ``group`` before ``global``, FARs descending. NaN
+        where unresolved (:func:`cross_validated_rates`); ``Avg`` is NaN where a subgroup is.
     """
-    t = avg.pivot_table(index="group", columns=["policy", "fmr_target"], values="tar")
+    t = avg.pivot(index="group", columns=["policy", "fmr_target"], values="tar")
     t = t.sort_index(axis=1, level=[0, 1], ascending=[False, False])
-    t.loc["Avg"] = t.mean()
+    t.loc["Avg"] = t.mean(skipna=False)
     return t
 
 
@@ -290,7 +317,7 @@ def fpr_deviation_table(avg: pd.DataFrame, policy: str) -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``fmr_dev_pct`` = 100 (FMR - target) / target, rows subgroups, columns target
-        FMRs descending.
+        FMRs descending; NaN where unresolved (:func:`cross_validated_rates`).
     """
     sub = avg[avg["policy"] == policy]
     return sub.pivot(index="group", columns="fmr_target", values="fmr_dev_pct").sort_index(
@@ -557,6 +584,7 @@ def fold_averaged_det(
     fmr_grid: Sequence[float] | None = None,
     threshold: float | None = None,
     grouping: str = "query",
+    min_impostor_factor: float = 10.0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Paper 002 Fig. 3: DET curves per group, averaged over the folds (not pooled).
 
@@ -565,6 +593,10 @@ def fold_averaged_det(
     mean over folds at each grid point (vertical averaging, notes A.2 #10). With
     ``threshold``, each group's (FMR, FNMR) at that one constant score threshold, averaged
     over folds: the points the paper joins by the line of one global threshold.
+
+    A grid point whose fold and group has fewer than ``min_impostor_factor / fmr``
+    impostors (:func:`facebias.metrics.enough_impostors`) is NaN in that fold, so its
+    mean is NaN and ``resolved`` False: the curve stops where the data cannot resolve it.
 
     Parameters
     ----------
@@ -581,12 +613,14 @@ def fold_averaged_det(
         A constant score threshold (pair matches iff ``score > threshold``).
     grouping : {"query", "intra"}, default "query"
         See :func:`select_pairs`.
+    min_impostor_factor : float, default 10.0
+        Least impostors, times ``1 / fmr`` (0 = report every point).
 
     Returns
     -------
     curves : pandas.DataFrame
-        Columns ``group, fmr, fnmr, fnmr_sd, n_folds`` (fractions; ``fnmr_sd`` across
-        folds), ``fmr`` ascending within each group.
+        Columns ``group, fmr, fnmr, fnmr_sd, n_folds, resolved`` (fractions; ``fnmr_sd``
+        across folds), ``fmr`` ascending within each group.
     at_threshold : pandas.DataFrame
         Columns ``group, fmr, fnmr`` at ``threshold`` (mean over folds); empty without it.
 
@@ -600,7 +634,7 @@ def fold_averaged_det(
     --------
     >>> df = pd.DataFrame({"fold": [1] * 4 + [2] * 4, "label": [1, 1, 0, 0] * 2,
     ...                    "a1": "AF", "a2": "AF", "s": [0.9, 0.4, 0.5, 0.1, 0.8, 0.7, 0.6, 0.2]})
-    >>> curves, at = fold_averaged_det(df, "s", fmr_grid=[0.5], threshold=0.45)
+    >>> curves, at = fold_averaged_det(df, "s", fmr_grid=[0.5], threshold=0.45, min_impostor_factor=1)
     >>> curves[["group", "fmr", "fnmr"]].to_dict("records")  # fold 1: t=0.1, FNMR 0; fold 2: t=0.2, 0
     [{'group': 'AF', 'fmr': 0.5, 'fnmr': 0.0}]
     >>> at[["fmr", "fnmr"]].to_dict("records")  # fold 1: FMR 1/2, FNMR 1/2; fold 2: FMR 1/2, FNMR 0
@@ -620,15 +654,17 @@ def fold_averaged_det(
             imp, gen = s[m & ~is_gen], s[m & is_gen]
             if imp.size == 0 or gen.size == 0:
                 raise ValueError(f"fold {k}: group {g!r} has no genuine or impostor pairs")
-            per_fold.append(fnmr_at(gen, np.atleast_1d(threshold_at_fmr(imp, grid))))
+            ok = np.asarray(enough_impostors(imp.size, grid, min_impostor_factor))
+            per_fold.append(np.where(ok, fnmr_at(gen, np.atleast_1d(threshold_at_fmr(imp, grid))), np.nan))
             if threshold is not None:
                 points.append((fmr_at(imp, threshold), fnmr_at(gen, threshold)))
         fn = np.asarray(per_fold)
         sd = fn.std(axis=0, ddof=1) if len(fn) > 1 else np.full(grid.size, np.nan)
-        rows += [(g, f, m_, d, len(fn)) for f, m_, d in zip(grid, fn.mean(axis=0), sd, strict=True)]
+        rows += [(g, f, m_, d, len(fn), not np.isnan(m_))
+                 for f, m_, d in zip(grid, fn.mean(axis=0), sd, strict=True)]
         if points:
             at.append((g, *np.mean(points, axis=0)))
-    return (pd.DataFrame(rows, columns=["group", "fmr", "fnmr", "fnmr_sd", "n_folds"]),
+    return (pd.DataFrame(rows, columns=["group", "fmr", "fnmr", "fnmr_sd", "n_folds", "resolved"]),
             pd.DataFrame(at, columns=["group", "fmr", "fnmr"]))
 
 
@@ -925,10 +961,13 @@ def summarise(*, source: str, provenance: str, datatable: str, config: BFWConfig
     headline : dict
         The ``bfw`` metrics (schema :data:`facebias.schema.SCHEMAS` ``["bfw"]``): per
         system the max |FMR deviation| (percent), the global-threshold FMR max/min
-        ratio, the average TAR per policy and the EER range.
+        ratio, the average TAR per policy and the EER range; NaN (null) where a subgroup is
+        unresolved (too few impostors for the FAR, :func:`cross_validated_rates`).
     details : dict
         The ``bfw_details`` metrics: per-subgroup EER, d', deviations, TAR@FAR, legacy
-        Table 3 values and the group report; with ``rank1``, ``rank1_diagonal``: system ->
+        Table 3 values, ``resolved`` (policy -> FAR -> subgroup -> bool: whether the
+        deviation and TAR are resolved, :func:`cross_validated_rates`; unresolved values are
+        null) and the group report; with ``rank1``, ``rank1_diagonal``: system ->
         subgroup -> share of its probes whose nearest other identity is in the same
         subgroup (fraction).
     """
@@ -944,9 +983,9 @@ def summarise(*, source: str, provenance: str, datatable: str, config: BFWConfig
             sub = avg[(avg["policy"] == "global") & (avg["fmr_target"] == f)]
             return float(metrics.max_min_ratio(sub["fmr"]))
 
-        head["systems"][s] = {
-            "max_abs_fmr_dev_pct": {"global": {f"{c:g}": float(d_glob[c].abs().max()) for c in d_glob},
-                                    "group": {f"{c:g}": float(d_grp[c].abs().max()) for c in d_grp}},
+        head["systems"][s] = {  # NaN (null) where a subgroup is unresolved, never a max of the others
+            "max_abs_fmr_dev_pct": {"global": {f"{c:g}": float(d_glob[c].abs().max(skipna=False)) for c in d_glob},
+                                    "group": {f"{c:g}": float(d_grp[c].abs().max(skipna=False)) for c in d_grp}},
             "fmr_ratio_global": {f"{f:g}": fmr_ratio_global(f) for f in config.fmr},
             "tar_avg": {p: {f"{c:g}": float(v) for c, v in tar.loc["Avg", p].items()} for p in ("global", "group")},
             "eer_max": max(curves.eer[s].values()),
@@ -958,6 +997,10 @@ def summarise(*, source: str, provenance: str, datatable: str, config: BFWConfig
             "fmr_dev_pct": {"global": _by_far(d_glob), "group": _by_far(d_grp)},
             "tar_at_far": {p: _by_far(tar[p]) for p in ("global", "group")},
             "legacy_tar": {p: _by_far(legacy[s].loc[p]) for p in ("global", "group")},
+            "resolved": {p: {f"{c:g}": {g: bool(v) for g, v in col.items()} for c, col in
+                             avg[avg["policy"] == p].pivot(index="group", columns="fmr_target",
+                                                           values="resolved").items()}
+                         for p in ("global", "group")},
             "group_report": reports[s].to_dict(),
         }
     if rank1:

@@ -1,0 +1,115 @@
+"""The headline files (the DVC metrics): shared columns read from each study's details, by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from facebias import schema
+from facebias.studies import headlines as H
+
+
+def _coef(c: float) -> dict:
+    return {"coef": c, "sd": 0.1, "significant": True}
+
+
+def test_every_study_has_a_headline_and_the_schema_knows_its_columns():
+    assert set(H.DEFINITIONS) == set(schema.STUDIES)
+    assert set(schema.SCHEMAS["headline"].optional) == set(H.COLUMNS)
+    for kind, (meaning, _) in H.DEFINITIONS.items():
+        assert set(meaning) <= set(H.COLUMNS), kind
+
+
+def test_bfw_reads_the_first_system_at_the_smallest_fmr():
+    dev = {"global": {"0.01": 20.0, "0.001": 79.4}, "group": {"0.01": 1.0, "0.001": 7.65}}
+    d = {"overview": {"systems": {"b": {"max_abs_fmr_dev_pct": dev},
+                                  "a": {"max_abs_fmr_dev_pct": {"global": {"0.001": 1.0}, "group": {"0.001": 0.5}}}}}}
+    assert H.headline("bfw", d) == {"fmr": 0.001, "bias": 79.4, "bias_after": 7.65}
+
+
+def test_batest_means_over_races():
+    o = {"gap_genuine": {"original": {"A": 0.02, "B": 0.04}, "balanced_nfh": {"A": 0.05, "B": 0.03}},
+         "planted_gap_genuine": {"A": 0.04, "B": 0.04}, "gap_rel_error_mean": {"balanced_nfh": 0.06}}
+    assert H.headline("batest", {"overview": o}) == pytest.approx(
+        {"bias": 0.03, "bias_after": 0.04, "planted": 0.04, "truth_error": 0.06})
+
+
+def test_gan_drift_picks_the_largest_finite_raw_drift():
+    d = {"orthogonality_max_error": 2e-15,
+         "drift": [{"drift_raw": 0.26, "drift_orthogonal": -0.03}, {"drift_raw": -0.55, "drift_orthogonal": 0.05},
+                   {"drift_raw": float("nan"), "drift_orthogonal": 9.0}, {"drift_raw": None, "drift_orthogonal": 9.0}]}
+    assert H.headline("synthetic_dcgan", d) == {"bias": -0.55, "bias_after": 0.05, "truth_error": 2e-15}
+    # no finite drift at all: the columns are left out, not invented
+    assert H.headline("synthetic_dcgan", {**d, "drift": d["drift"][2:]}) == {"truth_error": 2e-15}
+
+
+def test_transects_coefficients_and_shares_of_checks():
+    d = {"headline": {"planted": {"experimental": {"hair_long": _coef(-0.93)}}},
+         "planted_recovered": {"planted": {"a": True, "b": False, "c": True, "d": True}}}
+    assert H.headline("transects", d) == {"bias": -0.93, "recovered": 0.75}
+    g = {"headline": {"shortcut CNN": {"experimental": {"light_incongruent": _coef(1.07), "light_high": _coef(-0.1),
+                                                        "skin_dark": _coef(0.0), "gender_male": _coef(-1.8)}},
+                      "SFace probe": {"experimental": {"light_incongruent": _coef(0.2)}}},
+         "planted_recovered": {"shortcut CNN": {"x": True, "y": True}, "SFace probe": {"x": False}}}
+    assert H.headline("transects_dcgan", g) == {"bias": 1.07, "recovered": 1.0}
+
+
+def test_hcic_and_rapid():
+    h = {"fmr_target": 0.01, "similarity_by_relation": {"sface": {"ordered": True}, "toy": {"ordered": False}},
+         "fnmr_at_fmr_intended_labels": {"sface": {"WM": {"fnmr": 0.5}},
+                                         "toy": {"WM": {"fnmr": 0.02}, "BF": {"fnmr": 0.11}, "AM": {"fnmr": None}}}}
+    out = H.headline("hcic", h)
+    assert out == pytest.approx({"fmr": 0.01, "bias": 0.09, "recovered": 0.5})
+    r = {"delta_fnmr": {"0.001": {"a": 0.5}, "0.01": {"a": 0.008, "b": 0.002}},
+         "bias": {"recovery": {"eer": {"a": {"flags_agree": True}, "b": {"flags_agree": False}},
+                               "fnmr": {"a": {"flags_agree": True}, "b": {"flags_agree": True}}}}}
+    assert H.headline("rapid", r) == {"fmr": 0.01, "truth_error": 0.008, "recovered": 0.75}
+
+
+def test_write_study_metrics_writes_details_and_a_checked_headline(tmp_path):
+    details = {"orthogonality_max_error": 1e-15, "drift": [{"drift_raw": float("inf"), "drift_orthogonal": 0.0}]}
+    with pytest.raises(schema.MetricsSchemaError, match="synthetic_dcgan_details"):
+        H.write_study_metrics(tmp_path, "synthetic_dcgan", details, "synthetic_dcgan")
+    assert not list(tmp_path.iterdir())  # nothing written for a broken details dict
+    o = {"hair_transect_gender_range": {"raw": 0.46, "orthogonal": 0.009}, "orthogonality_max_error": 1e-15,
+         "source": "s", "n_transect_images": 8, "n_hcic_images": 4, "pairs": {}}
+    full = {"paper": "004", "provenance": "p", "summary": {}, "normal_cosines": {}, "transect_check": {}}
+    d, h = H.write_study_metrics(tmp_path, "synthetic", full, "synthetic", overview=o)
+    assert json.loads(d.read_text())["overview"] == o and d.name == "synthetic_details.json"
+    assert json.loads(h.read_text()) == {"bias": 0.46, "bias_after": 0.009, "truth_error": 1e-15}
+    assert schema.kind_of(h) == "headline" and schema.kind_of(d) == "synthetic_details"
+
+
+def test_unknown_kind_and_non_finite_values():
+    with pytest.raises(KeyError, match="known"):
+        H.headline("nope", {})
+    out = H.headline("synthetic", {"overview": {"hair_transect_gender_range": {"raw": math.nan, "orthogonal": 0.1},
+                                                "orthogonality_max_error": 0.0}})
+    assert out == {"bias_after": 0.1, "truth_error": 0.0}
+
+
+def test_unfitted_coefficients_and_undecided_checks_are_left_out():
+    """A smoke-scale run can leave a coefficient unfitted (None) or a check undecided (None):
+    the column is absent, never 0, and the share counts decided checks only."""
+    d = {"headline": {"shortcut CNN": {"experimental": None}},
+         "planted_recovered": {"shortcut CNN": {"a": True, "b": None, "c": False}}}
+    assert H.headline("transects_dcgan", d) == {"recovered": 0.5}
+    t = {"headline": {"planted": {"experimental": {"hair_long": None}}}, "planted_recovered": {"planted": {"a": None}}}
+    assert H.headline("transects", t) == {}
+    o = {"gap_genuine": {"original": {"A": None, "B": 0.02}, "balanced_nfh": {}},
+         "planted_gap_genuine": {"A": 0.04}, "gap_rel_error_mean": {"balanced_nfh": None}}
+    assert H.headline("batest", {"overview": o}) == {"bias": 0.02, "planted": 0.04}
+
+
+def test_bfw_far_skips_unresolved_rates_nan_in_memory_or_null_on_disk():
+    nan = float("nan")
+    for missing in (None, nan):
+        dev = {"global": {"0.01": 20.0, "0.001": missing}, "group": {"0.01": 1.0, "0.001": 7.0}}
+        assert H.bfw_headline_far(dev) == "0.01"
+        assert H.headline("bfw", {"overview": {"systems": {"s": {"max_abs_fmr_dev_pct": dev}}}}) == {
+            "fmr": 0.01, "bias": 20.0, "bias_after": 1.0}
+        dev["group"]["0.01"] = missing
+        assert H.bfw_headline_far(dev) is None
+        assert H.headline("bfw", {"overview": {"systems": {"s": {"max_abs_fmr_dev_pct": dev}}}}) == {}
