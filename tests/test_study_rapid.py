@@ -493,7 +493,7 @@ def test_eer_comparison_and_summarise_are_derived_from_their_inputs(runs, bias_r
                     agreement=R.label_agreement(est.labels, w.faces), deltas=d, kendall_tau=1.0, eer=eer,
                     voting=pd.DataFrame({"vote": {"s": 0.1}}), semi=semi, semi_p=0.5, fmr=fmrs, by_p=by_p,
                     breakdown=0.3, bias=bias, subsets=subsets, model_change=change, model_change_system="sys_a")
-    check_metrics(m, "rapid")
+    check_metrics(m, "rapid_details")
     assert m["eer_abs_error_max"] == float(eer["delta"].max())
     assert m["queries_included"] == float(est.queries["included"].mean())
     assert m["breakdown"] == {"p": 0.3, "fmr": 0.01, "agreement": 0.6}

@@ -115,19 +115,18 @@ def test_summarise_procedural_builds_both_files_under_their_schemas():
     assert details["normal_cosines"] == {"gender": {"gender": 1.0, "hair_length": 0.6},
                                          "hair_length": {"gender": 0.6, "hair_length": 1.0}}
     assert details["transect_check"] == {"skin_tone": {0: pytest.approx(0.2), 1: pytest.approx(0.8)}}
-    check_metrics(head, "synthetic")
-    check_metrics(details, "synthetic_details")
+    check_metrics({**details, "overview": head}, "synthetic_details")  # as write_study_metrics stores it
     json.dumps(head, allow_nan=False), json.dumps(details, allow_nan=False)
 
 
 def test_summarise_procedural_without_the_real_model_checks():
     """synthetic.check_models: false runs no acceptance report: no acceptance key, and the
     file still meets its schema (acceptance is optional; its paths apply when present)."""
-    head, _ = S.summarise_procedural(**_procedural_inputs(None))
+    head, details = S.summarise_procedural(**_procedural_inputs(None))
     assert "acceptance" not in head
-    check_metrics(head, "synthetic")
-    with pytest.raises(ValueError, match=r"missing \['acceptance/gender_spearman_transect_pooled'\]"):
-        check_metrics({**head, "acceptance": {"detect_rate": 1.0}}, "synthetic")
+    check_metrics({**details, "overview": head}, "synthetic_details")
+    with pytest.raises(ValueError, match=r"missing \['overview/acceptance/gender_spearman_transect_pooled'\]"):
+        check_metrics({**details, "overview": {**head, "acceptance": {"detect_rate": 1.0}}}, "synthetic_details")
 
 
 # --------------------------------------------------------------------------- a backend without truth
@@ -204,7 +203,7 @@ def test_backend_measurements_and_summary_under_the_schema():
                                orthogonality_error=latent.orthogonality_error(hp.normals), table=table,
                                detection=det, levers=_levers(), drift=_drift(), sequence_auc=_seq_auc(),
                                labeller_rho=S.labeller_spearman(labels))
-    check_metrics(head, "synthetic_dcgan")
+    check_metrics(head, "synthetic_dcgan_details")
     assert head["source"] == "synthetic (dcgan generator, no truth; machine labels)"
     assert head["n_labelled"] == {"gender": 219, "skin_tone": 300} and type(head["n_labelled"]["gender"]) is int
     assert head["hyperplane_r2"] == {"gender": 0.5, "skin_tone": 0.7}
