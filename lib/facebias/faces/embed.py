@@ -10,7 +10,11 @@ Built-in models: ``"dlib"`` (dlib ResNet, 150 x 150 dlib chips, 128-d) and ``"sf
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import multiprocessing
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -176,13 +180,17 @@ class BaseEmbedder:
             vectors[ok] = self.embed_aligned([c for c in crops if c is not None])
         return EmbedResult(vectors, ok, list(reasons))
 
-    def embed(self, images: Sequence[np.ndarray]) -> EmbedResult:
+    def embed(self, images: Sequence[np.ndarray], workers: int = 1) -> EmbedResult:
         """Embed RGB uint8 images: detect, take the most central face, align, embed.
 
         Parameters
         ----------
         images : Sequence of numpy.ndarray
             (H, W, 3) RGB or (H, W) gray uint8, any size.
+        workers : int, default 1
+            Processes to spread the images over (:func:`pool_embed`, the model loaded
+            once per worker; built-in models only); 1 runs here. The rows are the same
+            either way.
 
         Returns
         -------
@@ -192,6 +200,8 @@ class BaseEmbedder:
             (reason ``"image too small: ..."``) is a failure to enrol (NaN row,
             ``enrolled=False``, a reason).
         """
+        if workers > 1:
+            return pool_embed(self, images, workers, paths=False)
         pairs = [self._crop_or_reason(img) for img in images]
         return self._assemble([p[0] for p in pairs], [p[1] for p in pairs])
 
@@ -251,7 +261,10 @@ class SFaceEmbedder(BaseEmbedder):
         self.model_id = f"sface-{file_sha256(path)[:12]}"
 
     def _forward(self, crops: np.ndarray) -> np.ndarray:
-        # SFace takes BGR; OpenCV's DNN path has no batch entry point, so one at a time.
+        # SFace takes BGR, one crop at a time. A batch does not work: on a blob of n > 1
+        # crops (cv2.dnn.blobFromImages + net.forward, OpenCV 4.14, even with the ONNX batch
+        # dimension made dynamic) this int8 model returns the first row right and NaN or
+        # ~1e36 garbage in the others, and it is no faster than n single calls (issue 20).
         return np.concatenate(
             [self._model.feature(np.ascontiguousarray(c[:, :, ::-1])).reshape(1, -1) for c in crops]
         )
@@ -521,8 +534,94 @@ def concat_results(parts: Sequence[EmbedResult], dim: int) -> EmbedResult:
                        [r for p in parts for r in p.reasons])
 
 
+#: The embedder of this pool worker process (set once by :func:`_init_pool_worker`).
+_POOL_WORKER: list[BaseEmbedder] = []
+#: Live worker pools of built-in models, by ``(worker_spec, workers)``: later calls reuse
+#: the processes and the models they loaded.
+_POOLS: dict[tuple[tuple[str, str], int], ProcessPoolExecutor] = {}
+
+
+def _init_pool_worker(spec: tuple[str, str], threads: int) -> None:
+    """Pool initializer: give OpenCV this worker's share of the cores, load the model."""
+    import cv2
+
+    cv2.setNumThreads(threads)
+    _POOL_WORKER[:] = [shared_embedder(*spec)]
+
+
+def _pool_chunk(items: Sequence, paths: bool) -> EmbedResult:
+    emb = _POOL_WORKER[0]
+    return emb.embed_paths(items) if paths else emb.embed(items)
+
+
+def _new_pool(spec: tuple[str, str], workers: int) -> ProcessPoolExecutor:
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_pool_worker, initargs=(spec, threads))
+
+
+def pool_embed(embedder: BaseEmbedder, items: Sequence, workers: int,
+               paths: bool | None = None) -> EmbedResult:
+    """Images or paths embedded by ``workers`` local processes, rows in input order.
+
+    The simple pool for medium jobs (large ones: :func:`embed_many` on Dask). Each worker
+    loads the built-in model once (:func:`shared_embedder`) and runs OpenCV on
+    ``cpu_count // workers`` threads; the pool stays alive for later calls with the same
+    model, detector and ``workers``. Each row is computed by the same code as in this
+    process (:meth:`BaseEmbedder.embed` / :meth:`BaseEmbedder.embed_paths` on a chunk), so
+    the result equals the serial one bit for bit (tests/test_faces_batching.py).
+
+    Parameters
+    ----------
+    embedder : BaseEmbedder
+        The model.
+    items : Sequence
+        RGB uint8 images, or image paths (``str`` / ``Path``).
+    workers : int
+        Number of processes (>= 1).
+    paths : bool or None, default None
+        Whether ``items`` are paths (:meth:`BaseEmbedder.embed_paths`) or images
+        (:meth:`BaseEmbedder.embed`); None decides by the first item, as
+        :func:`embed_chunk` does.
+
+    Returns
+    -------
+    EmbedResult
+        One row per item, in input order.
+
+    Raises
+    ------
+    ValueError
+        If ``workers < 1``, or ``embedder`` is not a built-in model (:data:`EMBEDDERS`;
+        user models: :func:`embed_many` with a Dask ``compute``).
+    """
+    from facebias.compute import chunk_slices
+
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    spec = worker_spec(embedder)
+    if not isinstance(spec, tuple):
+        raise ValueError(f"workers > 1 runs the built-in models {EMBEDDERS}; embed "
+                         f"{embedder.name!r} on several processes with embed_many(..., compute=)")
+    if paths is None:
+        paths = bool(len(items)) and isinstance(items[0], str | Path)
+    items = [str(x) if isinstance(x, Path) else x for x in items]
+    # about two chunks per worker, so a slow chunk does not leave the other core idle
+    size = max(1, min(embedder.batch_size, -(-len(items) // (2 * workers))))
+    chunks = [items[s] for s in chunk_slices(len(items), size)]
+    key = (spec, workers)
+    if key not in _POOLS:
+        _POOLS[key] = _new_pool(spec, workers)
+    try:
+        parts = _POOLS[key].map(_pool_chunk, chunks, [paths] * len(chunks))
+        return concat_results(list(parts), embedder.dim)
+    except BrokenProcessPool:
+        _POOLS.pop(key).shutdown(wait=False)  # a dead worker: start afresh next time
+        raise
+
+
 def embed_many(embedder: BaseEmbedder, items: Sequence, compute: Any = None,
-               progress: bool = False) -> EmbedResult:
+               progress: bool = False, workers: int = 1) -> EmbedResult:
     """``embedder.embed(images)`` (or ``embed_paths`` for paths) in chunks of
     ``embedder.batch_size``, in this process (``compute=None``) or on Dask
     (:mod:`facebias.compute`); rows in input order, identical either way. With paths,
@@ -537,15 +636,28 @@ def embed_many(embedder: BaseEmbedder, items: Sequence, compute: Any = None,
     compute : ComputeConfig, Mapping, str, distributed.Client or None
         Where to run (``None``: this process).
     progress : bool, default False
-        Show a progress bar.
+        Show a progress bar (not with ``workers > 1``).
+    workers : int, default 1
+        With a serial ``compute``, more than 1 runs :func:`pool_embed` on that many local
+        processes instead (same rows).
 
     Returns
     -------
     EmbedResult
         One row per item, in input order.
-    """
-    from facebias.compute import map_chunks
 
+    Raises
+    ------
+    ValueError
+        If ``workers > 1`` with a Dask ``compute`` (set its ``n_workers`` instead).
+    """
+    from facebias.compute import ComputeConfig, as_compute, map_chunks
+
+    if workers > 1:
+        if not (compute is None or (isinstance(compute, ComputeConfig | Mapping | str)
+                                    and as_compute(compute).serial)):
+            raise ValueError("workers > 1 is the local pool; on Dask set compute's n_workers")
+        return pool_embed(embedder, items, workers)
     items = [str(x) if isinstance(x, Path) else x for x in items]
     parts = map_chunks(embed_chunk, items, compute, chunk_size=embedder.batch_size,
                        shared=(worker_spec(embedder),), desc=f"embed {embedder.name}", progress=progress)

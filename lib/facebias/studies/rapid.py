@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -370,7 +370,8 @@ def normalise_scores(scores: pd.DataFrame, cfg: RapidConfig | None = None,
     Raises
     ------
     ValueError
-        For a missing column, a non-finite score, or a system the GMM cannot fit.
+        For a missing column, a non-finite score, a missing system name, or a system
+        the GMM cannot fit.
 
     Examples
     --------
@@ -381,26 +382,35 @@ def normalise_scores(scores: pd.DataFrame, cfg: RapidConfig | None = None,
     cfg = cfg or RapidConfig()
     require_columns(scores, ["system", "score"], "scores")
     raw = check_scores(scores["score"].to_numpy(), "scores.score", scores.index)
+    codes, systems = _factorize_sorted(scores["system"])
+    out = _normalise_rows(raw, codes, systems, cfg, fit_scores)
+    return pd.Series(out, index=scores.index, name="score_norm")
+
+
+def _normalise_rows(raw: np.ndarray, codes: np.ndarray, systems: pd.Index, cfg: RapidConfig,
+                    fit_scores: pd.DataFrame | None) -> np.ndarray:
+    """:func:`normalise_scores` on checked scores ``raw`` of the systems ``systems[codes]``
+    (``pd.factorize(system, sort=True)``): float64 in [0, 1]."""
     out = np.empty(raw.size)
-    codes, systems = pd.factorize(scores["system"], sort=True)
     extra_sys = extra = None
     if fit_scores is not None:
         require_columns(fit_scores, ["system", "score"], "fit_scores")
         extra = check_scores(fit_scores["score"].to_numpy(), "fit_scores.score")
         extra_sys = fit_scores["system"].astype(str).to_numpy()
+    if cfg.normalise == "none":
+        return np.clip(raw.astype(np.float64), 0.0, 1.0, out=out)
+    lo, hi = np.empty(len(systems)), np.empty(len(systems))
     for k, s in enumerate(systems):
-        rows = codes == k
-        v = raw[rows].astype(np.float64)
-        if cfg.normalise == "none":
-            out[rows] = np.clip(v, 0.0, 1.0)
-            continue
         if s in cfg.modes:
-            lo, hi = (float(m) for m in cfg.modes[s])
+            lo[k], hi[k] = (float(m) for m in cfg.modes[s])
         else:
+            v = raw[codes == k].astype(np.float64)
             fit = v if extra is None else np.r_[v, extra[extra_sys == str(s)]]
-            lo, hi = gmm_modes(fit, cfg.gmm_seed, cfg.gmm_max_fit)
-        out[rows] = np.clip((v - lo) / (hi - lo), 0.0, 1.0)
-    return pd.Series(out, index=scores.index, name="score_norm")
+            lo[k], hi[k] = gmm_modes(fit, cfg.gmm_seed, cfg.gmm_max_fit)
+    # the same arithmetic per row as system by system, in place
+    np.subtract(raw, lo[codes], out=out)
+    np.divide(out, (hi - lo)[codes], out=out)
+    return np.clip(out, 0.0, 1.0, out=out)
 
 
 # --------------------------------------------------------------------------- spectral step
@@ -623,7 +633,9 @@ def estimate(scores: pd.DataFrame, cfg: RapidConfig | None = None,
     within-query pair and system; extra columns ignored; self pairs ignored; if a pair
     appears twice, the later row wins). ``fit_scores``: optional extra scores for the
     GMM fit (see :func:`normalise_scores`). Matrices of one size are stacked and
-    eigendecomposed in one batched ``numpy.linalg.eigh`` call.
+    eigendecomposed in batched ``numpy.linalg.eigh`` calls of a few MB, each matrix once;
+    the score rows are never sorted (per-query cost: about 1.5x the ``eigh`` alone at 100
+    faces, ``benchmarks/bench_rapid.py``).
 
     Parameters
     ----------
@@ -642,8 +654,9 @@ def estimate(scores: pd.DataFrame, cfg: RapidConfig | None = None,
     Raises
     ------
     ValueError
-        For a non-DataFrame, a missing column, a non-finite score, or rows with
-        ``query_b != query`` (pass those as ``fit_scores``).
+        For a non-DataFrame, a missing column, a non-finite score, a missing query,
+        face or system name, or rows with ``query_b != query`` (pass those as
+        ``fit_scores``).
 
     Examples
     --------
@@ -657,30 +670,41 @@ def estimate(scores: pd.DataFrame, cfg: RapidConfig | None = None,
     >>> bool(label_agreement(est.labels, world.faces)["agreement"] > 0.9)
     True
     """
-    from threadpoolctl import threadpool_limits
-
     cfg = cfg or RapidConfig()
-    _check_scores_frame(scores)
+    raw = _check_scores_frame(scores)
     # thousands of small eigh calls: BLAS threads only add overhead (x80 when cores are busy)
-    with threadpool_limits(1):
-        return _estimate(scores, cfg, fit_scores)
+    with _thread_pools(cfg.normalise == "gmm").limit(limits=1):
+        return _estimate(scores, raw, cfg, fit_scores)
 
 
-def _estimate(scores: pd.DataFrame, cfg: RapidConfig,
+@cache
+def _thread_pools(gmm: bool) -> Any:
+    """The process's thread pools (a ``threadpoolctl.ThreadpoolController``), found once:
+    scanning the loaded libraries costs about 8 ms, as much as a few queries. With
+    ``gmm`` (the GMM may be fitted), scikit-learn and its OpenMP runtime are loaded first so
+    that their pools are limited too."""
+    from threadpoolctl import ThreadpoolController
+
+    if gmm:
+        import sklearn.mixture  # noqa: F401
+    return ThreadpoolController()
+
+
+def _estimate(scores: pd.DataFrame, raw: np.ndarray, cfg: RapidConfig,
               fit_scores: pd.DataFrame | None) -> RapidEstimate:
-    """:func:`estimate` after its input checks, in named steps.
+    """:func:`estimate` after its input checks (``raw``: the checked scores), in named steps.
 
-    1. normalise the scores per system (:func:`normalise_scores`);
-    2. index the nodes, one per (query, face), and each query's common face set
+    1. index the nodes, one per (query, face), and each query's common face set
        (:class:`_NodeIndex`);
+    2. normalise the scores per system (:func:`normalise_scores`);
     3. the spectral step on every complete (query, system) matrix: cluster counts and
        membership scores ``z`` (:func:`_spectral_step`);
     4. the inclusion rules per query (:func:`_include_queries`);
     5. the vote and the three output tables (:func:`_estimate_tables`).
     """
     _reject_cross_query_rows(scores)
-    norm = normalise_scores(scores, cfg, fit_scores).to_numpy()
     ix = _NodeIndex.of(scores)
+    norm = _normalise_rows(raw, ix.s_codes, ix.s_names, cfg, fit_scores)
     reason = np.zeros(ix.n_q, np.int8)
     reason[ix.n_common < cfg.min_faces_query] = _REASONS.index("too_few_faces")
     z_all, k_all = _spectral_step(ix, norm, reason, cfg)
@@ -743,21 +767,21 @@ class _NodeIndex:
     @classmethod
     def of(cls, scores: pd.DataFrame) -> _NodeIndex:
         """Index ``scores`` (columns ``query, system, face_a, face_b``)."""
-        q_codes, q_names = pd.factorize(scores["query"], sort=True)
-        s_codes, s_names = pd.factorize(scores["system"], sort=True)
+        q_codes, q_names = _factorize_sorted(scores["query"])
+        s_codes, s_names = _factorize_sorted(scores["system"])
         n_sys = len(s_names)
-        fa_fb = pd.concat([scores["face_a"], scores["face_b"]], ignore_index=True)
-        f_codes, f_names = pd.factorize(fa_fb, sort=False)
-        n_rows, n_f = len(scores), len(f_names)
-        key = np.r_[q_codes, q_codes].astype(np.int64) * n_f + f_codes
-        nodes, inv = np.unique(key, return_inverse=True)  # node = (query, face), query-major
-        ia, ib = inv[:n_rows], inv[n_rows:]
+        fa, fb, f_names = _face_codes(scores["face_a"], scores["face_b"])
+        n_f, n_q = len(f_names), len(q_names)
+        qf = q_codes.astype(np.int64) * n_f
+        # node = (query, face), numbered query-major
+        nodes, ia, ib = _sorted_codes(qf + fa, qf + fb, n_q * n_f)
         node_q = nodes // n_f
-        n_nodes, n_q = nodes.size, len(q_names)
-        present = np.zeros((n_sys, n_nodes), bool)
-        present[s_codes, ia] = True
-        present[s_codes, ib] = True
-        common = present.all(axis=0)
+        n_nodes = nodes.size
+        present = np.zeros(n_sys * n_nodes, bool)  # (system, node), flat
+        cell = s_codes.astype(np.int64) * n_nodes
+        present[cell + ia] = True
+        present[cell + ib] = True
+        common = present.reshape(n_sys, n_nodes).all(axis=0)
         n_faces = np.bincount(node_q, minlength=n_q)
         n_common = np.bincount(node_q[common], minlength=n_q)
         # local index of each common node within its query
@@ -768,63 +792,163 @@ class _NodeIndex:
                    n_faces, n_common, first_common, local)
 
 
+def _factorize_sorted(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize(values, sort=True)``; for a categorical column without missing values
+    read from its codes (no hashing of the rows). ``ValueError`` for a missing value."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        codes = values.cat.codes.to_numpy()
+        if codes.size and codes.min() >= 0:
+            used = np.bincount(codes, minlength=len(values.cat.categories)) > 0
+            rank = codes if used.all() else (np.cumsum(used) - 1)[codes]
+            return rank, pd.CategoricalIndex(
+                pd.Categorical.from_codes(np.flatnonzero(used), dtype=values.dtype))
+    codes, names = pd.factorize(values, sort=True)
+    _require_no_missing(codes, values.name)
+    return codes, names
+
+
+def _require_no_missing(codes: np.ndarray, column: Any) -> None:
+    """``ValueError`` if ``pd.factorize`` codes hold -1 (a missing value in ``column``)."""
+    if codes.size and codes.min() < 0:
+        raise ValueError(f"scores.{column}: missing values (NaN/None) in row(s) {np.flatnonzero(codes < 0)[:5].tolist()}")
+
+
+def _face_codes(face_a: pd.Series, face_b: pd.Series) -> tuple[np.ndarray, np.ndarray, pd.Index]:
+    """``pd.factorize`` of ``face_a`` then ``face_b`` concatenated: the codes of ``face_a``,
+    of ``face_b`` (in order of first appearance) and the names; without hashing the rows
+    when the ids are integers of a range at most twice the rows (then by first positions
+    in a table over that range)."""
+    a, b = face_a.to_numpy(), face_b.to_numpy()
+    n = a.size
+    lo = hi = 0
+    if a.dtype == b.dtype and a.dtype.kind in "iu" and n:
+        lo, hi = int(min(a.min(), b.min())), int(max(a.max(), b.max()))
+        lo = 0 if 0 <= lo and hi <= 2 * n + 1024 else lo  # ids from 0: no shift
+    if hi - lo > 2 * n + 1024 or not (a.dtype == b.dtype and a.dtype.kind in "iu" and n):
+        codes, names = pd.factorize(pd.concat([face_a, face_b], ignore_index=True), sort=False)
+        _require_no_missing(codes[:n], face_a.name)
+        _require_no_missing(codes[n:], face_b.name)
+        return codes[:n], codes[n:], names
+    if lo:
+        a, b = a - lo, b - lo
+    first = np.full(hi - lo + 1, 2 * n, np.int64)  # first position in a ++ b of each id
+    np.minimum.at(first, b, np.arange(n, 2 * n))
+    np.minimum.at(first, a, np.arange(n))
+    ids = np.flatnonzero(first < 2 * n)
+    ids = ids[np.argsort(first[ids])]
+    code = np.empty(hi - lo + 1, np.intp)
+    code[ids] = np.arange(ids.size)
+    return code[a], code[b], pd.Index((ids + lo).astype(face_a.dtype))
+
+
+def _sorted_codes(key_a: np.ndarray, key_b: np.ndarray,
+                  domain: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``numpy.unique(np.r_[key_a, key_b], return_inverse=True)`` for non-negative integer
+    keys below ``domain``, the inverse split back into ``key_a``'s and ``key_b``'s, without
+    sorting the keys: a table over ``range(domain)`` when that is at most twice the keys,
+    else a hash table (``pandas.factorize``)."""
+    n = key_a.size
+    if domain > 4 * n + 1024:
+        inv, uniq = pd.factorize(np.concatenate([key_a, key_b]), sort=True)
+        return np.asarray(uniq, np.int64), inv[:n], inv[n:]
+    seen = np.zeros(domain, bool)
+    seen[key_a] = True
+    seen[key_b] = True
+    rank = np.cumsum(seen) - 1
+    return np.flatnonzero(seen), rank[key_a], rank[key_b]
+
+
 def _spectral_step(ix: _NodeIndex, norm: np.ndarray, reason: np.ndarray,
                    cfg: RapidConfig) -> tuple[np.ndarray, np.ndarray]:
     """Cluster counts and membership scores of every (query, system) matrix on the
     query's common faces, for the queries whose ``reason`` is still 0.
 
     ``norm``: the normalised score of each row. Matrices of one size are stacked and
-    eigendecomposed in one batched call. Returns ``z_all`` (n_sys, n_nodes; NaN where not
+    eigendecomposed in batched calls of at most ``_EIGH_CHUNK`` bytes of matrices (eigh's
+    outputs stay that small), each matrix once: its eigenvalues give the count, its
+    leading eigenvector ``z``. Returns ``z_all`` (n_sys, n_nodes; NaN where not
     computed) and ``k_all`` (n_q, n_sys; -1 where not computed). A query whose matrices
     miss a pair gets reason ``missing_pairs`` (``reason`` is updated in place).
     """
     n_sys = ix.n_sys
-    keep = ix.common[ix.ia] & ix.common[ix.ib] & (ix.ia != ix.ib) & (reason[ix.q_codes] == 0)
-    rows = np.flatnonzero(keep)
-    row_n = ix.n_common[ix.q_codes[rows]]
-    order = rows[np.argsort(row_n, kind="stable")]
-    row_n = ix.n_common[ix.q_codes[order]]
-
+    keep = ix.ia != ix.ib
+    if not ix.common.all():  # else these gathers exclude nothing
+        keep &= ix.common[ix.ia] & ix.common[ix.ib]
+    if reason.any():
+        keep &= reason[ix.q_codes] == 0
     z_all = np.full((n_sys, ix.n_nodes), np.nan)
     k_all = np.full((ix.n_q, n_sys), -1, np.int64)
     common_nodes = np.flatnonzero(ix.common)
-    cut = np.flatnonzero(np.r_[True, row_n[1:] != row_n[:-1], True]) if order.size else [0]
-    for lo, hi in zip(cut[:-1], cut[1:], strict=True):
-        n = int(row_n[lo])
-        qs, mats, complete = _stacked_matrices(ix, norm, order[lo:hi], n)
-        s, u = _sorted_spectrum(mats)
-        k = cluster_count(s.reshape(-1, n), cfg.eig_threshold, cfg.gap_ratio, cfg.rule)
-        k_all[qs] = k.reshape(qs.size, n_sys)
-        z = _z(s[..., 0], u)  # (queries, systems, n)
-        reason[qs[~complete]] = _REASONS.index("missing_pairs")
-        # scatter z back to nodes: the common nodes of query qs[j], in local order
-        node_idx = common_nodes[(ix.first_common[qs][:, None] + np.arange(n)[None, :]).ravel()]
-        z_all[:, node_idx] = z.transpose(1, 0, 2).reshape(n_sys, -1)
+    for qs_n, mats_n, complete in _stacked_matrices(ix, norm, keep):
+        n = mats_n.shape[-1]
+        reason[qs_n[~complete]] = _REASONS.index("missing_pairs")
+        # a few MB of matrices per call: eigh's outputs (all eigenvectors) stay small
+        step = max(1, _EIGH_CHUNK // (8 * n_sys * n * n))
+        for lo in range(0, qs_n.size, step):
+            qs, mats = qs_n[lo:lo + step], mats_n[lo:lo + step]
+            s, u = _sorted_spectrum(mats)
+            k = cluster_count(s.reshape(-1, n), cfg.eig_threshold, cfg.gap_ratio, cfg.rule)
+            k_all[qs] = k.reshape(qs.size, n_sys)
+            z = _z(s[..., 0], u)  # (queries, systems, n)
+            # scatter z back to nodes: the common nodes of query qs[j], in local order
+            node_idx = common_nodes[(ix.first_common[qs][:, None] + np.arange(n)[None, :]).ravel()]
+            z_all[:, node_idx] = z.transpose(1, 0, 2).reshape(n_sys, -1)
     return z_all, k_all
 
 
-def _stacked_matrices(ix: _NodeIndex, norm: np.ndarray, r: np.ndarray,
-                      n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The normalised matrices of the queries of rows ``r`` (all with ``n`` common faces):
-    ``(qs, mats, complete)`` with ``qs`` the sorted query codes, ``mats`` (queries,
-    systems, n, n) with diagonal 1 and 0 for a missing pair, and ``complete`` per query
-    (every system scored every pair)."""
+_EIGH_CHUNK = 2**22  # bytes of matrices per eigh call in _spectral_step
+
+
+def _stacked_matrices(ix: _NodeIndex, norm: np.ndarray,
+                      keep: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The normalised matrices of the queries of the rows where ``keep`` holds (both faces
+    common, not a self pair), one stack per size ``n`` (common faces), sizes ascending:
+    ``(qs, mats, complete)`` with ``qs`` the sorted query codes of that size, ``mats``
+    (queries, systems, n, n) with diagonal 1 and 0 for a missing pair, and ``complete``
+    per query (every system scored every pair). A pair scored twice: the later row wins.
+
+    No sort of the rows: each row's two cells are computed from per-query offsets into
+    one buffer that holds every stack (its size: the stacks' total), and written by one
+    scatter for all sizes.
+    """
     n_sys = ix.n_sys
-    qs = np.unique(ix.q_codes[r])
-    slot = np.searchsorted(qs, ix.q_codes[r])
-    la, lb = ix.local[ix.ia[r]], ix.local[ix.ib[r]]
-    mats = np.zeros((qs.size, n_sys, n, n))
-    filled = np.zeros((qs.size, n_sys, n, n), bool)
-    sc = ix.s_codes[r]
-    mats[slot, sc, la, lb] = norm[r]
-    mats[slot, sc, lb, la] = norm[r]
-    filled[slot, sc, la, lb] = True
-    filled[slot, sc, lb, la] = True
-    idx = np.arange(n)
-    mats[:, :, idx, idx] = 1.0
-    filled[:, :, idx, idx] = True
-    complete = filled.all(axis=(-1, -2)).all(axis=-1)  # per query
-    return qs, mats, complete
+    if keep.all():  # the usual case: no copy of the rows; every query has rows
+        q, s, ia, ib, v = ix.q_codes, ix.s_codes, ix.ia, ix.ib, norm
+        has_rows = np.ones(ix.n_q, bool)
+    else:
+        r = np.flatnonzero(keep)
+        q, s, ia, ib, v = ix.q_codes[r], ix.s_codes[r], ix.ia[r], ix.ib[r], norm[r]
+        has_rows = np.bincount(q, minlength=ix.n_q) > 0
+    n_of_q = ix.n_common.astype(np.int64)
+    stacks, start = [], 0
+    base = np.zeros(ix.n_q * n_sys, np.int64)  # offset of the (query, system) matrix
+    for n in np.unique(n_of_q[has_rows]).tolist():
+        qs = np.flatnonzero(has_rows & (n_of_q == n))
+        base.reshape(ix.n_q, n_sys)[qs] = start + n * n * np.arange(qs.size * n_sys).reshape(-1, n_sys)
+        stacks.append((qs, n, start))
+        start += qs.size * n_sys * n * n
+    loc = ix.local  # per node: its row and column in its query's matrices
+    row = loc * n_of_q[ix.node_q]  # ... and that row's offset
+    cell = base[q.astype(np.int64) * n_sys + s]
+    ab = cell + row[ia] + loc[ib]
+    ba = cell + row[ib] + loc[ia]
+    buf = np.zeros(start)
+    filled = np.zeros(start, bool)
+    buf[ab] = v
+    buf[ba] = v
+    filled[ab] = True
+    filled[ba] = True
+    out = []
+    for qs, n, off in stacks:
+        shape = (qs.size, n_sys, n, n)
+        size = qs.size * n_sys * n * n
+        mats = buf[off:off + size].reshape(shape)
+        fill = filled[off:off + size].reshape(shape)
+        idx = np.arange(n)
+        mats[:, :, idx, idx] = 1.0
+        fill[:, :, idx, idx] = True
+        out.append((qs, mats, fill.all(axis=(-1, -2)).all(axis=-1)))
+    return out
 
 
 def _cluster_sizes(ix: _NodeIndex, member: np.ndarray) -> np.ndarray:
@@ -876,14 +1000,16 @@ def _estimate_tables(ix: _NodeIndex, cfg: RapidConfig, reason: np.ndarray, z_all
     node_reason = np.where(ix.common, reason[node_q], _REASONS.index("missing_system"))
     node_reason = np.where(included[node_q] & ~ix.common, _REASONS.index("missing_system"),
                            node_reason)
-    reasons = np.array(_REASONS, dtype=object)
+    # the reason names as the column type pandas infers for them, taken by code (no
+    # per-row conversion of Python strings)
+    reasons = pd.Series(np.array(_REASONS, dtype=object)).array
 
     q_col = ix.q_names[node_q]
     face_col = ix.f_names[ix.nodes % len(ix.f_names)]
     labels = pd.DataFrame({
         "query": q_col, "face": face_col, "label": label, "votes": votes.astype(np.int64),
         "n_systems_agree": agree.astype(np.int64), "ambiguity": amb,
-        "reason": reasons[node_reason],
+        "reason": reasons.take(node_reason),
     })
     sys_label = np.where(node_in[None, :], member, -1).astype(np.int8)
     system_labels = pd.DataFrame({
@@ -896,7 +1022,7 @@ def _estimate_tables(ix: _NodeIndex, cfg: RapidConfig, reason: np.ndarray, z_all
         "query": ix.q_names, "n_faces": ix.n_faces, "n_common": ix.n_common,
         "min_clusters": np.where(kmin == _NO_COUNT, -1, kmin), "max_clusters": kmax,
         "min_cluster_size": csize.min(axis=1) if n_sys else 0,
-        "included": included, "n_positive": n_pos, "reason": reasons[reason],
+        "included": included, "n_positive": n_pos, "reason": reasons.take(reason),
     })
     labels.attrs["n_systems"] = n_sys
     return RapidEstimate(labels, system_labels, queries)

@@ -1,0 +1,156 @@
+"""Issue 20, the rapid test row: the optimised ``facebias.studies.rapid.estimate`` (no sort
+of the score rows, one scatter into every size's stack of matrices, one ``eigh`` per matrix)
+gives bit for bit the tables of the code before it (``tests/rapid_reference.py``, a frozen
+copy), on the default world, on random worlds of mixed query sizes and on messy score
+tables (rows shuffled, dropped, duplicated with the faces swapped, self pairs, faces
+missing from a system, string face ids repeated across queries)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import rapid_reference as REF
+
+from facebias.studies import rapid as R
+from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
+
+
+def assert_same(scores: pd.DataFrame, cfg: R.RapidConfig | None = None,
+                fit_scores: pd.DataFrame | None = None) -> R.RapidEstimate:
+    """The three tables of :func:`R.estimate` equal the reference's exactly (values, dtypes,
+    order, index, ``attrs``)."""
+    new = R.estimate(scores, cfg, fit_scores)
+    old = REF.estimate(scores, cfg, fit_scores)
+    for name in ("labels", "system_labels", "queries"):
+        pd.testing.assert_frame_equal(getattr(new, name), getattr(old, name), check_exact=True,
+                                      obj=name)
+    assert new.labels.attrs == old.labels.attrs
+    return new
+
+
+def small_world(seed: int, **kw) -> object:
+    base = {"seed": seed, "groups": ("AF", "BM"), "queries_per_group": 6, "faces_min": 8,
+            "faces_max": 30}
+    return make_rapid_world(RapidWorldConfig(**{**base, **kw}))
+
+
+def test_default_world_with_the_gmm_matches_the_reference():
+    w = make_rapid_world(RapidWorldConfig())
+    est = assert_same(w.scores, R.RapidConfig(), w.cross_scores)
+    assert est.queries["included"].any() and (est.labels["label"] == 1).any()
+
+
+@pytest.mark.parametrize("seed, p, cfg", [
+    (3, 0.7, R.RapidConfig()),
+    (11, 0.5, R.RapidConfig(rule="strict", eig_threshold=3.0)),
+    (29, 0.9, R.RapidConfig(normalise="none", min_faces_cluster=3)),
+    (47, 0.3, R.RapidConfig(tau=0.4, gap_ratio=1.2, min_faces_query=12)),
+])
+def test_random_worlds_of_mixed_sizes_match_the_reference(seed, p, cfg):
+    w = small_world(seed, p=p)
+    assert w.scores.groupby("query", observed=True)["face_a"].nunique().nunique() > 3  # mixed n
+    est = assert_same(w.scores, cfg)
+    assert est.queries["included"].any()
+
+
+def test_one_size_per_query_and_fixed_modes_match_the_reference():
+    """The benchmark's case: every query has the same n, the GMM replaced by fixed modes."""
+    w = small_world(5, faces_min=40, faces_max=41)
+    modes = {str(s): [float(v.quantile(0.05)), float(v.quantile(0.95))]
+             for s, v in w.scores.groupby("system", observed=True)["score"]}
+    assert_same(w.scores, R.RapidConfig(modes=modes))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_messy_score_tables_match_the_reference(seed):
+    """Rows shuffled, some dropped (holes and faces missing from a system), some repeated
+    with the faces swapped and a new score (the later row wins), self pairs, plain object
+    columns, and string face ids shared by two queries."""
+    rng = np.random.default_rng(seed)
+    s = small_world(100 + seed, queries_per_group=4).scores
+    s = s.astype({"query": object, "system": object})
+    s = s.iloc[rng.permutation(len(s))]
+    drop = rng.random(len(s)) < 0.0003
+    # drop every row of one face in one system: the face is missing from that system
+    face = s["face_a"].iloc[0]
+    drop |= ((s["face_a"] == face) | (s["face_b"] == face)).to_numpy() & (s["system"] == s["system"].iloc[0]).to_numpy()
+    s = s[~drop]
+    dup = s.sample(frac=0.01, random_state=seed)
+    dup = dup.assign(face_a=dup["face_b"], face_b=dup["face_a"], score=rng.random(len(dup)))
+    same = s.sample(frac=0.005, random_state=seed + 1)
+    same = same.assign(face_b=same["face_a"])
+    s = pd.concat([s, dup, same], ignore_index=True)
+    cfg = R.RapidConfig(modes={str(k): [0.0, 1.0] for k in s["system"].unique()}, min_faces_cluster=3)
+    assert_same(s, cfg)
+    # categorical columns: categories not sorted, one never used (the codes are read directly)
+    cats = s.assign(query=pd.Categorical(s["query"], categories=["zz", *sorted(s["query"].unique())[::-1]]),
+                    system=pd.Categorical(s["system"], categories=sorted(s["system"].unique())[::-1]))
+    assert_same(cats, cfg)
+    # face ids shifted far from 0, and in a narrower integer type
+    assert_same(s.assign(face_a=(s["face_a"] - 10**6).astype(np.int32),
+                         face_b=(s["face_b"] - 10**6).astype(np.int32)), cfg)
+    # sparse integer ids (a range far wider than the rows: hashed)
+    assert_same(s.assign(face_a=s["face_a"] * 10**9, face_b=s["face_b"] * 10**9), cfg)
+    # string ids: two queries name their faces alike
+    names = s.assign(face_a=s["face_a"].map(lambda f: f"{f % 40:03d}.jpg"),
+                     face_b=s["face_b"].map(lambda f: f"{f % 40:03d}.jpg"))
+    assert_same(names, cfg)
+
+
+def test_tiny_tables_match_the_reference():
+    """One query of 2 faces, one system, a query of only self pairs; an empty table is
+    refused by both."""
+    one = pd.DataFrame({"query": ["q", "q", "r"], "face_a": [1, 1, 5], "face_b": [2, 1, 5],
+                        "system": ["a", "a", "a"], "score": [0.9, 1.0, 1.0]})
+    assert_same(one, R.RapidConfig(normalise="none", min_faces_query=0, min_faces_cluster=0,
+                                   eig_threshold=0.5))
+    assert_same(one, R.RapidConfig(normalise="none"))
+    with pytest.raises(ValueError, match="no scores"):
+        R.estimate(one.iloc[:0], R.RapidConfig(normalise="none"))
+
+
+@pytest.mark.parametrize("chunk", [None, 1])
+def test_each_matrix_is_decomposed_once(monkeypatch, chunk):
+    """Every (query, system) matrix goes through ``eigh`` exactly once, sizes ascending, in
+    stacks of at most ``_EIGH_CHUNK`` bytes (``chunk=1``: one query per call), with the
+    reference's results."""
+    w = small_world(7)
+    cfg = R.RapidConfig(modes={s: [0.0, 1.0] for s in w.scores["system"].unique()})
+    if chunk:
+        monkeypatch.setattr(R, "_EIGH_CHUNK", chunk)
+    calls = []
+    eigh = np.linalg.eigh
+
+    def counting(a, *args, **kw):
+        calls.append(a.shape)
+        return eigh(a, *args, **kw)
+
+    monkeypatch.setattr(np.linalg, "eigh", counting)
+    est = R.estimate(w.scores, cfg)
+    monkeypatch.setattr(np.linalg, "eigh", eigh)
+    n = est.queries.set_index("query")["n_common"]
+    sizes = [c[-1] for c in calls]
+    assert sizes == sorted(sizes) and set(sizes) == set(n)
+    assert sum(c[0] * c[1] for c in calls) == len(n) * w.scores["system"].nunique()
+    assert len(calls) == (len(n) if chunk else n.nunique())
+    assert_same(w.scores, cfg)
+
+
+def test_many_small_queries_match_the_reference():
+    """Many queries of few faces (as at Athletes scale): the (query, face) keys are hashed,
+    their range being much wider than the rows."""
+    w = make_rapid_world(RapidWorldConfig(seed=8, queries_per_group=30, faces_min=8, faces_max=11))
+    n_q, n_f = w.scores["query"].nunique(), w.faces["face"].nunique()
+    assert n_q * n_f > 4 * len(w.scores) + 1024  # the hashed branch of _sorted_codes
+    assert_same(w.scores, R.RapidConfig(min_faces_query=8, min_faces_cluster=4))
+
+
+@pytest.mark.parametrize("column", ["face_a", "face_b", "query", "system"])
+def test_a_missing_id_is_refused(column):
+    """A missing face, query or system name is an error (the old code crashed or mislabelled)."""
+    df = pd.DataFrame({"query": ["q", "q", "r"], "face_a": [1.0, 1.0, 5.0], "face_b": [2.0, 3.0, 6.0],
+                       "system": ["a", "a", "a"], "score": [0.9, 0.8, 0.7]})
+    df.loc[2, column] = None
+    with pytest.raises(ValueError, match=f"scores.{column}: missing values"):
+        R.estimate(df, R.RapidConfig(normalise="none"))
