@@ -499,10 +499,17 @@ def embed_chunk(items: Sequence, spec: BaseEmbedder | tuple[str, str]) -> EmbedR
     EmbedResult
         One row per item, in order.
     """
-    emb = _worker_embedder(spec)
-    if len(items) and isinstance(items[0], str | Path):
-        return emb.embed_paths(items)
-    return emb.embed(items)
+    return _embed_items(_worker_embedder(spec), items, _are_paths(items))
+
+
+def _are_paths(items: Sequence) -> bool:
+    """Whether ``items`` are image paths (decided by the first item) rather than images."""
+    return bool(len(items)) and isinstance(items[0], str | Path)
+
+
+def _embed_items(emb: BaseEmbedder, items: Sequence, paths: bool) -> EmbedResult:
+    """``emb.embed_paths(items)`` for paths, else ``emb.embed(items)``."""
+    return emb.embed_paths(items) if paths else emb.embed(items)
 
 
 def concat_results(parts: Sequence[EmbedResult], dim: int) -> EmbedResult:
@@ -550,8 +557,7 @@ def _init_pool_worker(spec: tuple[str, str], threads: int) -> None:
 
 
 def _pool_chunk(items: Sequence, paths: bool) -> EmbedResult:
-    emb = _POOL_WORKER[0]
-    return emb.embed_paths(items) if paths else emb.embed(items)
+    return _embed_items(_POOL_WORKER[0], items, paths)
 
 
 def _new_pool(spec: tuple[str, str], workers: int) -> ProcessPoolExecutor:
@@ -604,7 +610,7 @@ def pool_embed(embedder: BaseEmbedder, items: Sequence, workers: int,
         raise ValueError(f"workers > 1 runs the built-in models {EMBEDDERS}; embed "
                          f"{embedder.name!r} on several processes with embed_many(..., compute=)")
     if paths is None:
-        paths = bool(len(items)) and isinstance(items[0], str | Path)
+        paths = _are_paths(items)
     items = [str(x) if isinstance(x, Path) else x for x in items]
     # about two chunks per worker, so a slow chunk does not leave the other core idle
     size = max(1, min(embedder.batch_size, -(-len(items) // (2 * workers))))
