@@ -9,7 +9,7 @@ export DVC_NO_ANALYTICS := 1
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: reproduce tracked-data test lint bench gpu-check lab venv clean system-data plots browse annotate
+.PHONY: reproduce tracked-data test lint bench gpu-check gpu-bench lab venv clean system-data plots browse annotate
 
 venv: $(STAMP)
 
@@ -64,6 +64,10 @@ bench: $(STAMP)
 # StyleGAN2 on CUDA (fp32 equals the CPU, fp16 close): needs a GPU; the tests never do
 gpu-check: $(STAMP)
 	$(BIN)/python benchmarks/check_cuda.py
+
+# every GPU path beside its CPU peer (StyleGAN2 incl. the check above, DCGAN, batched TorchEmbedder)
+gpu-bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_gpu.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks

@@ -554,3 +554,29 @@ def test_fp16_blocks_close_to_fp32():
     assert (half - ref).abs().mean() < 0.01 * ref.abs().mean() and (half - ref).abs().max() < 0.05
     assert (one - half[:1]).abs().max() < 0.05
     assert tiny(fp16=True).fp16 is False  # fp16 is CUDA-only in the wrapper
+
+
+@pytest.mark.parametrize("tf32", [False, True])
+def test_tf32_switches_hold_during_calls_and_are_restored(tf32):
+    """``tf32`` sets both TF32 switches for the mapping and the synthesis (what a CUDA
+    convolution reads when it runs) and restores the caller's values afterwards."""
+    switches = torch.backends.cudnn, torch.backends.cuda.matmul
+    before = tuple(s.allow_tf32 for s in switches)
+    g = tiny(tf32=tf32, seed=1)
+    seen = []
+
+    def record(module, args, out):
+        seen.append(tuple(s.allow_tf32 for s in switches))
+
+    g.net.mapping.register_forward_hook(record)
+    g.net.synthesis.register_forward_hook(record)
+    # the caller's switches set opposite to the generator's: each call must override them
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = not tf32
+    try:
+        images = g.synthesize(g.sample(3, seed=0))
+        after = tuple(s.allow_tf32 for s in switches)
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = before
+    assert images.shape == (3, 16, 16, 3)
+    assert len(seen) == 2 and all(s == (tf32, tf32) for s in seen)
+    assert after == (not tf32, not tf32)

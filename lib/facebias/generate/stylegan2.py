@@ -38,9 +38,10 @@ measurements only, its images are not faces.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -856,6 +857,33 @@ def _network_config(init_args: Sequence[Any], init_kwargs: dict) -> dict:
 # ---------------------------------------------------------------------------- wrapper
 
 
+@contextlib.contextmanager
+def tf32_mode(enabled: bool) -> Iterator[None]:
+    """Set PyTorch's two TF32 switches (cuDNN convolutions, cuBLAS matrix products) to
+    ``enabled`` inside the block and restore their previous values after it.
+
+    TF32 rounds float32 operands to a 10-bit mantissa on Ampere and newer GPUs. PyTorch's
+    default lets cuDNN use it for convolutions, which moves a float32 StyleGAN2 render by
+    about 2e-3 (measured on an H100, ``benchmarks/bench_gpu.py``). No effect on the CPU.
+    The switches are process-wide: another thread's CUDA work in the block sees them too.
+
+    Examples
+    --------
+    >>> before = torch.backends.cudnn.allow_tf32
+    >>> with tf32_mode(not before):
+    ...     torch.backends.cudnn.allow_tf32 == (not before)
+    True
+    >>> torch.backends.cudnn.allow_tf32 == before
+    True
+    """
+    old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = bool(enabled)
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = old
+
+
 class StyleGAN2Generator:
     """StyleGAN2 config-f behind the :class:`facebias.generate.Generator` protocol.
 
@@ -885,6 +913,10 @@ class StyleGAN2Generator:
     own code would use float16 on a GPU); its ``conv_clamp`` still applies, as it does
     there. ``batch_size``: images per forward pass. ``class_index``: the label for
     class-conditional pickles (c_dim > 0). ``device``: default CUDA when available, else CPU.
+    ``tf32``: let float32 convolutions and matrix products use TF32 on the GPU (faster,
+    about 2e-3 from the float32 result); off by default, as stylegan2-ada-pytorch trains
+    (``allow_tf32=False``), so a CUDA float32 render equals the CPU's within 1e-3
+    (:func:`tf32_mode` sets it for each call and restores PyTorch's switches after).
 
     StyleGAN2 has no explicit pose or light control: ``synthesize`` raises ``ValueError`` for
     a ``yaw`` or ``light`` other than None.
@@ -922,7 +954,8 @@ class StyleGAN2Generator:
                  device: str | torch.device | None = None,
                  truncation_psi: float = 1.0, truncation_cutoff: int | None = None,
                  noise_mode: str = "const", fp16: bool = False, batch_size: int = 8, seed: int = 0,
-                 space: str = "z", network: str = "G_ema", class_index: int | None = None):
+                 space: str = "z", network: str = "G_ema", class_index: int | None = None,
+                 tf32: bool = False):
         if noise_mode not in NOISE_MODES:
             raise ValueError(f"noise_mode must be one of {NOISE_MODES}, got {noise_mode!r}")
         if space not in SPACES:
@@ -938,6 +971,7 @@ class StyleGAN2Generator:
         self.noise_mode, self.space = noise_mode, space
         self.batch_size, self.seed = int(batch_size), int(seed)
         self.fp16 = bool(fp16) and self.device.type == "cuda"
+        self.tf32 = bool(tf32)
         self.weights = None if weights is None else Path(weights)
 
         if weights is not None:
@@ -1025,7 +1059,8 @@ class StyleGAN2Generator:
         g = torch.Generator().manual_seed(self.seed + 1)
         z = torch.randn([n, self.z_dim], generator=g).to(self.device)
         if self.net.c_dim == 0 and self.net.mapping.w_avg_beta is not None:
-            w = self.net.mapping(z, None, broadcast=False)
+            with tf32_mode(self.tf32):
+                w = self.net.mapping(z, None, broadcast=False)
             self.net.mapping.w_avg.copy_(w.mean(dim=0))
 
     def _c(self, n: int) -> Tensor | None:
@@ -1064,9 +1099,10 @@ class StyleGAN2Generator:
         """
         ws = self._ws(ws)
         out = []
-        for i in range(0, ws.shape[0], self.batch_size):
-            out.append(self.net.synthesis(ws[i:i + self.batch_size], noise_mode=self.noise_mode,
-                                          allow_fp16=self.fp16, rng=self._noise_rng))
+        with tf32_mode(self.tf32):
+            for i in range(0, ws.shape[0], self.batch_size):
+                out.append(self.net.synthesis(ws[i:i + self.batch_size], noise_mode=self.noise_mode,
+                                              allow_fp16=self.fp16, rng=self._noise_rng))
         if not out:
             r = self.resolution
             return torch.zeros([0, self.net.img_channels, r, r], device=self.device)
@@ -1161,11 +1197,12 @@ class StyleGAN2Generator:
         psi = self.truncation_psi if psi is None else float(psi)
         cutoff = self.truncation_cutoff if cutoff is None else int(cutoff)
         out = []
-        for i in range(0, len(z), max(self.batch_size, 256)):
-            zt = torch.as_tensor(z[i:i + max(self.batch_size, 256)], dtype=torch.float32,
-                                 device=self.device)
-            out.append(self.net.mapping(zt, self._c(len(zt)), truncation_psi=psi,
-                                        truncation_cutoff=cutoff, broadcast=cutoff is not None))
+        step = max(self.batch_size, 256)
+        with tf32_mode(self.tf32):
+            for i in range(0, len(z), step):
+                zt = torch.as_tensor(z[i:i + step], dtype=torch.float32, device=self.device)
+                out.append(self.net.mapping(zt, self._c(len(zt)), truncation_psi=psi,
+                                            truncation_cutoff=cutoff, broadcast=cutoff is not None))
         if not out:
             shape = (0, self.w_dim) if cutoff is None else (0, self.num_ws, self.w_dim)
             return np.zeros(shape)
