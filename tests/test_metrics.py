@@ -400,3 +400,71 @@ def test_roc_auc_hand_cases_and_sklearn():
     assert M.roc_auc(gen, imp) == pytest.approx(want, abs=1e-12)
     with pytest.raises(ValueError, match="non-finite"):
         M.roc_auc([np.nan, 1.0], [0.0])
+
+
+# --------------------------------------------------------------------- thinned DET (max_points)
+def _tied_scores(rng, n, m, dtype):
+    q = rng.choice([3, 10, 1000])  # from heavy ties to almost none, also across the sets
+    imp = (np.round(rng.normal(0, 1, n) * q) / q).astype(dtype)
+    gen = np.round(rng.normal(1.5, 1, m) * q) / q
+    return gen, imp
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_thinned_det_is_the_thinned_full_curve(seed):
+    """det_curve(max_points) never builds the full curve, yet gives exactly what thin_det
+    picks from the full curve: every point a point of it (threshold and both rates bit for
+    bit), each requested FMR's operating point with fnmr_at_fmr's FNMR, at most max_points."""
+    rng = np.random.default_rng(seed)
+    gen, imp = _tied_scores(rng, int(rng.integers(100, 5000)), int(rng.integers(5, 800)),
+                            [np.float32, np.float64][seed % 2])
+    fmrs = sorted(rng.uniform(1e-3, 0.9, int(rng.integers(0, 4)))) or None
+    full = M.det_curve(gen, imp)
+    least = 4 + (0 if fmrs is None else len(fmrs))
+    k = int(rng.integers(least, max(least + 1, full.fmr.size // 3)))
+    assert full.fmr.size > k
+    thin = M.det_curve(gen, imp, max_points=k, fmr=fmrs)
+    for a, b in zip(thin, M.thin_det(full, k, fmr=fmrs), strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+    assert thin.fmr.size <= k and thin.thresholds[0] == -np.inf
+    idx = np.searchsorted(full.thresholds, thin.thresholds)
+    for a, b in zip(thin, full, strict=True):
+        np.testing.assert_array_equal(a, b[idx])
+    assert idx[-1] == full.fmr.size - 1  # the last point (FMR 0, FNMR 1) is kept
+    for f in fmrs or []:
+        at = np.searchsorted(thin.thresholds, M.threshold_at_fmr(imp, f))
+        assert thin.thresholds[at] == M.threshold_at_fmr(imp, f)
+        assert thin.fnmr[at] == M.fnmr_at_fmr(gen, imp, f)
+
+
+def test_thinned_det_grid_covers_every_decade():
+    """10^6 impostors, 200 points: every decade of FMR from 1e-6 to 1 and of FNMR from
+    1e-4 to 1 holds kept points, and the requested 1e-5 is there exactly."""
+    rng = np.random.default_rng(7)
+    imp, gen = rng.normal(0, 1, 1_000_000), rng.normal(3, 1, 10_000)
+    thin = M.det_curve(gen, imp, max_points=200, fmr=[1e-5])
+    assert thin.fmr.size <= 200
+    for rate, lo in ((thin.fmr, 1e-6), (thin.fnmr, 1e-4)):
+        for d in np.arange(np.log10(lo), 0):
+            assert ((rate >= 10.0 ** d) & (rate < 10.0 ** (d + 1))).sum() >= 5, (d, rate)
+    assert M.fnmr_at_fmr(gen, imp, 1e-5) in thin.fnmr[thin.fmr <= 1e-5][:1]
+
+
+def test_thinned_det_small_input_and_errors():
+    gen, imp = [0.9, 0.4], [0.1, 0.4]
+    full = M.det_curve(gen, imp)
+    for a, b in zip(M.det_curve(gen, imp, max_points=5), full, strict=True):  # 2 + 2 + 1 <= 5
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="max_points: must be an integer >= 6"):
+        M.det_curve(gen, imp, max_points=5, fmr=[0.1, 0.2])
+    with pytest.raises(ValueError, match="max_points"):
+        M.det_curve(gen, imp, max_points=True)
+    with pytest.raises(ValueError, match="need max_points"):
+        M.det_curve(gen, imp, fmr=0.1)
+    with pytest.raises(ValueError, match="fmr: target rates must lie in"):
+        M.det_curve(gen, imp, max_points=10, fmr=5)
+    with pytest.raises(ValueError, match="max_points"):
+        M.thin_det(full, None)
+    with pytest.warns(DeprecationWarning, match="chunk has no effect"):
+        M.det_curve(gen, imp, 1 << 20)

@@ -70,29 +70,33 @@ def _curve(fmr, fnmr):
 
 
 def test_thin_curve_hand_case():
-    """n = 6: three log-spaced targets per rate, from its smallest positive value to 1
-    (0.001, 0.0316, 1 for both here). Kept: the ends (0, 9); for FNMR the first point at or
-    above each target (2: 0.001, 5: 0.05, 9: 1); for FMR the last point at or above each
-    target (8: 0.001, 4: 0.05, 0: 1)."""
+    """n = 6: (6 - 2) // 2 = 2 log-spaced levels per rate in [smallest positive value, 1)
+    (0.001 and 0.0316 for both here). Kept: the ends (0, 9); for FNMR the first point at or
+    above each level (2: 0.001, 5: 0.05); for FMR the first point at or below each level, the
+    point threshold_at_fmr picks (8: 0.001, 5: 0.02)."""
+    from facebias.metrics import thin_det
+
     fmr = [1, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.001, 0]
     fnmr = [0, 0, 0.001, 0.002, 0.01, 0.05, 0.1, 0.3, 0.6, 1]
     curve = _curve(fmr, fnmr)
     t = plots.thin_curve(curve, n=6)
-    np.testing.assert_array_equal(t.thresholds, [-np.inf, 2, 4, 5, 8, 9])
-    np.testing.assert_array_equal(t.fmr, [1, 0.2, 0.05, 0.02, 0.001, 0])
-    np.testing.assert_array_equal(t.fnmr, [0, 0.001, 0.01, 0.05, 0.6, 1])
-    # n = 4: two targets per rate (the smallest positive value and 1)
+    np.testing.assert_array_equal(t.thresholds, [-np.inf, 2, 5, 8, 9])
+    np.testing.assert_array_equal(t.fmr, [1, 0.2, 0.02, 0.001, 0])
+    np.testing.assert_array_equal(t.fnmr, [0, 0.001, 0.05, 0.6, 1])
+    # n = 4: one level per rate (the smallest positive value)
     np.testing.assert_array_equal(plots.thin_curve(curve, n=4).thresholds, [-np.inf, 2, 8, 9])
+    # a requested FMR keeps its operating point (the first FMR <= 0.07 is 0.05, point 4)
+    np.testing.assert_array_equal(thin_det(curve, 7, fmr=0.07).thresholds, [-np.inf, 2, 4, 5, 8, 9])
     # a curve of at most n points is returned as it is
     assert plots.thin_curve(curve, n=10) is curve
 
 
 def test_thin_curve_matches_a_brute_force_selection():
-    """A DET curve of 20,000 distinct thresholds thinned to ~400 points: a subsequence of the
-    curve's own points (rows unchanged, order kept), both ends kept, at most n + 2 points, and
-    exactly the points picked by a direct search: for each of n/2 log-spaced targets from the
-    smallest positive rate to 1, the first point whose FNMR reaches it and the last point
-    whose FMR still reaches it."""
+    """A DET curve of 20,000 distinct thresholds thinned to at most 400 points: a subsequence
+    of the curve's own points (rows unchanged, order kept), both ends kept, and exactly the
+    points picked by a direct search: for each of (n - 2) // 2 log-spaced levels from the
+    smallest positive rate up to 1 (excluded), the first point whose FNMR reaches it and the
+    first point whose FMR is at or below it."""
     from facebias.metrics import det_curve
 
     rng = np.random.default_rng(0)
@@ -100,14 +104,13 @@ def test_thin_curve_matches_a_brute_force_selection():
     n = 400
     t = plots.thin_curve(curve, n=n)
     m = curve.fmr.size
-    assert m > 10 * n and t.fmr.size <= n + 2
+    assert m > 10 * n and t.fmr.size <= n
     idx = np.searchsorted(curve.thresholds, t.thresholds)
     assert idx[0] == 0 and idx[-1] == m - 1 and (np.diff(idx) > 0).all()
     for a, b in zip(t, curve, strict=True):
         np.testing.assert_array_equal(a, b[idx])
     want = {0, m - 1}
-    for rate, first in ((curve.fnmr, True), (curve.fmr, False)):
-        for v in np.logspace(np.log10(rate[rate > 0].min()), 0, n // 2):
-            hits = np.flatnonzero(rate >= v)  # every point reaching the target
-            want.add(int(hits[0] if first else hits[-1]))
+    for rate, reaches in ((curve.fnmr, np.greater_equal), (curve.fmr, np.less_equal)):
+        for v in np.logspace(np.log10(rate[rate > 0].min()), 0, (n - 2) // 2 + 1)[:-1]:
+            want.add(int(np.flatnonzero(reaches(rate, v))[0]))
     assert set(idx.tolist()) == want
