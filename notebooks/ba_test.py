@@ -405,7 +405,7 @@ if real_images:
     import cv2
     from skimage import data
 
-    from facebias.faces import factor_table
+    from facebias.faces import detect_images, factor_table
 
     a = data.astronaut()
     h, w = a.shape[:2]
@@ -417,7 +417,10 @@ if real_images:
         "rotated 25 deg": cv2.warpAffine(a, cv2.getRotationMatrix2D((w / 2, h / 2), 25, 1), (w, h)),
         "noise (no face)": np.random.default_rng(0).integers(0, 256, a.shape, dtype=np.uint8),
     }
-    real_factors = factor_table(list(variants.values()), ids=list(variants), progress=False)
+    # YuNet runs once per photo: the factors here and the embeddings below reuse its faces
+    variant_faces = detect_images(list(variants.values()))
+    real_factors = factor_table(list(variants.values()), ids=list(variants), progress=False,
+                                detections=variant_faces)
     real_factors["group"] = "astronaut"
     # pitch from a generic 3D face is offset (about -25 deg on this frontal photo), so the
     # real-image pose filter here reads yaw and roll only
@@ -436,7 +439,7 @@ if real_images:
     from facebias import metrics
     from facebias.faces import load_embedder
 
-    res = load_embedder("sface").embed(list(variants.values()))
+    res = load_embedder("sface").embed(list(variants.values()), detections=variant_faces)
     ok = res.enrolled
     cos = res.vectors[ok] @ res.vectors[0]
     display(pd.Series(cos, index=np.array(list(variants))[ok], name="cosine to original").round(3))  # noqa: F821
@@ -460,8 +463,9 @@ if real_images:
                                 interpolation=cv2.INTER_CUBIC)] * 3, axis=-1)
            for g in data.lfw_subset()]
     kind = np.array(["face"] * 100 + ["non-face"] * 100)
+    lfw_faces = detect_images(lfw)  # once, for the factors and the embeddings below
     lfw_factors = factor_table(lfw, ids=[f"lfw{i:03d}" for i in range(len(lfw))], progress=False,
-                               compute=load_compute(root / params_file, compute))
+                               compute=load_compute(root / params_file, compute), detections=lfw_faces)
     lfw_fte = metrics.failure_to_enrol(lfw_factors["yaw"].notna(), groups=kind,
                                        reasons=lfw_factors["reason"])
     display(lfw_fte)  # noqa: F821
@@ -484,7 +488,7 @@ if real_images:
 
 # %%
 if real_images:
-    lfw_res = load_embedder("sface").embed(lfw[:20])
+    lfw_res = load_embedder("sface").embed(lfw[:20], detections=lfw_faces[:20])
     lfw_vec = lfw_res.vectors[lfw_res.enrolled][:5]
     folder_vec = np.r_[res.vectors[ok], lfw_vec]
     folder_names = [*np.array(list(variants))[ok], *[f"lfw face {i}" for i in range(len(lfw_vec))]]

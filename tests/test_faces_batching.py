@@ -98,3 +98,30 @@ def test_pool_arguments_are_checked(tmp_path):
     user.name = "mine"
     with pytest.raises(ValueError, match="built-in models"):
         pool_embed(user, [], 2)
+
+
+
+#: Evaluated in a pool worker (test functions do not import there): its pid, OpenCV's
+#: threads, the models it holds and the id of the one its chunks run on.
+_WORKER_STATE = ("(__import__('os').getpid(), __import__('cv2').getNumThreads(), "
+                 "tuple(sorted(__import__('sys').modules['facebias.faces.embed']._SHARED)), "
+                 "id(__import__('sys').modules['facebias.faces.embed']._POOL_WORKER[0]))")
+
+
+@pytest.mark.parametrize("workers,threads", [(2, None), (1, 1)])
+def test_pool_workers_pin_their_threads_and_load_the_model_once(images, workers, threads):
+    """Every worker runs OpenCV on its share of the cores (1 thread each when there are as
+    many workers as cores, or the ``threads`` asked for) and keeps the one model it loaded."""
+    from facebias.faces.embed import _POOLS, pool_threads
+
+    emb = load_embedder("sface")
+    _same(pool_embed(emb, images, workers, threads=threads), emb.embed(images))
+    pinned = pool_threads(workers) if threads is None else threads
+    assert pool_threads(2, cpus=2) == 1 and pool_threads(1, cpus=2) == 2
+    pool = _POOLS[(("sface", "yunet"), workers, pinned)]
+    states = {f.result() for f in [pool.submit(eval, _WORKER_STATE) for _ in range(4 * workers)]}
+    pids = {s[0] for s in states}
+    assert 1 <= len(pids) <= workers and len(states) == len(pids)  # one model per process
+    assert all(s[1] == pinned and s[2] == (("sface", "yunet"),) for s in states)
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        pool_embed(emb, images, 2, threads=0)

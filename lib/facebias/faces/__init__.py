@@ -19,6 +19,7 @@ _EXPORTS = {
     # detection
     "Detection": "detect",
     "detect_faces": "detect",
+    "detect_images": "detect",
     "load_detector": "detect",
     "primary_face": "detect",
     # alignment

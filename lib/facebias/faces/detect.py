@@ -13,6 +13,7 @@ processed before.
 from __future__ import annotations
 
 import importlib.resources
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -516,6 +517,89 @@ def detect_faces(image: np.ndarray, detector: str = "yunet") -> list[Detection]:
         For an invalid image or an unknown detector.
     """
     return get_detector(detector).detect(image)
+
+
+def detect_images(images: Sequence[np.ndarray], detector: str = "yunet") -> list[list[Detection]]:
+    """Every face in each image, found once to be reused by several pipelines.
+
+    Pass the result as ``detections=`` to :meth:`facebias.faces.embed.BaseEmbedder.embed`,
+    :func:`facebias.faces.embed.embed_many`, :meth:`facebias.faces.cache.EmbeddingCache.embed`
+    and :func:`facebias.faces.factors.factor_table` (the factors use ``"yunet"``): they then
+    skip their own detector call and give what they give without it, bit for bit.
+
+    Parameters
+    ----------
+    images : Sequence of numpy.ndarray
+        (H, W, 3) RGB or (H, W) gray uint8 images.
+    detector : str, default "yunet"
+        One of :data:`DETECTORS` (default-configured, see :func:`get_detector`).
+
+    Returns
+    -------
+    list of list of Detection
+        One list per image, as :func:`detect_faces` returns it; ``[]`` for an image that is
+        not valid (the pipelines reject it before they look at its detections).
+
+    Raises
+    ------
+    ValueError
+        For an unknown detector.
+    """
+    det = get_detector(detector)
+    out = []
+    for image in images:
+        try:
+            out.append(det.detect(image))
+        except ValueError:  # not an image: the pipelines say so themselves
+            out.append([])
+    return out
+
+
+def check_detections(detections: Sequence[list[Detection] | None] | None, n: int,
+                     detector: str) -> list[list[Detection] | None]:
+    """Detections given for ``n`` images, checked, one entry per image.
+
+    Parameters
+    ----------
+    detections : Sequence of (list of Detection or None), or None
+        From :func:`detect_images`; an entry (or the whole argument) None means "detect
+        that image here".
+    n : int
+        Number of images.
+    detector : str
+        The detector the pipeline uses; every given :class:`Detection` must come from it.
+
+    Returns
+    -------
+    list of (list of Detection or None)
+        ``n`` entries; ``[None] * n`` when ``detections`` is None.
+
+    Raises
+    ------
+    ValueError
+        If there are not ``n`` entries, or a detection comes from another detector.
+
+    Examples
+    --------
+    >>> check_detections(None, 2, "yunet")
+    [None, None]
+    >>> d = Detection((0.0, 0.0, 9.0, 9.0), np.zeros((5, 2)), 0.9, "dlib_hog")
+    >>> check_detections([[d]], 1, "yunet")
+    Traceback (most recent call last):
+    ...
+    ValueError: detections of image 0 come from dlib_hog; this pipeline detects with yunet
+    """
+    if detections is None:
+        return [None] * n
+    found = list(detections)
+    if len(found) != n:
+        raise ValueError(f"{len(found)} detection lists for {n} images")
+    for i, faces in enumerate(found):
+        other = {d.detector for d in faces or ()} - {detector}
+        if other:
+            raise ValueError(f"detections of image {i} come from {', '.join(sorted(other))}; "
+                             f"this pipeline detects with {detector}")
+    return found
 
 
 def primary_face(detections: list[Detection], image_shape: tuple[int, ...]) -> Detection | None:

@@ -24,6 +24,7 @@ import numpy as np
 from facebias.faces.align import align_arcface, dlib_chip
 from facebias.faces.detect import (
     Detection,
+    check_detections,
     get_detector,
     primary_face,
     too_small_reason,
@@ -160,7 +161,10 @@ class BaseEmbedder:
             out.append(l2_normalise(raw))
         return np.concatenate(out)
 
-    def _crop_or_reason(self, image: np.ndarray) -> tuple[np.ndarray | None, str | None]:
+    def _crop_or_reason(self, image: np.ndarray, found: list[Detection] | None = None
+                        ) -> tuple[np.ndarray | None, str | None]:
+        """The aligned crop of the most central face (``found``: the image's detections,
+        None to detect here), or None and why not."""
         try:
             rgb = as_rgb_uint8(image)
         except ValueError as exc:
@@ -168,7 +172,9 @@ class BaseEmbedder:
         small = too_small_reason(rgb.shape)
         if small:
             return None, small
-        face = primary_face(get_detector(self.detector).detect(rgb), rgb.shape)
+        if found is None:
+            found = get_detector(self.detector).detect(rgb)
+        face = primary_face(found, rgb.shape)
         if face is None:
             return None, f"no face detected ({self.detector})"
         return self.align(rgb, face), None
@@ -180,7 +186,8 @@ class BaseEmbedder:
             vectors[ok] = self.embed_aligned([c for c in crops if c is not None])
         return EmbedResult(vectors, ok, list(reasons))
 
-    def embed(self, images: Sequence[np.ndarray], workers: int = 1) -> EmbedResult:
+    def embed(self, images: Sequence[np.ndarray], workers: int = 1,
+              detections: Sequence[list[Detection] | None] | None = None) -> EmbedResult:
         """Embed RGB uint8 images: detect, take the most central face, align, embed.
 
         Parameters
@@ -191,6 +198,10 @@ class BaseEmbedder:
             Processes to spread the images over (:func:`pool_embed`, the model loaded
             once per worker; built-in models only); 1 runs here. The rows are the same
             either way.
+        detections : Sequence of (list of Detection or None), optional
+            Each image's faces found by this embedder's detector
+            (:func:`facebias.faces.detect.detect_images`), to detect once for several
+            pipelines; None (or a None entry) detects here. The rows are the same.
 
         Returns
         -------
@@ -199,30 +210,45 @@ class BaseEmbedder:
             image, or with a side below :data:`facebias.faces.detect.MIN_IMAGE_SIDE`
             (reason ``"image too small: ..."``) is a failure to enrol (NaN row,
             ``enrolled=False``, a reason).
+
+        Raises
+        ------
+        ValueError
+            If ``detections`` is not one entry per image or comes from another detector.
         """
+        found = check_detections(detections, len(images), self.detector)
         if workers > 1:
-            return pool_embed(self, images, workers, paths=False)
-        pairs = [self._crop_or_reason(img) for img in images]
+            return pool_embed(self, images, workers, paths=False, detections=found)
+        pairs = [self._crop_or_reason(img, f) for img, f in zip(images, found, strict=True)]
         return self._assemble([p[0] for p in pairs], [p[1] for p in pairs])
 
-    def embed_paths(self, paths: Sequence[str | Path]) -> EmbedResult:
+    def embed_paths(self, paths: Sequence[str | Path],
+                    detections: Sequence[list[Detection] | None] | None = None) -> EmbedResult:
         """Like :meth:`embed` on files; an unreadable file is a failure to enrol.
 
         Parameters
         ----------
         paths : Sequence of str or Path
             Image files (read with :func:`facebias.faces.images.read_image`).
+        detections : Sequence of (list of Detection or None), optional
+            As in :meth:`embed`, for the images read.
 
         Returns
         -------
         EmbedResult
             One row per path, in input order; the reason of an unreadable file names it.
+
+        Raises
+        ------
+        ValueError
+            If ``detections`` is not one entry per path or comes from another detector.
         """
         crops: list[np.ndarray | None] = []
         reasons: list[str | None] = []
-        for path in paths:
+        for path, found in zip(paths, check_detections(detections, len(paths), self.detector),
+                               strict=True):
             try:
-                crop, reason = self._crop_or_reason(read_image(path))
+                crop, reason = self._crop_or_reason(read_image(path), found)
             except ImageReadError as exc:
                 crop, reason = None, str(exc)
             crops.append(crop)
@@ -484,13 +510,45 @@ def worker_spec(embedder: BaseEmbedder) -> BaseEmbedder | tuple[str, str]:
     return (embedder.name, embedder.detector) if embedder.name in EMBEDDERS else embedder
 
 
-def embed_chunk(items: Sequence, spec: BaseEmbedder | tuple[str, str]) -> EmbedResult:
-    """Embed one chunk of images or of paths (a Dask task or a serial step).
+#: One item of a chunk: an image or a path, and its detections (None: detected where it runs).
+Pair = tuple[Any, list[Detection] | None]
+
+
+def with_detections(items: Sequence, detections: Sequence[list[Detection] | None] | None,
+                    detector: str) -> list[Pair]:
+    """``items`` paired with their checked detections, what :func:`embed_chunk` takes, so
+    that an image and its faces travel together to a worker.
 
     Parameters
     ----------
     items : Sequence
-        RGB uint8 images, or image paths (``str`` / ``Path``; decided by the first item).
+        RGB uint8 images, or image paths.
+    detections : Sequence of (list of Detection or None), or None
+        From :func:`facebias.faces.detect.detect_images`; None detects on the workers.
+    detector : str
+        The embedder's detector (see :func:`facebias.faces.detect.check_detections`).
+
+    Returns
+    -------
+    list of tuple
+        ``(item, detections or None)``, one per item, in order.
+
+    Raises
+    ------
+    ValueError
+        If ``detections`` is not one entry per item or comes from another detector.
+    """
+    return list(zip(items, check_detections(detections, len(items), detector), strict=True))
+
+
+def embed_chunk(pairs: Sequence[Pair], spec: BaseEmbedder | tuple[str, str]) -> EmbedResult:
+    """Embed one chunk of :func:`with_detections` pairs (a Dask task or a serial step).
+
+    Parameters
+    ----------
+    pairs : Sequence of tuple
+        ``(image or path, detections or None)``; images are RGB uint8 arrays, paths ``str``
+        or ``Path`` (decided by the first item).
     spec : BaseEmbedder or tuple of (str, str)
         A :func:`worker_spec`.
 
@@ -499,7 +557,7 @@ def embed_chunk(items: Sequence, spec: BaseEmbedder | tuple[str, str]) -> EmbedR
     EmbedResult
         One row per item, in order.
     """
-    return _embed_items(_worker_embedder(spec), items, _are_paths(items))
+    return _embed_pairs(_worker_embedder(spec), pairs, _are_paths([p[0] for p in pairs[:1]]))
 
 
 def _are_paths(items: Sequence) -> bool:
@@ -507,9 +565,12 @@ def _are_paths(items: Sequence) -> bool:
     return bool(len(items)) and isinstance(items[0], str | Path)
 
 
-def _embed_items(emb: BaseEmbedder, items: Sequence, paths: bool) -> EmbedResult:
-    """``emb.embed_paths(items)`` for paths, else ``emb.embed(items)``."""
-    return emb.embed_paths(items) if paths else emb.embed(items)
+def _embed_pairs(emb: BaseEmbedder, pairs: Sequence[Pair], paths: bool) -> EmbedResult:
+    """``emb.embed_paths`` for paths, else ``emb.embed``, on :func:`with_detections` pairs
+    (without ``detections=`` when none were given, for embedders that do not take it)."""
+    items, found = [p[0] for p in pairs], [p[1] for p in pairs]
+    given = {} if all(f is None for f in found) else {"detections": found}
+    return emb.embed_paths(items, **given) if paths else emb.embed(items, **given)
 
 
 def concat_results(parts: Sequence[EmbedResult], dim: int) -> EmbedResult:
@@ -541,11 +602,44 @@ def concat_results(parts: Sequence[EmbedResult], dim: int) -> EmbedResult:
                        [r for p in parts for r in p.reasons])
 
 
+def usable_cpus() -> int:
+    """Cores this process may run on: its CPU affinity where the OS says, else
+    ``os.cpu_count()`` (at least 1)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def pool_threads(workers: int, cpus: int | None = None) -> int:
+    """OpenCV threads per pool worker: the cores shared out evenly, at least 1.
+
+    Parameters
+    ----------
+    workers : int
+        Worker processes (>= 1).
+    cpus : int, optional
+        Cores to share (default :func:`usable_cpus`).
+
+    Returns
+    -------
+    int
+        ``max(1, cpus // workers)``: 1 thread per worker once there are as many workers as
+        cores, so the workers do not compete for them.
+
+    Examples
+    --------
+    >>> pool_threads(2, cpus=2), pool_threads(1, cpus=2), pool_threads(3, cpus=8)
+    (1, 2, 2)
+    """
+    return max(1, (usable_cpus() if cpus is None else cpus) // workers)
+
+
 #: The embedder of this pool worker process (set once by :func:`_init_pool_worker`).
 _POOL_WORKER: list[BaseEmbedder] = []
-#: Live worker pools of built-in models, by ``(worker_spec, workers)``: later calls reuse
-#: the processes and the models they loaded.
-_POOLS: dict[tuple[tuple[str, str], int], ProcessPoolExecutor] = {}
+#: Live worker pools of built-in models, by ``(worker_spec, workers, threads)``: later calls
+#: reuse the processes and the models they loaded.
+_POOLS: dict[tuple[tuple[str, str], int, int], ProcessPoolExecutor] = {}
 
 
 def _init_pool_worker(spec: tuple[str, str], threads: int) -> None:
@@ -556,26 +650,28 @@ def _init_pool_worker(spec: tuple[str, str], threads: int) -> None:
     _POOL_WORKER[:] = [shared_embedder(*spec)]
 
 
-def _pool_chunk(items: Sequence, paths: bool) -> EmbedResult:
-    return _embed_items(_POOL_WORKER[0], items, paths)
+def _pool_chunk(pairs: Sequence[Pair], paths: bool) -> EmbedResult:
+    return _embed_pairs(_POOL_WORKER[0], pairs, paths)
 
 
-def _new_pool(spec: tuple[str, str], workers: int) -> ProcessPoolExecutor:
-    threads = max(1, (os.cpu_count() or 1) // workers)
+def _new_pool(spec: tuple[str, str], workers: int, threads: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_init_pool_worker, initargs=(spec, threads))
 
 
 def pool_embed(embedder: BaseEmbedder, items: Sequence, workers: int,
-               paths: bool | None = None) -> EmbedResult:
+               paths: bool | None = None,
+               detections: Sequence[list[Detection] | None] | None = None,
+               threads: int | None = None) -> EmbedResult:
     """Images or paths embedded by ``workers`` local processes, rows in input order.
 
     The simple pool for medium jobs (large ones: :func:`embed_many` on Dask). Each worker
-    loads the built-in model once (:func:`shared_embedder`) and runs OpenCV on
-    ``cpu_count // workers`` threads; the pool stays alive for later calls with the same
-    model, detector and ``workers``. Each row is computed by the same code as in this
-    process (:meth:`BaseEmbedder.embed` / :meth:`BaseEmbedder.embed_paths` on a chunk), so
-    the result equals the serial one bit for bit (tests/test_faces_batching.py).
+    loads the built-in model once (:func:`shared_embedder`, in the pool's initializer) and
+    runs OpenCV on ``threads`` threads (default :func:`pool_threads`: 1 each once there
+    are as many workers as cores); the pool stays alive for later calls with the same
+    model, detector, ``workers`` and ``threads``. Each row is computed by the same code as
+    in this process (:meth:`BaseEmbedder.embed` / :meth:`BaseEmbedder.embed_paths` on a
+    chunk), so the result equals the serial one bit for bit (tests/test_faces_batching.py).
 
     Parameters
     ----------
@@ -589,6 +685,11 @@ def pool_embed(embedder: BaseEmbedder, items: Sequence, workers: int,
         Whether ``items`` are paths (:meth:`BaseEmbedder.embed_paths`) or images
         (:meth:`BaseEmbedder.embed`); None decides by the first item, as
         :func:`embed_chunk` does.
+    detections : Sequence of (list of Detection or None), optional
+        Each item's faces (:func:`facebias.faces.detect.detect_images`), sent with it; None
+        detects on the workers.
+    threads : int, optional
+        OpenCV threads per worker (default :func:`pool_threads` of ``workers``).
 
     Returns
     -------
@@ -598,13 +699,17 @@ def pool_embed(embedder: BaseEmbedder, items: Sequence, workers: int,
     Raises
     ------
     ValueError
-        If ``workers < 1``, or ``embedder`` is not a built-in model (:data:`EMBEDDERS`;
-        user models: :func:`embed_many` with a Dask ``compute``).
+        If ``workers < 1`` or ``threads < 1``, ``embedder`` is not a built-in model
+        (:data:`EMBEDDERS`; user models: :func:`embed_many` with a Dask ``compute``), or
+        ``detections`` is not one entry per item or comes from another detector.
     """
     from facebias.compute import chunk_slices
 
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    threads = pool_threads(workers) if threads is None else threads
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
     spec = worker_spec(embedder)
     if not isinstance(spec, tuple):
         raise ValueError(f"workers > 1 runs the built-in models {EMBEDDERS}; embed "
@@ -612,12 +717,13 @@ def pool_embed(embedder: BaseEmbedder, items: Sequence, workers: int,
     if paths is None:
         paths = _are_paths(items)
     items = [str(x) if isinstance(x, Path) else x for x in items]
+    pairs = with_detections(items, detections, embedder.detector)
     # about two chunks per worker, so a slow chunk does not leave the other core idle
     size = max(1, min(embedder.batch_size, -(-len(items) // (2 * workers))))
-    chunks = [items[s] for s in chunk_slices(len(items), size)]
-    key = (spec, workers)
+    chunks = [pairs[s] for s in chunk_slices(len(items), size)]
+    key = (spec, workers, threads)
     if key not in _POOLS:
-        _POOLS[key] = _new_pool(spec, workers)
+        _POOLS[key] = _new_pool(spec, workers, threads)
     try:
         parts = _POOLS[key].map(_pool_chunk, chunks, [paths] * len(chunks))
         return concat_results(list(parts), embedder.dim)
@@ -627,10 +733,12 @@ def pool_embed(embedder: BaseEmbedder, items: Sequence, workers: int,
 
 
 def embed_many(embedder: BaseEmbedder, items: Sequence, compute: Any = None,
-               progress: bool = False, workers: int = 1) -> EmbedResult:
+               progress: bool = False, workers: int = 1,
+               detections: Sequence[list[Detection] | None] | None = None) -> EmbedResult:
     """``embedder.embed(images)`` (or ``embed_paths`` for paths) in chunks of
     ``embedder.batch_size``, in this process (``compute=None``) or on Dask
-    (:mod:`facebias.compute`); rows in input order, identical either way. With paths,
+    (:mod:`facebias.compute`; each worker process loads a built-in model once, see
+    :func:`shared_embedder`); rows in input order, identical either way. With paths,
     the workers read the files, so only paths travel.
 
     Parameters
@@ -646,6 +754,9 @@ def embed_many(embedder: BaseEmbedder, items: Sequence, compute: Any = None,
     workers : int, default 1
         With a serial ``compute``, more than 1 runs :func:`pool_embed` on that many local
         processes instead (same rows).
+    detections : Sequence of (list of Detection or None), optional
+        Each item's faces (:func:`facebias.faces.detect.detect_images`), sent with it; None
+        detects where the chunk runs. The rows are the same.
 
     Returns
     -------
@@ -655,7 +766,8 @@ def embed_many(embedder: BaseEmbedder, items: Sequence, compute: Any = None,
     Raises
     ------
     ValueError
-        If ``workers > 1`` with a Dask ``compute`` (set its ``n_workers`` instead).
+        If ``workers > 1`` with a Dask ``compute`` (set its ``n_workers`` instead), or
+        ``detections`` is not one entry per item or comes from another detector.
     """
     from facebias.compute import ComputeConfig, as_compute, map_chunks
 
@@ -663,10 +775,11 @@ def embed_many(embedder: BaseEmbedder, items: Sequence, compute: Any = None,
         if not (compute is None or (isinstance(compute, ComputeConfig | Mapping | str)
                                     and as_compute(compute).serial)):
             raise ValueError("workers > 1 is the local pool; on Dask set compute's n_workers")
-        return pool_embed(embedder, items, workers)
+        return pool_embed(embedder, items, workers, detections=detections)
     items = [str(x) if isinstance(x, Path) else x for x in items]
-    parts = map_chunks(embed_chunk, items, compute, chunk_size=embedder.batch_size,
-                       shared=(worker_spec(embedder),), desc=f"embed {embedder.name}", progress=progress)
+    parts = map_chunks(embed_chunk, with_detections(items, detections, embedder.detector), compute,
+                       chunk_size=embedder.batch_size, shared=(worker_spec(embedder),),
+                       desc=f"embed {embedder.name}", progress=progress)
     return concat_results(parts, embedder.dim)
 
 

@@ -33,7 +33,13 @@ import cv2
 import numpy as np
 
 from facebias.faces.align import align_arcface
-from facebias.faces.detect import detect_faces, primary_face, too_small_reason
+from facebias.faces.detect import (
+    Detection,
+    check_detections,
+    detect_faces,
+    primary_face,
+    too_small_reason,
+)
 from facebias.faces.images import ImageReadError, as_rgb_uint8, read_image
 from facebias.faces.landmarks import landmarks68
 
@@ -43,6 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("facebias.faces")
 
 __all__ = [
+    "FACTOR_DETECTOR",
     "FACTOR_KEYS",
     "BRISQUE_SEARCH_DIRS",
     "MODEL_3D",
@@ -62,6 +69,8 @@ __all__ = [
     "factor_table",
 ]
 
+#: The detector the factors are measured with (paper 003's choice).
+FACTOR_DETECTOR = "yunet"
 FACTOR_KEYS = ("yaw", "pitch", "roll", "brightness", "sharpness", "face_area", "brisque")
 _EXTRA_KEYS = ("interocular", "detector_score")
 
@@ -597,9 +606,13 @@ def _aligned_mask(image: np.ndarray, pts5: np.ndarray, size: int = 224) -> np.nd
 # --------------------------------------------------------------------------- detection
 
 
-def _find_face(image: np.ndarray):
-    """The most central YuNet face (paper 003's choice): ``(box, (5,2) points, score)`` or None."""
-    face = primary_face(detect_faces(image, "yunet"), image.shape)
+def _find_face(image: np.ndarray, found: list[Detection] | None = None):
+    """The most central YuNet face (paper 003's choice): ``(box, (5,2) points, score)`` or None.
+
+    ``found``: the image's YuNet detections when already known, None to detect here."""
+    if found is None:
+        found = detect_faces(image, FACTOR_DETECTOR)
+    face = primary_face(found, image.shape)
     if face is None:
         return None
     return tuple(float(v) for v in face.box), np.asarray(face.landmarks, np.float64), face.score
@@ -608,18 +621,19 @@ def _find_face(image: np.ndarray):
 # --------------------------------------------------------------------------- wrappers
 
 
-def _measure(image: np.ndarray) -> tuple[dict, list[str]]:
-    """All factors plus the list of reasons for values that are None."""
+def _measure(image: np.ndarray, found: list[Detection] | None = None) -> tuple[dict, list[str]]:
+    """All factors plus the list of reasons for values that are None (``found``: the
+    image's detections, or None to detect here)."""
     out: dict = dict.fromkeys(FACTOR_KEYS + _EXTRA_KEYS)
     reasons: list[str] = []
     img = as_rgb_uint8(np.asarray(image))
     small = too_small_reason(img.shape)
     if small:
         return out, [small]
-    found = _find_face(img)
-    if found is None:
+    face = _find_face(img, found)
+    if face is None:
         return out, ["no face detected"]
-    box, pts5, score = found
+    box, pts5, score = face
     out["detector_score"] = score
     out["interocular"] = interocular(pts5)
 
@@ -666,7 +680,7 @@ def _measure(image: np.ndarray) -> tuple[dict, list[str]]:
     return out, reasons
 
 
-def measure_factors(image: np.ndarray) -> dict:
+def measure_factors(image: np.ndarray, detections: list[Detection] | None = None) -> dict:
     """Factors of the most central face in one RGB uint8 image.
 
     Returns a dict with exactly :data:`FACTOR_KEYS` plus ``"interocular"`` and
@@ -682,6 +696,9 @@ def measure_factors(image: np.ndarray) -> dict:
     image : numpy.ndarray
         (H, W, 3) RGB, (H, W, 4) RGBA (alpha dropped, as :func:`read_image` does) or
         (H, W) gray uint8.
+    detections : list of Detection, optional
+        The image's YuNet faces (an entry of :func:`facebias.faces.detect.detect_images`),
+        to reuse a detection made for another pipeline; None detects here. Same result.
 
     Returns
     -------
@@ -694,25 +711,27 @@ def measure_factors(image: np.ndarray) -> dict:
     Raises
     ------
     ValueError
-        If ``image`` is not an RGB, RGBA or gray uint8 array.
+        If ``image`` is not an RGB, RGBA or gray uint8 array, or ``detections`` come from
+        another detector than YuNet.
     """
-    out, reasons = _measure(image)
+    (found,) = check_detections([detections], 1, FACTOR_DETECTOR)
+    out, reasons = _measure(image, found)
     for r in reasons:
         log.info("measure_factors: %s", r)
     return out
 
 
-def _factor_row(id_item: tuple[Any, np.ndarray | str | Path]) -> dict:
-    """One :func:`factor_table` row for ``(id, image or path)``; a read error or an
-    exception becomes its reason."""
-    ident, item = id_item
+def _factor_row(id_item: tuple[Any, np.ndarray | str | Path, list[Detection] | None]) -> dict:
+    """One :func:`factor_table` row for ``(id, image or path, detections or None)``; a read
+    error or an exception becomes its reason."""
+    ident, item, found = id_item
     try:
         if isinstance(item, str | Path):
             try:
                 item = read_image(item)
             except ImageReadError as exc:
                 raise ValueError(f"cannot read image: {exc}") from exc
-        vals, reasons = _measure(item)
+        vals, reasons = _measure(item, found)
     except Exception as exc:  # one bad image must not drop the row
         vals, reasons = dict.fromkeys(FACTOR_KEYS + _EXTRA_KEYS), [f"error: {exc}"]
     for r in reasons:
@@ -725,6 +744,7 @@ def factor_table(
     ids: Sequence | None = None,
     progress: bool = True,
     compute: Any = None,
+    detections: Sequence[list[Detection] | None] | None = None,
 ) -> pd.DataFrame:
     """One row per image (never dropped) of :func:`measure_factors` plus a ``reason`` column.
 
@@ -745,6 +765,10 @@ def factor_table(
         Show a progress bar.
     compute : ComputeConfig, Mapping, str, distributed.Client or None
         Where to run.
+    detections : Sequence of (list of Detection or None), optional
+        Each image's YuNet faces (:func:`facebias.faces.detect.detect_images`), sent with
+        it, so that a study that also embeds the images detects once; None (or a None
+        entry) detects where the row is measured. The table is the same.
 
     Returns
     -------
@@ -756,7 +780,8 @@ def factor_table(
     Raises
     ------
     ValueError
-        If ``ids`` and ``images`` differ in length.
+        If ``ids`` and ``images`` differ in length, or ``detections`` is not one entry per
+        image or comes from another detector than YuNet.
     """
     import pandas as pd
 
@@ -766,8 +791,9 @@ def factor_table(
     ids = list(range(len(images))) if ids is None else list(ids)
     if len(ids) != len(images):
         raise ValueError(f"{len(ids)} ids for {len(images)} images")
-    rows = map_items(_factor_row, list(zip(ids, images, strict=True)), compute, desc="factors",
-                     progress=progress)
+    found = check_detections(detections, len(images), FACTOR_DETECTOR)
+    rows = map_items(_factor_row, list(zip(ids, images, found, strict=True)), compute,
+                     desc="factors", progress=progress)
     cols = ["id", *FACTOR_KEYS, *_EXTRA_KEYS]
     table = pd.DataFrame(rows, columns=cols)
     for col in (*FACTOR_KEYS, *_EXTRA_KEYS):
