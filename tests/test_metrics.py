@@ -468,3 +468,44 @@ def test_thinned_det_small_input_and_errors():
         M.thin_det(full, None)
     with pytest.warns(DeprecationWarning, match="chunk has no effect"):
         M.det_curve(gen, imp, 1 << 20)
+
+
+def _stride_trap(n: int, value_at_samples: float) -> np.ndarray:
+    """Zeros with ``value_at_samples`` exactly where the strided sample looks."""
+    a = np.zeros(n)
+    a[:: n >> 16] = value_at_samples
+    return a
+
+
+@pytest.mark.parametrize("case", ["normal32", "ascending", "descending", "ties", "trap_high",
+                                  "trap_low", "bound_ties"])
+def test_upper_order_statistics_match_a_full_sort(case, monkeypatch):
+    """threshold_at_fmr on large inputs selects the tail from a sampled bound (or falls back
+    to a partition of everything when the sample misleads): np.sort(impostor)[kth] exactly,
+    every case; the fallback runs exactly when the sample sees values that too few reach."""
+    rng = np.random.default_rng(5)
+    n = 1 << 20  # the sample takes every 16th score
+    imp = {
+        "normal32": rng.normal(0, 1, n).astype(np.float32),
+        "ascending": np.sort(rng.normal(0, 1, n)),
+        "descending": np.sort(rng.normal(0, 1, n))[::-1].copy(),
+        "ties": rng.integers(0, 5, n).astype(np.float64),
+        "trap_high": _stride_trap(n, 1.0),  # the sample sees only 1s: fewer reach v than needed
+        "trap_low": _stride_trap(n, -1.0),  # the sample sees only -1s: the whole array reaches v
+        "bound_ties": np.r_[np.zeros(n - 1000), np.ones(1000)],
+    }[case]
+    fmrs = [0.2, 0.1, 1e-2, 1e-3, 1e-4, 3e-5, 1e-5, 0.05, 0.004, 2e-4]  # 10 targets: sorted tail
+    ref = np.sort(imp)[n - 1 - M._allowed_false_matches(np.array(fmrs), n)]
+    sizes = []
+    partition = np.partition
+
+    def spy(a, kth, *args, **kw):
+        sizes.append(np.size(a))
+        return partition(a, kth, *args, **kw)
+
+    monkeypatch.setattr(np, "partition", spy)
+    np.testing.assert_array_equal(M.threshold_at_fmr(imp, fmrs), ref)
+    assert (n in sizes) == (case == "trap_high")  # 1/16 of the scores are 1: 0.2 needs more
+    for f, r in zip(fmrs[:5], ref[:5], strict=True):  # one target: partitioned tail
+        assert M.threshold_at_fmr(imp, f) == r
+    np.testing.assert_array_equal(M.threshold_at_fmr(imp, fmrs[:3]), ref[:3])
