@@ -154,3 +154,16 @@ def test_a_missing_id_is_refused(column):
     df.loc[2, column] = None
     with pytest.raises(ValueError, match=f"scores.{column}: missing values"):
         R.estimate(df, R.RapidConfig(normalise="none"))
+
+
+def test_integer_and_mixed_names_match_the_reference():
+    """Query and system names that are not strings (integers; queries named by a mix of
+    strings and integers): the name columns keep the type pandas infers for them (the
+    tables take the names by code, their type inferred once)."""
+    s = small_world(13).scores
+    q = s["query"].cat.codes.astype(np.int64)
+    cfg = R.RapidConfig(normalise="none", min_faces_cluster=3)
+    ints = assert_same(s.assign(query=q, system=s["system"].cat.codes.astype(np.int64) + 7), cfg)
+    assert ints.system_labels["query"].dtype == np.int64 and ints.queries["included"].any()
+    mixed = assert_same(s.assign(query=s["query"].astype(object).where(q % 2 == 0, q)), cfg)
+    assert mixed.system_labels["query"].dtype == object

@@ -383,33 +383,42 @@ def normalise_scores(scores: pd.DataFrame, cfg: RapidConfig | None = None,
     require_columns(scores, ["system", "score"], "scores")
     raw = check_scores(scores["score"].to_numpy(), "scores.score", scores.index)
     codes, systems = _factorize_sorted(scores["system"])
-    out = _normalise_rows(raw, codes, systems, cfg, fit_scores)
+    lo, hi = _system_modes(raw, codes, systems, cfg, fit_scores)
+    out = _rescale(raw, lo[codes], (hi - lo)[codes], np.empty(raw.size))
     return pd.Series(out, index=scores.index, name="score_norm")
 
 
-def _normalise_rows(raw: np.ndarray, codes: np.ndarray, systems: pd.Index, cfg: RapidConfig,
-                    fit_scores: pd.DataFrame | None) -> np.ndarray:
-    """:func:`normalise_scores` on checked scores ``raw`` of the systems ``systems[codes]``
-    (``pd.factorize(system, sort=True)``): float64 in [0, 1]."""
-    out = np.empty(raw.size)
+def _system_modes(raw: np.ndarray, codes: np.ndarray, systems: pd.Index, cfg: RapidConfig,
+                  fit_scores: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
+    """The modes ``lo``, ``hi`` (float64, one per system of ``systems``) that
+    :func:`normalise_scores` maps to 0 and 1: ``cfg.modes``, else the GMM's, fitted on the
+    system's checked scores in ``raw`` (row ``i`` of system ``systems[codes[i]]``, codes of
+    ``pd.factorize(system, sort=True)``) and its ``fit_scores``; 0 and 1 for
+    ``normalise="none"`` (then the scores are only clipped)."""
     extra_sys = extra = None
     if fit_scores is not None:
         require_columns(fit_scores, ["system", "score"], "fit_scores")
         extra = check_scores(fit_scores["score"].to_numpy(), "fit_scores.score")
         extra_sys = fit_scores["system"].astype(str).to_numpy()
+    lo, hi = np.zeros(len(systems)), np.ones(len(systems))
     if cfg.normalise == "none":
-        return np.clip(raw.astype(np.float64), 0.0, 1.0, out=out)
-    lo, hi = np.empty(len(systems)), np.empty(len(systems))
-    for k, s in enumerate(systems):
+        return lo, hi
+    for k, s in enumerate(np.asarray(systems, dtype=object)):  # CategoricalIndex.tolist: ~0.2 ms
         if s in cfg.modes:
             lo[k], hi[k] = (float(m) for m in cfg.modes[s])
         else:
             v = raw[codes == k].astype(np.float64)
             fit = v if extra is None else np.r_[v, extra[extra_sys == str(s)]]
             lo[k], hi[k] = gmm_modes(fit, cfg.gmm_seed, cfg.gmm_max_fit)
-    # the same arithmetic per row as system by system, in place
-    np.subtract(raw, lo[codes], out=out)
-    np.divide(out, (hi - lo)[codes], out=out)
+    return lo, hi
+
+
+def _rescale(x: np.ndarray, lo: np.ndarray, scale: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``clip((x - lo) / scale, 0, 1)`` into ``out`` (float64; ``lo`` and ``scale = hi - lo``
+    broadcast against ``x``): the normalisation's arithmetic, the same bits whether applied
+    row by row or to the matrices the rows fill (with 0 and 1, ``x`` clipped)."""
+    np.subtract(x, lo, out=out)
+    np.divide(out, scale, out=out)
     return np.clip(out, 0.0, 1.0, out=out)
 
 
@@ -509,8 +518,13 @@ def cluster_count(eigenvalues: np.ndarray, threshold: float = 4.0, gap_ratio: fl
     (1, 2, 0)
     """
     s = -np.sort(-np.abs(np.asarray(eigenvalues, dtype=np.float64)), axis=-1)
-    scalar = s.ndim == 1
-    s = np.atleast_2d(s)
+    k = _count_sorted(np.atleast_2d(s), threshold, gap_ratio, rule)
+    return int(k[0]) if s.ndim == 1 else k
+
+
+def _count_sorted(s: np.ndarray, threshold: float, gap_ratio: float, rule: str) -> np.ndarray:
+    """:func:`cluster_count` of each row of ``s`` (rows, n): absolute eigenvalues already in
+    descending order (as :func:`_sorted_spectrum` gives them)."""
     if rule == "strict":
         k = np.count_nonzero(s > threshold, axis=-1)
     elif rule == "gap":
@@ -522,7 +536,7 @@ def cluster_count(eigenvalues: np.ndarray, threshold: float = 4.0, gap_ratio: fl
         k = np.where(ok.any(axis=-1), last + 1, 0)
     else:
         raise ValueError(f"cluster_count: rule must be 'gap' or 'strict', got {rule!r}")
-    return int(k[0]) if scalar else k
+    return k
 
 
 def _z(s1: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -633,9 +647,9 @@ def estimate(scores: pd.DataFrame, cfg: RapidConfig | None = None,
     within-query pair and system; extra columns ignored; self pairs ignored; if a pair
     appears twice, the later row wins). ``fit_scores``: optional extra scores for the
     GMM fit (see :func:`normalise_scores`). Matrices of one size are stacked and
-    eigendecomposed in batched ``numpy.linalg.eigh`` calls of a few MB, each matrix once;
-    the score rows are never sorted (per-query cost: about 1.5x the ``eigh`` alone at 100
-    faces, ``benchmarks/bench_rapid.py``).
+    eigendecomposed in batched ``numpy.linalg.eigh`` calls of about 256 kB, each matrix
+    once; the score rows are never sorted (per-query cost: about 1.3-1.4x the ``eigh``
+    alone at 25 to 200 faces per query, ``benchmarks/bench_rapid.py``).
 
     Parameters
     ----------
@@ -696,18 +710,24 @@ def _estimate(scores: pd.DataFrame, raw: np.ndarray, cfg: RapidConfig,
 
     1. index the nodes, one per (query, face), and each query's common face set
        (:class:`_NodeIndex`);
-    2. normalise the scores per system (:func:`normalise_scores`);
-    3. the spectral step on every complete (query, system) matrix: cluster counts and
+    2. the normalisation's modes per system (:func:`normalise_scores`);
+    3. the normalised matrices of the queries with enough common faces
+       (:func:`_stacked_matrices`); the rows' codes are not needed past this step, and are
+       freed (it lowers the peak memory, and the time spent mapping fresh pages);
+    4. the spectral step on every complete (query, system) matrix: cluster counts and
        membership scores ``z`` (:func:`_spectral_step`);
-    4. the inclusion rules per query (:func:`_include_queries`);
-    5. the vote and the three output tables (:func:`_estimate_tables`).
+    5. the inclusion rules per query (:func:`_include_queries`);
+    6. the vote and the three output tables (:func:`_estimate_tables`).
     """
     _reject_cross_query_rows(scores)
-    ix = _NodeIndex.of(scores)
-    norm = _normalise_rows(raw, ix.s_codes, ix.s_names, cfg, fit_scores)
+    ix, s_codes, sa, sb = _NodeIndex.of(scores)
+    modes = _system_modes(raw, s_codes, ix.s_names, cfg, fit_scores)
+    del s_codes
     reason = np.zeros(ix.n_q, np.int8)
     reason[ix.n_common < cfg.min_faces_query] = _REASONS.index("too_few_faces")
-    z_all, k_all = _spectral_step(ix, norm, reason, cfg)
+    stacks = _stacked_matrices(ix, sa, sb, raw, modes, reason)
+    del sa, sb
+    z_all, k_all = _spectral_step(ix, stacks, reason, cfg)
     member = z_all > cfg.tau  # NaN -> False
     csize = _cluster_sizes(ix, member)
     kmin, kmax = _include_queries(reason, k_all, csize, cfg)
@@ -728,23 +748,18 @@ def _reject_cross_query_rows(scores: pd.DataFrame) -> None:
 class _NodeIndex:
     """Integer codes of a scores table for :func:`estimate`.
 
-    Per row: ``q_codes``, ``s_codes`` (query and system, codes of the sorted names
-    ``q_names``, ``s_names``) and the nodes ``ia``, ``ib`` of its two faces. A node is a
-    (query, face) pair, numbered query-major; ``nodes`` holds ``query * n_f + face`` (face
-    codes of ``f_names``, first-appearance order), ``node_q`` its query. ``common``: the
-    node is scored by every system; per query ``n_faces``, ``n_common`` and
-    ``first_common`` (rank of its first common node among all common nodes); per node
-    ``local``: its index within its query's common set (-1 if not common).
+    A node is a (query, face) pair, numbered query-major; ``nodes`` holds ``query * n_f +
+    face`` (query codes of the sorted names ``q_names``, face codes of ``f_names`` in
+    first-appearance order), ``node_q`` its query; systems are codes of the sorted names
+    ``s_names``. ``common``: the node is scored by every system; per query ``n_faces``,
+    ``n_common`` and ``first_common`` (rank of its first common node among all common
+    nodes); per node ``local``: its index within its query's common set (-1 if not common).
     """
 
-    q_codes: np.ndarray
     q_names: pd.Index
-    s_codes: np.ndarray
     s_names: pd.Index
     f_names: pd.Index
     nodes: np.ndarray
-    ia: np.ndarray
-    ib: np.ndarray
     node_q: np.ndarray
     common: np.ndarray
     n_faces: np.ndarray
@@ -765,38 +780,52 @@ class _NodeIndex:
         return self.nodes.size
 
     @classmethod
-    def of(cls, scores: pd.DataFrame) -> _NodeIndex:
-        """Index ``scores`` (columns ``query, system, face_a, face_b``)."""
+    def of(cls, scores: pd.DataFrame) -> tuple[_NodeIndex, np.ndarray, np.ndarray, np.ndarray]:
+        """Index ``scores`` (columns ``query, system, face_a, face_b``): the index, and per
+        row its system ``s_codes`` and the cells ``sa``, ``sb`` of its two faces (a cell is
+        a (system, node) pair, numbered ``system * n_nodes + node``), kept out of the index
+        so that they can be freed before it is."""
         q_codes, q_names = _factorize_sorted(scores["query"])
         s_codes, s_names = _factorize_sorted(scores["system"])
         n_sys = len(s_names)
-        fa, fb, f_names = _face_codes(scores["face_a"], scores["face_b"])
+        # the rows' arrays are updated in place: each is a fresh array of the row count
+        ka, kb, f_names = _face_codes(scores["face_a"], scores["face_b"])
         n_f, n_q = len(f_names), len(q_names)
-        qf = q_codes.astype(np.int64) * n_f
-        # node = (query, face), numbered query-major
-        nodes, ia, ib = _sorted_codes(qf + fa, qf + fb, n_q * n_f)
+        qf = q_codes.astype(np.int64)
+        qf *= n_f
+        ka += qf  # node keys: query * n_f + face
+        kb += qf
+        del qf
+        nodes, sa, sb = _sorted_codes(ka, kb, n_q * n_f)  # the rows' nodes ...
+        del ka, kb
         node_q = nodes // n_f
         n_nodes = nodes.size
-        present = np.zeros(n_sys * n_nodes, bool)  # (system, node), flat
-        cell = s_codes.astype(np.int64) * n_nodes
-        present[cell + ia] = True
-        present[cell + ib] = True
+        cell = s_codes.astype(np.int64)
+        cell *= n_nodes
+        sa += cell  # ... and their cells
+        sb += cell
+        del cell
+        present = np.zeros(n_sys * n_nodes, bool)
+        present[sa] = True
+        present[sb] = True
         common = present.reshape(n_sys, n_nodes).all(axis=0)
         n_faces = np.bincount(node_q, minlength=n_q)
         n_common = np.bincount(node_q[common], minlength=n_q)
         # local index of each common node within its query
         csum = np.cumsum(common) - 1
-        first_common = np.r_[0, np.cumsum(n_common)[:-1]]
+        first_common = np.cumsum(n_common) - n_common
         local = np.where(common, csum - first_common[node_q], -1)
-        return cls(q_codes, q_names, s_codes, s_names, f_names, nodes, ia, ib, node_q, common,
-                   n_faces, n_common, first_common, local)
+        ix = cls(q_names, s_names, f_names, nodes, node_q, common, n_faces, n_common, first_common,
+                 local)
+        return ix, s_codes, sa, sb
 
 
 def _factorize_sorted(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
     """``pd.factorize(values, sort=True)``; for a categorical column without missing values
-    read from its codes (no hashing of the rows). ``ValueError`` for a missing value."""
+    read from its codes (no hashing of the rows; then the codes may be a narrower integer
+    type, and read-only). ``ValueError`` for a missing value."""
     if isinstance(values.dtype, pd.CategoricalDtype):
-        codes = values.cat.codes.to_numpy()
+        codes = values.array.codes
         if codes.size and codes.min() >= 0:
             used = np.bincount(codes, minlength=len(values.cat.categories)) > 0
             rank = codes if used.all() else (np.cumsum(used) - 1)[codes]
@@ -815,9 +844,9 @@ def _require_no_missing(codes: np.ndarray, column: Any) -> None:
 
 def _face_codes(face_a: pd.Series, face_b: pd.Series) -> tuple[np.ndarray, np.ndarray, pd.Index]:
     """``pd.factorize`` of ``face_a`` then ``face_b`` concatenated: the codes of ``face_a``,
-    of ``face_b`` (in order of first appearance) and the names; without hashing the rows
-    when the ids are integers of a range at most twice the rows (then by first positions
-    in a table over that range)."""
+    of ``face_b`` (in order of first appearance; two new writable ``intp`` arrays) and the
+    names; without hashing the rows when the ids are integers of a range at most twice the
+    rows (then by first positions in a table over that range)."""
     a, b = face_a.to_numpy(), face_b.to_numpy()
     n = a.size
     lo = hi = 0
@@ -844,9 +873,9 @@ def _face_codes(face_a: pd.Series, face_b: pd.Series) -> tuple[np.ndarray, np.nd
 def _sorted_codes(key_a: np.ndarray, key_b: np.ndarray,
                   domain: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``numpy.unique(np.r_[key_a, key_b], return_inverse=True)`` for non-negative integer
-    keys below ``domain``, the inverse split back into ``key_a``'s and ``key_b``'s, without
-    sorting the keys: a table over ``range(domain)`` when that is at most twice the keys,
-    else a hash table (``pandas.factorize``)."""
+    keys below ``domain``, the inverse split back into ``key_a``'s and ``key_b``'s (two new
+    writable ``intp`` arrays), without sorting the keys: a table over ``range(domain)``
+    when that is at most twice the keys, else a hash table (``pandas.factorize``)."""
     n = key_a.size
     if domain > 4 * n + 1024:
         inv, uniq = pd.factorize(np.concatenate([key_a, key_b]), sort=True)
@@ -858,106 +887,118 @@ def _sorted_codes(key_a: np.ndarray, key_b: np.ndarray,
     return np.flatnonzero(seen), rank[key_a], rank[key_b]
 
 
-def _spectral_step(ix: _NodeIndex, norm: np.ndarray, reason: np.ndarray,
-                   cfg: RapidConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Cluster counts and membership scores of every (query, system) matrix on the
-    query's common faces, for the queries whose ``reason`` is still 0.
+def _spectral_step(ix: _NodeIndex, stacks: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                   reason: np.ndarray, cfg: RapidConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster counts and membership scores of every (query, system) matrix of ``stacks``
+    (:func:`_stacked_matrices`).
 
-    ``norm``: the normalised score of each row. Matrices of one size are stacked and
-    eigendecomposed in batched calls of at most ``_EIGH_CHUNK`` bytes of matrices (eigh's
-    outputs stay that small), each matrix once: its eigenvalues give the count, its
-    leading eigenvector ``z``. Returns ``z_all`` (n_sys, n_nodes; NaN where not
+    Each stack is eigendecomposed in batched calls of at most ``_EIGH_CHUNK`` bytes of
+    matrices (or one query's, if larger), each matrix once: its eigenvalues give the
+    count, its leading eigenvector ``z``. Returns ``z_all`` (n_sys, n_nodes; NaN where not
     computed) and ``k_all`` (n_q, n_sys; -1 where not computed). A query whose matrices
     miss a pair gets reason ``missing_pairs`` (``reason`` is updated in place).
     """
     n_sys = ix.n_sys
-    keep = ix.ia != ix.ib
-    if not ix.common.all():  # else these gathers exclude nothing
-        keep &= ix.common[ix.ia] & ix.common[ix.ib]
-    if reason.any():
-        keep &= reason[ix.q_codes] == 0
     z_all = np.full((n_sys, ix.n_nodes), np.nan)
     k_all = np.full((ix.n_q, n_sys), -1, np.int64)
     common_nodes = np.flatnonzero(ix.common)
-    for qs_n, mats_n, complete in _stacked_matrices(ix, norm, keep):
-        n = mats_n.shape[-1]
-        reason[qs_n[~complete]] = _REASONS.index("missing_pairs")
-        # a few MB of matrices per call: eigh's outputs (all eigenvectors) stay small
+    for qs, mats, complete in stacks:
+        n = mats.shape[-1]
+        reason[qs[~complete]] = _REASONS.index("missing_pairs")
+        s, u = np.empty(mats.shape[:-1]), np.empty(mats.shape[:-1])  # (systems, queries, n)
+        # a few matrices per call: eigh's outputs (all eigenvectors) stay small, and reuse
+        # the memory freed by the last call (no fresh pages to map)
         step = max(1, _EIGH_CHUNK // (8 * n_sys * n * n))
-        for lo in range(0, qs_n.size, step):
-            qs, mats = qs_n[lo:lo + step], mats_n[lo:lo + step]
-            s, u = _sorted_spectrum(mats)
-            k = cluster_count(s.reshape(-1, n), cfg.eig_threshold, cfg.gap_ratio, cfg.rule)
-            k_all[qs] = k.reshape(qs.size, n_sys)
-            z = _z(s[..., 0], u)  # (queries, systems, n)
-            # scatter z back to nodes: the common nodes of query qs[j], in local order
-            node_idx = common_nodes[(ix.first_common[qs][:, None] + np.arange(n)[None, :]).ravel()]
-            z_all[:, node_idx] = z.transpose(1, 0, 2).reshape(n_sys, -1)
+        for lo in range(0, qs.size, step):
+            s[:, lo:lo + step], u[:, lo:lo + step] = _sorted_spectrum(mats[:, lo:lo + step])
+        k = _count_sorted(s.reshape(-1, n), cfg.eig_threshold, cfg.gap_ratio, cfg.rule)
+        k_all[qs] = k.reshape(n_sys, qs.size).T
+        # scatter z back to nodes: the common nodes of query qs[j], in local order
+        node_idx = common_nodes[(ix.first_common[qs][:, None] + np.arange(n)[None, :]).ravel()]
+        z_all[:, node_idx] = _z(s[..., 0], u).reshape(n_sys, -1)
     return z_all, k_all
 
 
-_EIGH_CHUNK = 2**22  # bytes of matrices per eigh call in _spectral_step
+_EIGH_CHUNK = 2**18  # bytes of matrices per eigh call in _spectral_step
+_ROW_CHUNK = 2**15  # score rows per step of the scatter in _stacked_matrices
 
 
-def _stacked_matrices(ix: _NodeIndex, norm: np.ndarray,
-                      keep: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The normalised matrices of the queries of the rows where ``keep`` holds (both faces
-    common, not a self pair), one stack per size ``n`` (common faces), sizes ascending:
+def _stacked_matrices(ix: _NodeIndex, sa: np.ndarray, sb: np.ndarray, raw: np.ndarray,
+                      modes: tuple[np.ndarray, np.ndarray],
+                      reason: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The normalised matrices of the queries whose ``reason`` is 0 on their common faces,
+    from the rows' cells ``sa``, ``sb`` (:meth:`_NodeIndex.of`), raw scores ``raw`` and the
+    systems' ``modes`` (:func:`_system_modes`; self pairs and faces not common ignored),
+    one stack per size ``n``, sizes ascending:
     ``(qs, mats, complete)`` with ``qs`` the sorted query codes of that size, ``mats``
-    (queries, systems, n, n) with diagonal 1 and 0 for a missing pair, and ``complete``
+    (systems, queries, n, n) with diagonal 1 and 0 for a missing pair, and ``complete``
     per query (every system scored every pair). A pair scored twice: the later row wins.
 
-    No sort of the rows: each row's two cells are computed from per-query offsets into
-    one buffer that holds every stack (its size: the stacks' total), and written by one
-    scatter for all sizes.
+    No sort of the rows: one system-major buffer holds every stack (per system, every
+    query's matrix, sizes ascending; ``mats`` are views of it), each row's two entries are
+    found from per-cell offsets and its raw score written by one scatter for all sizes, and
+    the buffer is normalised in place, a system at a time (as :func:`normalise_scores`
+    does row by row: the same bits, without a normalised copy of the rows).
     """
-    n_sys = ix.n_sys
-    if keep.all():  # the usual case: no copy of the rows; every query has rows
-        q, s, ia, ib, v = ix.q_codes, ix.s_codes, ix.ia, ix.ib, norm
-        has_rows = np.ones(ix.n_q, bool)
-    else:
+    n_sys, n_nodes = ix.n_sys, ix.n_nodes
+    keep = sa != sb
+    ok = ix.common & (reason[ix.node_q] == 0)  # per node; a row's two nodes share a query
+    if not ok.all():  # else these gathers exclude nothing
+        ok = np.tile(ok, n_sys)  # per cell
+        keep &= ok[sa] & ok[sb]
+    v = raw
+    has_rows = np.ones(ix.n_q, bool)  # the usual case: every query has rows
+    if not keep.all():
         r = np.flatnonzero(keep)
-        q, s, ia, ib, v = ix.q_codes[r], ix.s_codes[r], ix.ia[r], ix.ib[r], norm[r]
-        has_rows = np.bincount(q, minlength=ix.n_q) > 0
+        sa, sb, v = sa[r], sb[r], raw[r]
+        has_rows = np.bincount(ix.node_q[sa % n_nodes], minlength=ix.n_q) > 0
     n_of_q = ix.n_common.astype(np.int64)
-    stacks, start = [], 0
-    base = np.zeros(ix.n_q * n_sys, np.int64)  # offset of the (query, system) matrix
+    first = np.zeros(ix.n_q, np.int64)  # offset of each query's matrix in a system's part
+    stacks, size = [], 0  # size: a system's part of the buffer
     for n in np.unique(n_of_q[has_rows]).tolist():
         qs = np.flatnonzero(has_rows & (n_of_q == n))
-        base.reshape(ix.n_q, n_sys)[qs] = start + n * n * np.arange(qs.size * n_sys).reshape(-1, n_sys)
-        stacks.append((qs, n, start))
-        start += qs.size * n_sys * n * n
-    loc = ix.local  # per node: its row and column in its query's matrices
-    row = loc * n_of_q[ix.node_q]  # ... and that row's offset
-    cell = base[q.astype(np.int64) * n_sys + s]
-    ab = cell + row[ia] + loc[ib]
-    ba = cell + row[ib] + loc[ia]
-    buf = np.zeros(start)
-    filled = np.zeros(start, bool)
-    buf[ab] = v
-    buf[ba] = v
-    filled[ab] = True
-    filled[ba] = True
-    out = []
+        first[qs] = size + n * n * np.arange(qs.size)
+        stacks.append((qs, n, size))
+        size += qs.size * n * n
+    # per cell (system, node): the offset of the node's row in its (query, system) matrix,
+    # and the node's column
+    row = first[ix.node_q] + ix.local * n_of_q[ix.node_q]
+    row = (size * np.arange(n_sys)[:, None] + row).ravel()
+    col = np.tile(ix.local, n_sys)
+    buf = np.zeros(n_sys * size)
+    filled = np.zeros(n_sys * size, bool)
+    for x, y in ((sa, sb), (sb, sa)):  # every (a, b) entry, then every (b, a) ...
+        for lo in range(0, x.size, _ROW_CHUNK):  # ... in chunks of rows: small temporaries
+            rows = slice(lo, lo + _ROW_CHUNK)
+            at = row[x[rows]]
+            at += col[y[rows]]
+            buf[at] = v[rows]
+            filled[at] = True
+    buf, filled = buf.reshape(n_sys, size), filled.reshape(n_sys, size)
+    lo, hi = modes
+    _rescale(buf, lo[:, None], (hi - lo)[:, None], out=buf)
+    stacked = []
     for qs, n, off in stacks:
-        shape = (qs.size, n_sys, n, n)
-        size = qs.size * n_sys * n * n
-        mats = buf[off:off + size].reshape(shape)
-        fill = filled[off:off + size].reshape(shape)
+        shape = (n_sys, qs.size, n, n)
+        mats = buf[:, off:off + qs.size * n * n].reshape(shape)
+        fill = filled[:, off:off + qs.size * n * n].reshape(shape)
         idx = np.arange(n)
-        mats[:, :, idx, idx] = 1.0
         fill[:, :, idx, idx] = True
-        out.append((qs, mats, fill.all(axis=(-1, -2)).all(axis=-1)))
-    return out
+        complete = fill.all(axis=(-1, -2)).all(axis=0)
+        if not complete.all():
+            np.copyto(mats, 0.0, where=~fill)  # a missing pair: 0 (the rescaled 0 may not be)
+        mats[:, :, idx, idx] = 1.0
+        stacked.append((qs, mats, complete))
+    return stacked
 
 
 def _cluster_sizes(ix: _NodeIndex, member: np.ndarray) -> np.ndarray:
-    """Members per (query, system): ``member`` (n_sys, n_nodes) summed per query."""
-    n_sys = ix.n_sys
-    csize = np.zeros((ix.n_q, n_sys), np.int64)
-    np.add.at(csize, (np.repeat(ix.node_q, n_sys), np.tile(np.arange(n_sys), ix.n_nodes)),
-              member.T.ravel())
-    return csize
+    """Members per (query, system), int64 (n_q, n_sys): ``member`` (n_sys, n_nodes) summed
+    over each query's nodes."""
+    ends = np.cumsum(ix.n_faces)  # nodes are numbered query-major: query q's are a run
+    total = np.zeros((ix.n_sys, ix.n_nodes + 1), np.int64)
+    np.cumsum(member, axis=1, out=total[:, 1:])
+    return (total[:, ends] - total[:, ends - ix.n_faces]).T
 
 
 _NO_COUNT = 10**9  # stands for "no cluster count" when taking the least count per query
@@ -1000,32 +1041,38 @@ def _estimate_tables(ix: _NodeIndex, cfg: RapidConfig, reason: np.ndarray, z_all
     node_reason = np.where(ix.common, reason[node_q], _REASONS.index("missing_system"))
     node_reason = np.where(included[node_q] & ~ix.common, _REASONS.index("missing_system"),
                            node_reason)
-    # the reason names as the column type pandas infers for them, taken by code (no
-    # per-row conversion of Python strings)
-    reasons = pd.Series(np.array(_REASONS, dtype=object)).array
-
-    q_col = ix.q_names[node_q]
-    face_col = ix.f_names[ix.nodes % len(ix.f_names)]
+    reasons = np.array(_REASONS, dtype=object)
+    face_codes = ix.nodes % len(ix.f_names)
     labels = pd.DataFrame({
-        "query": q_col, "face": face_col, "label": label, "votes": votes.astype(np.int64),
-        "n_systems_agree": agree.astype(np.int64), "ambiguity": amb,
-        "reason": reasons.take(node_reason),
-    })
+        "query": ix.q_names[node_q], "face": ix.f_names[face_codes], "label": label,
+        "votes": votes.astype(np.int64), "n_systems_agree": agree.astype(np.int64),
+        "ambiguity": amb, "reason": _take_column(reasons, node_reason),
+    }, copy=False)
     sys_label = np.where(node_in[None, :], member, -1).astype(np.int8)
     system_labels = pd.DataFrame({
-        "query": np.tile(q_col, n_sys), "face": np.tile(face_col, n_sys),
-        "system": np.repeat(np.asarray(ix.s_names, dtype=object), n_nodes),
+        "query": _take_column(np.asarray(ix.q_names), np.tile(node_q, n_sys)),
+        "face": _take_column(np.asarray(ix.f_names), np.tile(face_codes, n_sys)),
+        "system": _take_column(np.asarray(ix.s_names, dtype=object),
+                               np.repeat(np.arange(n_sys), n_nodes)),
         "label": sys_label.ravel(), "z": z_all.ravel(),
-    })
+    }, copy=False)
     n_pos = np.bincount(node_q, weights=(label == 1), minlength=ix.n_q).astype(np.int64)
     queries = pd.DataFrame({
         "query": ix.q_names, "n_faces": ix.n_faces, "n_common": ix.n_common,
         "min_clusters": np.where(kmin == _NO_COUNT, -1, kmin), "max_clusters": kmax,
         "min_cluster_size": csize.min(axis=1) if n_sys else 0,
-        "included": included, "n_positive": n_pos, "reason": reasons.take(reason),
-    })
+        "included": included, "n_positive": n_pos, "reason": _take_column(reasons, reason),
+    }, copy=False)
     labels.attrs["n_systems"] = n_sys
     return RapidEstimate(labels, system_labels, queries)
+
+
+def _take_column(values: np.ndarray, codes: np.ndarray) -> Any:
+    """``values[codes]`` as the column pandas infers from that array (``str`` for Python
+    strings), the type inferred once on ``values`` (a few names), not on every row. The
+    same column provided ``codes`` takes every element of ``values`` or the values are all
+    of one type (pandas infers a column's type from the set of its values' types)."""
+    return pd.Series(values, copy=False).array.take(codes)
 
 
 def estimate_labels(scores: pd.DataFrame, cfg: RapidConfig | None = None,
