@@ -14,9 +14,12 @@ import pandas as pd
 import pytest
 
 from facebias.compute import (
+    LOCAL_WORKER_ENVIRON_KEY,
+    WORKER_YAML,
     ComputeConfig,
     as_compute,
     chunk_slices,
+    dask_client,
     iter_chunks,
     map_chunks,
     map_items,
@@ -78,6 +81,39 @@ def test_local_scheduler_string_starts_and_closes_its_own_cluster():
     out = map_chunks(partial(np.multiply, 1), np.arange(10), ComputeConfig(n_workers=2), chunk_size=4,
                      progress=False)
     assert [list(c) for c in out] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+
+def test_local_workers_keep_glibc_malloc_defaults(tmp_path):
+    """Dask's nanny gives workers MALLOC_TRIM_THRESHOLD_=65536 (OpenCV's DNN then runs a
+    third slower); our local cluster's workers start without it, the caller's Dask config is
+    left as it was, and the config file documented for your own `dask worker`s unsets it
+    the same way."""
+    import os
+
+    import dask
+    from distributed.nanny import _get_env_variables
+
+    key = "distributed.nanny.pre-spawn-environ"
+    before = dict(dask.config.get(key))
+    assert "MALLOC_TRIM_THRESHOLD_" in _get_env_variables(key)  # Dask's default: the reason
+    with distributed.LocalCluster(n_workers=1, processes=True, dashboard_address=":0",
+                                  silence_logs=50):
+        pass  # a plain Dask cluster first: its nanny writes the variable into os.environ
+    assert os.environ.get("MALLOC_TRIM_THRESHOLD_") == "65536"
+    with dask_client(ComputeConfig(n_workers=2)) as c:
+        # what glibc reads: the environment each worker process was started with
+        started = c.run(lambda: open("/proc/self/environ", "rb").read().split(b"\0"))
+    seen = {w: any(e.startswith(b"MALLOC_TRIM_THRESHOLD_=") for e in env) for w, env in started.items()}
+    threads = {w: b"OMP_NUM_THREADS=1" in env for w, env in started.items()}  # Dask's other settings stay
+    assert len(seen) == 2 and set(seen.values()) == {False}
+    assert set(threads.values()) == {True}
+    assert os.environ.get("MALLOC_TRIM_THRESHOLD_") == "65536"  # this process's is restored
+    assert dict(dask.config.get(key)) == before
+    yaml_file = tmp_path / "facebias-workers.yaml"  # the file documented for your own workers
+    yaml_file.write_text(WORKER_YAML)
+    with dask.config.set(next(iter(dask.config.collect_yaml(paths=[str(yaml_file)])))):
+        assert dask.config.get(LOCAL_WORKER_ENVIRON_KEY) is None
+        assert "MALLOC_TRIM_THRESHOLD_" not in _get_env_variables(key)
 
 
 def test_no_items_starts_no_cluster():
