@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ComputeConfig", "as_compute", "chunk_slices", "dask_client", "iter_chunks", "load_compute", "map_chunks", "map_items"]
+__all__ = ["ComputeConfig", "as_compute", "chunk_slices", "dask_client", "iter_chunks", "load_compute", "map_chunks", "map_items",
+           "usable_cpus"]
 
 _ADDRESS_PREFIXES = ("tcp://", "tls://", "ucx://", "inproc://", "ws://", "wss://")
 
@@ -104,6 +105,17 @@ WORKER_YAML = """distributed:
 """
 
 
+
+
+def usable_cpus() -> int:
+    """Cores this process may run on: its CPU affinity where the OS says, else
+    ``os.cpu_count()``; at least 1."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 @contextlib.contextmanager
 def _environ_without(name: str) -> Iterator[None]:

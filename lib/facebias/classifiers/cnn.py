@@ -7,19 +7,13 @@ analysis must recover. CPU, deterministic given the seed. P(male) in [0, 1].
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
+from facebias.compute import usable_cpus
+
 __all__ = ["train_shortcut_classifier", "predict_p_male"]
-
-
-def _torch_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def _prep(images: Any, size: int):
@@ -105,7 +99,7 @@ def train_shortcut_classifier(images: Any, y_male: Any, epochs: int = 10, seed: 
         raise ValueError("training needs both male and female images")
     if batch < 2:
         raise ValueError(f"batch must be >= 2, got {batch}")
-    torch.set_num_threads(threads or _torch_threads())
+    torch.set_num_threads(threads or usable_cpus())
     torch.manual_seed(seed)
     x = _prep(images, size)
     yt = torch.from_numpy(y).float()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
-import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -602,15 +601,6 @@ def concat_results(parts: Sequence[EmbedResult], dim: int) -> EmbedResult:
                        [r for p in parts for r in p.reasons])
 
 
-def usable_cpus() -> int:
-    """Cores this process may run on: its CPU affinity where the OS says, else
-    ``os.cpu_count()`` (at least 1)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 def pool_threads(workers: int, cpus: int | None = None) -> int:
     """OpenCV threads per pool worker: the cores shared out evenly, at least 1.
 
@@ -619,7 +609,7 @@ def pool_threads(workers: int, cpus: int | None = None) -> int:
     workers : int
         Worker processes (>= 1).
     cpus : int, optional
-        Cores to share (default :func:`usable_cpus`).
+        Cores to share (default :func:`facebias.compute.usable_cpus`).
 
     Returns
     -------
@@ -632,6 +622,8 @@ def pool_threads(workers: int, cpus: int | None = None) -> int:
     >>> pool_threads(2, cpus=2), pool_threads(1, cpus=2), pool_threads(3, cpus=8)
     (1, 2, 2)
     """
+    from facebias.compute import usable_cpus
+
     return max(1, (usable_cpus() if cpus is None else cpus) // workers)
 
 
