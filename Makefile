@@ -28,6 +28,7 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 reproduce: $(STAMP) tracked-data
 	@git rev-parse --git-dir >/dev/null 2>&1 || (echo "make reproduce needs a git checkout (dvc uses git)"; exit 1)
 	$(BIN)/dvc repro
+	$(BIN)/facebias claims --readme README.md
 	@echo "figures: reports/figures/  metrics: reports/metrics/ (dvc metrics show)  notebooks: reports/notebooks/"
 
 # data.dvc tracks the human annotations (data/real/annotations). A fresh clone records that

@@ -29,6 +29,22 @@ def test_bfw_reads_the_first_system_at_the_smallest_fmr():
     assert H.headline("bfw", d) == {"fmr": 0.001, "bias": 79.4, "bias_after": 7.65}
 
 
+def test_bfw_headline_is_the_mean_over_world_seeds():
+    """With a seed sweep, bias is the mean over seeds of each seed's worst |deviation| at the
+    headline FAR; a seed with an unresolved subgroup is left out of the mean, not counted as 0."""
+    dev = {"global": {"0.001": 79.4}, "group": {"0.001": 7.65}}
+    rows = [(1, "global", "AF", 100.0), (1, "global", "WM", -50.0), (2, "global", "AF", 20.0),
+            (2, "global", "WM", -60.0), (3, "global", "AF", None), (3, "global", "WM", 1.0),
+            (1, "group", "AF", 2.0), (1, "group", "WM", -4.0), (2, "group", "AF", 6.0), (2, "group", "WM", 1.0),
+            (3, "group", "AF", 3.0), (3, "group", "WM", 1.0)]
+    seeds = {"world_seeds": [1, 2, 3], "system": "a",
+             "fmr_dev_pct": [{"seed": s, "system": "a", "policy": p, "fmr": "0.001", "group": g, "dev_pct": v}
+                             for s, p, g, v in rows]}
+    assert H.bfw_seed_worst(seeds, "global", "0.001") == [100.0, 60.0, None]
+    d = {"overview": {"systems": {"a": {"max_abs_fmr_dev_pct": dev}}}, "seeds": seeds}
+    assert H.headline("bfw", d) == pytest.approx({"fmr": 0.001, "bias": 80.0, "bias_after": (4 + 6 + 3) / 3})
+
+
 def test_batest_means_over_races():
     o = {"gap_genuine": {"original": {"A": 0.02, "B": 0.04}, "balanced_nfh": {"A": 0.05, "B": 0.03}},
          "planted_gap_genuine": {"A": 0.04, "B": 0.04}, "gap_rel_error_mean": {"balanced_nfh": 0.06}}
@@ -40,9 +56,10 @@ def test_gan_drift_picks_the_largest_finite_raw_drift():
     d = {"orthogonality_max_error": 2e-15,
          "drift": [{"drift_raw": 0.26, "drift_orthogonal": -0.03}, {"drift_raw": -0.55, "drift_orthogonal": 0.05},
                    {"drift_raw": float("nan"), "drift_orthogonal": 9.0}, {"drift_raw": None, "drift_orthogonal": 9.0}]}
-    assert H.headline("synthetic_dcgan", d) == {"bias": -0.55, "bias_after": 0.05, "truth_error": 2e-15}
+    # the orthogonality error is a numerical identity of Gram-Schmidt, not a truth: no truth_error
+    assert H.headline("synthetic_dcgan", d) == {"bias": -0.55, "bias_after": 0.05}
     # no finite drift at all: the columns are left out, not invented
-    assert H.headline("synthetic_dcgan", {**d, "drift": d["drift"][2:]}) == {"truth_error": 2e-15}
+    assert H.headline("synthetic_dcgan", {**d, "drift": d["drift"][2:]}) == {}
 
 
 def test_transects_coefficients_and_shares_of_checks():
@@ -52,8 +69,25 @@ def test_transects_coefficients_and_shares_of_checks():
     g = {"headline": {"shortcut CNN": {"experimental": {"light_incongruent": _coef(1.07), "light_high": _coef(-0.1),
                                                         "skin_dark": _coef(0.0), "gender_male": _coef(-1.8)}},
                       "SFace probe": {"experimental": {"light_incongruent": _coef(0.2)}}},
-         "planted_recovered": {"shortcut CNN": {"x": True, "y": True}, "SFace probe": {"x": False}}}
+         "planted_recovered": {"shortcut CNN": {"experimental_shortcut_significant_planted_sign": True,
+                                                "observational_with_shortcut_reduces_skin": True,
+                                                # reported, not planted: never counted as recovered
+                                                "experimental_skin_ci_covers_0": False,
+                                                "observational_with_shortcut_skin_ci_covers_0": False},
+                               "SFace probe": {"experimental_shortcut_significant_planted_sign": False}}}
     assert H.headline("transects_dcgan", g) == {"bias": 1.07, "recovered": 1.0}
+
+
+def test_shortcut_planted_flags_are_flags_the_study_writes():
+    from facebias.studies.transects import shortcut_recovered
+
+    coef = {"coef": 1.0, "significant": True}
+    row = {"light_incongruent": coef, "skin_dark": coef}
+    flags = shortcut_recovered({"experimental": row, "experimental_clusters": row, "observational": row,
+                                "observational_with_shortcut": row}, "light", 0.8)
+    assert set(H.SHORTCUT_PLANTED_FLAGS) < set(flags)
+    assert {"experimental_skin_ci_covers_0", "observational_with_shortcut_skin_ci_covers_0"} == \
+        set(flags) - set(H.SHORTCUT_PLANTED_FLAGS)
 
 
 def test_hcic_and_rapid():
@@ -61,7 +95,8 @@ def test_hcic_and_rapid():
          "fnmr_at_fmr_intended_labels": {"sface": {"WM": {"fnmr": 0.5}},
                                          "toy": {"WM": {"fnmr": 0.02}, "BF": {"fnmr": 0.11}, "AM": {"fnmr": None}}}}
     out = H.headline("hcic", h)
-    assert out == pytest.approx({"fmr": 0.01, "bias": 0.09, "recovered": 0.5})
+    # the similarity ordering of real models is a measurement, not a planted truth: no recovered
+    assert out == pytest.approx({"fmr": 0.01, "bias": 0.09})
     r = {"delta_fnmr": {"0.001": {"a": 0.5}, "0.01": {"a": 0.008, "b": 0.002}},
          "bias": {"recovery": {"eer": {"a": {"flags_agree": True}, "b": {"flags_agree": False}},
                                "fnmr": {"a": {"flags_agree": True}, "b": {"flags_agree": True}}}}}
@@ -78,7 +113,7 @@ def test_write_study_metrics_writes_details_and_a_checked_headline(tmp_path):
     full = {"paper": "004", "provenance": "p", "summary": {}, "normal_cosines": {}, "transect_check": {}}
     d, h = H.write_study_metrics(tmp_path, "synthetic", full, "synthetic", overview=o)
     assert json.loads(d.read_text())["overview"] == o and d.name == "synthetic_details.json"
-    assert json.loads(h.read_text()) == {"bias": 0.46, "bias_after": 0.009, "truth_error": 1e-15}
+    assert json.loads(h.read_text()) == {"bias": 0.46, "bias_after": 0.009}
     assert schema.kind_of(h) == "headline" and schema.kind_of(d) == "synthetic_details"
 
 
@@ -87,14 +122,16 @@ def test_unknown_kind_and_non_finite_values():
         H.headline("nope", {})
     out = H.headline("synthetic", {"overview": {"hair_transect_gender_range": {"raw": math.nan, "orthogonal": 0.1},
                                                 "orthogonality_max_error": 0.0}})
-    assert out == {"bias_after": 0.1, "truth_error": 0.0}
+    assert out == {"bias_after": 0.1}
 
 
 def test_unfitted_coefficients_and_undecided_checks_are_left_out():
     """A smoke-scale run can leave a coefficient unfitted (None) or a check undecided (None):
     the column is absent, never 0, and the share counts decided checks only."""
     d = {"headline": {"shortcut CNN": {"experimental": None}},
-         "planted_recovered": {"shortcut CNN": {"a": True, "b": None, "c": False}}}
+         "planted_recovered": {"shortcut CNN": {"experimental_shortcut_significant_planted_sign": True,
+                                                "observational_with_shortcut_reduces_skin": None,
+                                                "observational_skin_significant_confounded_sign": False}}}
     assert H.headline("transects_dcgan", d) == {"recovered": 0.5}
     t = {"headline": {"planted": {"experimental": {"hair_long": None}}}, "planted_recovered": {"planted": {"a": None}}}
     assert H.headline("transects", t) == {}

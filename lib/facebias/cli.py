@@ -8,6 +8,7 @@ world     the synthetic known-truth BFW pair table (DVC stage ``world``).
 synth     the synthetic faces of papers 004 and 000 (DVC stage ``synth``).
 annotate  the simulated annotator panel's votes on them (DVC stage ``annotations``).
 report    reports/index.html, every paper's claims beside our measurements (stage ``report``).
+claims    the claims' computed verdicts as the README's evidence table (``--readme README.md``).
 plots     an offline page of DVC's plots, no scripts (``facebias.dvcplots``; ``make plots``).
 
 Every command reports bad input as ONE line on stderr,
@@ -561,6 +562,50 @@ def _run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- claims
+def _add_claims(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "claims",
+        help="every paper's claims with their computed verdicts (the README's evidence table)",
+        description="Evaluate every registered claim (facebias.claims) on reports/metrics and print the "
+        "evidence table as Markdown: paper, claim, backend, verdict (computed), kind of evidence. "
+        "--readme rewrites the README's generated block; --check exits 1 when it is stale.",
+    )
+    p.add_argument("--metrics", default="reports/metrics", help="metrics folder [default: reports/metrics]")
+    p.add_argument("--readme", default=None, help="rewrite the generated block of this README")
+    p.add_argument("--check", action="store_true", help="with --readme: only check the block, exit 1 if stale")
+    p.set_defaults(func=_run_claims)
+
+
+def _run_claims(args: argparse.Namespace) -> int:
+    from facebias.claims.core import evaluate_all
+    from facebias.claims.registry import all_claims
+    from facebias.claims.render import evidence_markdown, replace_block, write_readme_block
+
+    if not Path(args.metrics).is_dir():
+        raise InputError(args.metrics, "no such folder; run `make reproduce` first")
+    try:
+        block = evidence_markdown(evaluate_all(all_claims(), args.metrics))
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(args.metrics, _describe(exc)) from None
+    if args.readme is None:
+        _write(block)
+        return 0
+    try:
+        if args.check:
+            text = Path(args.readme).read_text(encoding="utf-8")
+            if replace_block(text, block) != text:
+                print(f"{args.readme}: the claims block is stale; run `facebias claims --readme {args.readme}`",
+                      file=sys.stderr)
+                return 1
+            return 0
+        changed = write_readme_block(args.readme, block)
+    except (OSError, ValueError) as exc:
+        raise InputError(args.readme, _describe(exc)) from None
+    print(f"{'rewrote' if changed else 'unchanged:'} the claims block of {args.readme}", file=sys.stderr)
+    return 0
+
+
 # --------------------------------------------------------------------------- plots
 def _add_plots(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -596,6 +641,7 @@ def _run_plots(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- entry point
 _COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_metrics, _add_world, _add_synth,
                                                                     _add_annotate, _add_report]
+_COMMANDS.append(_add_claims)
 _COMMANDS.append(_add_plots)
 
 

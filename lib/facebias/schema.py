@@ -186,8 +186,8 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
     _s("headline", "", "fmr bias bias_after planted truth_error recovered"),
     # "overview": the study's summary tables (studies.headlines.write_study_metrics)
     _s("bfw_details", "paper source provenance datatable grouping fmr systems overview",
-       "rank1_diagonal",  # absent on a real datatable (no features)
-       paths="systems/*/eer systems/*/d_prime systems/*/fmr_dev_pct systems/*/tar_at_far systems/*/legacy_tar "
+       "rank1_diagonal seeds",  # absent on a real datatable (no features, no world to reseed)
+       paths="seeds/world_seeds seeds/system seeds/fmr_dev_pct/*/dev_pct systems/*/eer systems/*/d_prime systems/*/fmr_dev_pct systems/*/tar_at_far systems/*/legacy_tar "
              "systems/*/group_report rank1_diagonal/* overview/source "
              "overview/systems/*/max_abs_fmr_dev_pct/global/* overview/systems/*/max_abs_fmr_dev_pct/group/* "
              "overview/systems/*/fmr_ratio_global overview/systems/*/tar_avg/global overview/systems/*/tar_avg/group "
@@ -195,8 +195,9 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
     _s("batest_details", "paper source provenance factors method world accounting balance_report gender_gap "
        "dprime fmr_at_reference tpr_at_fmr real_images real_images_fte lfw_fte lfw_accounting "
        "lfw_balance_report lfw_pair_mask_iou identity_count identity_noise challenging overview",
-       "table1 table1_pct face_area table3_impostors fmr_at_reference_gamma_negative tpr_fmr",
-       paths="overview/planted_gap_genuine overview/gap_genuine overview/n_images "
+       "table1 table1_pct face_area table3_impostors fmr_at_reference_gamma_negative tpr_fmr seeds",
+       paths="seeds/world_seeds seeds/world_seeds_tables34 seeds/table1_pct/*/rom_pct seeds/table3/*/fmr_at_ref "
+             "seeds/table4/*/tpr overview/planted_gap_genuine overview/gap_genuine overview/n_images "
              "overview/gap_rel_error_mean/original overview/gap_rel_error_mean/balanced "
              "overview/gap_rel_error_mean/balanced_nfh"),
     _s("synthetic_details", "paper provenance summary normal_cosines transect_check overview",

@@ -176,8 +176,11 @@ class BATestConfig:
     group with all their within-group impostors. Table 4: ``tpr_fmr`` (:func:`tpr_at_fmr`,
     one threshold over all impostors of the challenging subset). ``impostors_per_genuine``
     (impostor pairs drawn per genuine pair for d'), ``n_boot`` (identity-bootstrap
-    replicates, 0 = none), ``seed`` (balancing, pair drawing and bootstrap). Rates are
-    fractions in (0, 1).
+    replicates, 0 = none), ``seed`` (balancing, pair drawing and bootstrap). Seed sweep
+    (:func:`facebias.studies.seeds.batest_seed_tables`): Table 1 on ``world_seeds`` world
+    seeds, Tables 3 and 4 (each seed builds about 17 million all-pairs scores, about a minute)
+    on ``world_seeds_tables34``, both from ``batest_world.seed`` on. Rates are fractions in
+    (0, 1).
     """
 
     filters: dict[str, dict[str, Any]] = field(default_factory=lambda: {
@@ -196,6 +199,8 @@ class BATestConfig:
     impostors_per_genuine: float = 2.0
     n_boot: int = 200
     seed: int = 11
+    world_seeds: int = 10
+    world_seeds_tables34: int = 3
 
     def __post_init__(self) -> None:
         rate = partial(param_float, low=0.0, high=1.0, open_low=True, open_high=True)
@@ -214,6 +219,8 @@ class BATestConfig:
                                                  0.0, open_low=True),
             "n_boot": param_int(self.n_boot, "batest.n_boot", 0),
             "seed": param_int(self.seed, "batest.seed", 0),
+            "world_seeds": param_int(self.world_seeds, "batest.world_seeds", 1),
+            "world_seeds_tables34": param_int(self.world_seeds_tables34, "batest.world_seeds_tables34", 1),
         }
         for key, value in typed.items():
             object.__setattr__(self, key, value)

@@ -690,6 +690,10 @@ class BFWConfig:
         Identity-bootstrap replicates (>= 0).
     seed : int, default 7
         Bootstrap seed (>= 0).
+    world_seeds : int, default 10
+        World seeds of the seed sweep (:func:`facebias.studies.seeds.bfw_seed_table`): the
+        held-out FPR deviations are recomputed on the world under this many seeds, from the
+        world's own seed on (1 = the committed world only).
     real : dict, default {}
         The opt-in released datatables, name -> ``{datatable: path, systems: "a,b"}``
         (one DVC stage ``bfw_real@<name>`` each).
@@ -708,6 +712,7 @@ class BFWConfig:
     report_fmr: tuple[float, ...] = (0.01, 0.001)
     n_boot: int = 200
     seed: int = 7
+    world_seeds: int = 10
     real: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -722,6 +727,7 @@ class BFWConfig:
         put("grouping_legacy", param_str(self.grouping_legacy, "bfw.grouping_legacy", GROUPINGS))
         put("n_boot", param_int(self.n_boot, "bfw.n_boot", minimum=0))
         put("seed", param_int(self.seed, "bfw.seed", minimum=0))
+        put("world_seeds", param_int(self.world_seeds, "bfw.world_seeds", minimum=1))
         if not isinstance(self.real, Mapping):
             raise ValueError(f"bfw.real must be a mapping name -> {{datatable, systems}}, got {self.real!r}")
         for name, entry in self.real.items():

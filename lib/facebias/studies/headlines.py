@@ -29,7 +29,8 @@ from typing import Any
 
 from facebias.schema import write_metrics
 
-__all__ = ["COLUMNS", "DEFINITIONS", "bfw_headline_far", "headline", "write_study_metrics"]
+__all__ = ["COLUMNS", "DEFINITIONS", "bfw_headline_far", "bfw_seed_worst", "headline", "seed_mean",
+           "write_study_metrics"]
 
 #: The headline columns, in the order they are written.
 COLUMNS = ("fmr", "bias", "bias_after", "planted", "truth_error", "recovered")
@@ -79,12 +80,32 @@ def bfw_headline_far(dev: Mapping[str, Mapping[str, float | None]]) -> str | Non
     return min(ok, key=float) if ok else None
 
 
+def seed_mean(values: list[float | None]) -> float | None:
+    """Mean over world seeds of the resolved values (None: no seed resolved it)."""
+    vals = [v for v in values if v is not None and math.isfinite(v)]
+    return float(sum(vals) / len(vals)) if vals else None
+
+
+def bfw_seed_worst(seeds: Mapping[str, Any], policy: str, far: str) -> list[float | None]:
+    """Per world seed, max over subgroups of |FPR deviation| (%) under ``policy`` at ``far``
+    (None where a subgroup is unresolved), from ``bfw_details["seeds"]``."""
+    per: dict[int, list[float | None]] = {s: [] for s in seeds["world_seeds"]}
+    for r in seeds["fmr_dev_pct"]:
+        if r["policy"] == policy and r["fmr"] == far:
+            per[r["seed"]].append(r["dev_pct"])
+    return [None if not v or any(x is None or not math.isfinite(x) for x in v) else max(abs(x) for x in v)
+            for v in per.values()]
+
+
 def _bfw(d: Mapping[str, Any]) -> dict[str, Any]:
     systems = d["overview"]["systems"]
     dev = systems[next(iter(systems))]["max_abs_fmr_dev_pct"]
     far = bfw_headline_far(dev)
     if far is None:
         return {}
+    if d.get("seeds"):  # the mean over world seeds
+        return {"fmr": float(far), "bias": seed_mean(bfw_seed_worst(d["seeds"], "global", far)),
+                "bias_after": seed_mean(bfw_seed_worst(d["seeds"], "group", far))}
     return {"fmr": float(far), "bias": dev["global"][far], "bias_after": dev["group"][far]}
 
 
@@ -95,14 +116,14 @@ def _batest(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _synthetic(d: Mapping[str, Any]) -> dict[str, Any]:
-    o = d["overview"]
-    g = o["hair_transect_gender_range"]
-    return {"bias": _at(g, "raw"), "bias_after": _at(g, "orthogonal"), "truth_error": o.get("orthogonality_max_error")}
+    # no truth_error: the orthogonality error of Gram-Schmidt normals is a numerical identity, not truth
+    g = d["overview"]["hair_transect_gender_range"]
+    return {"bias": _at(g, "raw"), "bias_after": _at(g, "orthogonal")}
 
 
 def _synthetic_dcgan(d: Mapping[str, Any]) -> dict[str, Any]:
     rows = [r for r in d["drift"] if r.get("drift_raw") is not None and math.isfinite(r["drift_raw"])]
-    out: dict[str, Any] = {"truth_error": d["orthogonality_max_error"]}
+    out: dict[str, Any] = {}
     if rows:
         row = max(rows, key=lambda r: abs(r["drift_raw"]))
         out.update(bias=row["drift_raw"], bias_after=row["drift_orthogonal"])
@@ -118,15 +139,17 @@ def _transects_dcgan(d: Mapping[str, Any]) -> dict[str, Any]:
     clf = next(iter(d["headline"]))  # the trained shortcut classifier comes first
     exp = _at(d, "headline", clf, "experimental") or {}
     shortcut = next((k for k in exp if k not in ("skin_dark", "gender_male") and not k.endswith("_high")), None)
-    return {"bias": _at(exp, shortcut, "coef"), "recovered": _share(_at(d, "planted_recovered", clf))}
+    flags = _at(d, "planted_recovered", clf) or {}
+    planted = {k: v for k, v in flags.items() if k in SHORTCUT_PLANTED_FLAGS}  # not the reported-only flags
+    return {"bias": _at(exp, shortcut, "coef"), "recovered": _share(planted)}
 
 
 def _hcic(d: Mapping[str, Any]) -> dict[str, Any]:
     rates = d["fnmr_at_fmr_intended_labels"]
     toy = rates.get("toy") or rates[next(iter(rates))]
     fnmr = [v["fnmr"] for v in toy.values() if v.get("fnmr") is not None and math.isfinite(v["fnmr"])]
-    out: dict[str, Any] = {"fmr": d["fmr_target"],
-                           "recovered": _share({s: v["ordered"] for s, v in d["similarity_by_relation"].items()})}
+    # no recovered: the similarity ordering of real models on renders is a measurement, not a planted truth
+    out: dict[str, Any] = {"fmr": d["fmr_target"]}
     if fnmr:
         out["bias"] = max(fnmr) - min(fnmr)
     return out
@@ -141,27 +164,37 @@ def _rapid(d: Mapping[str, Any]) -> dict[str, Any]:
     return {"fmr": float(f), "truth_error": max(errs) if errs else None, "recovered": _share(flags)}
 
 
+#: The flags of :func:`facebias.studies.transects.shortcut_recovered` that check something
+#: planted in the shortcut CNN's training set; its skin flags are reported, not planted.
+SHORTCUT_PLANTED_FLAGS = ("experimental_shortcut_significant_planted_sign",
+                          "experimental_shortcut_significant_planted_sign_clusters",
+                          "observational_skin_significant_confounded_sign",
+                          "observational_with_shortcut_reduces_skin")
+
+
 #: kind -> (what each column means, the function reading them from the details dict).
 DEFINITIONS: dict[str, tuple[dict[str, str], Callable[[Mapping[str, Any]], dict[str, Any]]]] = {
     "bfw": ({"fmr": "the smallest FMR of bfw.fmr at which every subgroup's rate is resolved",
-             "bias": "first system: max over subgroups of |FMR - target| / target, in %, one global threshold",
+             "bias": "first system: max over subgroups of |FMR - target| / target, in %, one global threshold; "
+                     "mean over the world seeds (bfw.world_seeds) on the synthetic world",
              "bias_after": "the same with per-subgroup thresholds"}, _bfw),
     "batest": ({"bias": "genuine-score gap F - M averaged over races, all pairs",
                 "bias_after": "the same on IoU-balanced pairs without facial hair",
                 "planted": "the planted genuine gap, averaged over races",
                 "truth_error": "relative error of the balanced + NFH gap against the planted one"}, _batest),
     "synthetic": ({"bias": "gender score range along a hair transect, raw normals",
-                   "bias_after": "the same, orthogonalised normals",
-                   "truth_error": "max |<n~_j, n_k>| of the orthogonalised normals"}, _synthetic),
-    "synthetic_dcgan": ({"bias": "largest drift (SD) of another attribute along the raw gender normal",
-                         "bias_after": "the same attribute, orthogonalised normal",
-                         "truth_error": "max |<n~_j, n_k>| of the orthogonalised normals"}, _synthetic_dcgan),
+                   "bias_after": "the same, orthogonalised normals"}, _synthetic),
+    "synthetic_dcgan": ({"bias": "largest drift (SD) of another attribute along the raw gender normal, read by "
+                                 "machine labellers (a learned generator: no truth)",
+                         "bias_after": "the same attribute, orthogonalised normal"}, _synthetic_dcgan),
     "transects": ({"bias": "planted classifier: long-hair coefficient (log-odds of an error) on transects",
                    "recovered": "share of the planted classifier's known-truth checks recovered"}, _transects),
     "transects_dcgan": ({"bias": "shortcut CNN: coefficient of its planted shortcut on transects",
-                         "recovered": "share of the shortcut CNN's known-truth checks recovered"}, _transects_dcgan),
-    "hcic": ({"fmr": "hcic.fmr", "bias": "toy system: max - min FNMR over groups, intended labels",
-              "recovered": "share of systems with similarity same prototype > same group > other group"}, _hcic),
+                         "recovered": "share of the shortcut CNN's checks of what was planted in its training set "
+                                      "(SHORTCUT_PLANTED_FLAGS; the reported-only skin flags "
+                                      "are left out)"}, _transects_dcgan),
+    "hcic": ({"fmr": "hcic.fmr", "bias": "PLANTED: the toy FR system's max - min FNMR over groups (intended labels); "
+                                         "its group noise is planted, so this reads back the plant"}, _hcic),
     "rapid": ({"fmr": "the largest FMR of the grid",
                "truth_error": "max over systems of |estimated - true| FNMR",
                "recovered": "share of (rate, system) whose flagged groups agree with the true labels'"}, _rapid),
