@@ -283,3 +283,21 @@ head = S.summarise_backend(
     sequence_auc=seq_auc, labeller_rho=rho)
 write_study_metrics(root / reports_dir / "metrics", name, head, "synthetic_dcgan")
 head["acceptance"]
+
+# %% [markdown]
+# ## Conclusion: the paper's claims, judged
+# Rendered from the claims registry (`facebias.claims`) on the metrics this notebook just wrote:
+# each claim of paper 004 on the learned generator (backend `dcgan`) that reads only
+# `{name}_details.json`, its verdict (agrees, partly, disagrees, not comparable, unresolved)
+# and the kind of evidence it is; then every cell, the paper's value beside ours. The same
+# rows are on `reports/index.html`.
+
+# %%
+from IPython.display import Markdown  # noqa: E402
+
+from facebias.claims import evaluate_all  # noqa: E402
+from facebias.claims.registry import claims_of  # noqa: E402
+from facebias.claims.render import claims_markdown  # noqa: E402
+
+mine = [c for c in claims_of("004", "dcgan") if set(c.files) <= {f"{name}_details.json"}]
+Markdown(claims_markdown(evaluate_all(mine, root / reports_dir / "metrics")))

@@ -133,9 +133,9 @@ print(f"{len(pairs)} pairs ({int(pairs['label'].sum())} intended same) + {len(cr
 # whose shorter side is below the section's `min_size` is first enlarged to `min_size` with
 # bicubic interpolation (`facebias.annotate.machine.upscale`, the machine annotators' rule) —
 # the DCGAN draws 64 px faces and `hcic_dcgan` uses 256 px; the procedural 128 px renders are
-# embedded as drawn (`min_size: 0`). Measured on the 1,360 DCGAN HCIC renders, YuNet finds no
-# face in 29 at the native 64 px (DF 16, DM 8, LM 4, LF 1; one DF prototype among them), in 5
-# at 128 px and in 6 at 256 px; the embeddings of the enlarged faces are cached by their pixels.
+# embedded as drawn (`min_size: 0`). The failure-to-enrol table below counts, per model and
+# group, the renders in which no face was found at the size used; the embeddings of the
+# enlarged faces are cached by their pixels.
 
 # %%
 paths = [data / "images" / f"{i}.png" for i in images["image_id"]]
@@ -266,11 +266,11 @@ display(pd.concat({s: d.set_index(["attribute", "level"])["delta"] for s, d in d
 # they only dilute the FNMR, and one judged *different* would be an impostor at similarity 1
 # that sets the threshold at low FMR. Their number and HCIC are reported apart (above and in
 # the metrics' `self_pairs`). Triangles: the fixed threshold of each model. Each (attribute,
-# group) cell has about 80 intended-same and 300 intended-different non-self pairs (20
-# seeds), so FMR below ~3e-3 is not resolved. Under HCIC labels, same-prototype pairs that
-# the annotators judged different become *impostors* with high similarities; at low FMR they
-# set the threshold, so the FNMR there reflects the annotations as much as the model; the
-# intended-label results separate the two.
+# group) cell has only a few hundred non-self pairs, so an FMR below 10 / (the cell's
+# impostor count) is not resolved (`metrics.enough_impostors`). Under HCIC labels,
+# same-prototype pairs that the annotators judged different become *impostors* with high
+# similarities; at low FMR they set the threshold, so the FNMR there reflects the
+# annotations as much as the model; the intended-label results separate the two.
 
 # %%
 kept = H.kept_pair_scores(pairs, allp, [f"score_{s}" for s in SYSTEMS], exclude_self=True)
@@ -685,7 +685,7 @@ else:
         plt.close(fig)
 
 # %% [markdown]
-# ## Conclusion: what is evidence and what holds by construction
+# ## What is evidence and what holds by construction
 # On the procedural renders with the simulated panel (stage `hcic`):
 #
 # * **Similarity ordering** (same prototype > same group > other group) for SFace and dlib: a
@@ -705,8 +705,9 @@ else:
 # * **Annotator consistency (SD ~0.3)**: by construction (the pair noise was calibrated to it).
 # * **Group-independence test (Fig. 4)**: on the stage's own votes (no planted effect) "no
 #   group effect" is by construction. The planted own-group check is a **real test of the
-#   method's power and calibration**: the chi-square test could miss a 0.25-0.5 effect or
-#   reject the null (pooled votes are not independent); the table above shows what it did.
+#   method's power and calibration**: the chi-square test could miss a planted effect
+#   (`own_group_effects`) or reject the null (pooled votes are not independent); the table
+#   above shows what it did.
 # * **Fig. 3 (c) with a planted own-group effect**: a **real test of the method**: the
 #   Kruskal-Wallis test on per-image agreement could miss the planted effect or reject the null
 #   (a first, pooled chi-square version did reject null panels: one annotator's votes are not
@@ -739,3 +740,22 @@ head = H.summarise(
 write_study_metrics(root / reports_dir / "metrics", name, head, "hcic")
 print(f"done in {time.time() - t0:.0f} s (embedding: " + ", ".join(f"{m} {t:.0f} s" for m, t in timing.items()) + ")")
 {k: head[k] for k in ("backend", "labels", "groups", "similarity_by_relation", "failure_to_enrol")}
+
+# %% [markdown]
+# ## Conclusion: the paper's claims, judged
+# Rendered from the claims registry (`facebias.claims`) on the metrics this notebook just wrote:
+# each claim of paper 000 on this run's backend (`summary.json`'s `procedural` is the
+# registry's `main`; `dcgan` is `dcgan`) that reads only `{name}_details.json`, its verdict
+# (agrees, partly, disagrees, not comparable, unresolved) and the kind of evidence it is;
+# then every cell, the paper's value beside ours. The same rows are on `reports/index.html`.
+
+# %%
+from IPython.display import Markdown  # noqa: E402
+
+from facebias.claims import evaluate_all  # noqa: E402
+from facebias.claims.registry import claims_of  # noqa: E402
+from facebias.claims.render import claims_markdown  # noqa: E402
+
+claims_backend = "main" if backend == "procedural" else backend  # summary.json's backend -> the registry's
+mine = [c for c in claims_of("000", claims_backend) if set(c.files) <= {f"{name}_details.json"}]
+Markdown(claims_markdown(evaluate_all(mine, root / reports_dir / "metrics")))

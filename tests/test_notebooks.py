@@ -89,9 +89,9 @@ def pipeline(tmp_path_factory):
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["world"].update(identities_per_group=10, images_per_identity=6)
-    params["bfw"].update(n_boot=5, fmr=[0.1, 0.01], report_fmr=[0.01])
+    params["bfw"].update(n_boot=5, fmr=[0.1, 0.01], report_fmr=[0.01], world_seeds=2)
     params["batest_world"].update(identities_per_group=40)
-    params["batest"].update(n_boot=5)
+    params["batest"].update(n_boot=5, world_seeds=2, world_seeds_tables34=1)  # Table 4's subset costs ~20 s a seed
     params["generate"].update(scale="smoke", n_transects=10)
     params["generate_dcgan"].update(scale="smoke", n_fit=300, n_candidates=10)
     params["synthetic"].update(n_check=8)

@@ -119,7 +119,7 @@ def procedural():
     return gen, fit_attribute_hyperplanes(gen, cfg), cfg, Panel()
 
 
-def test_ambiguous_perception_prunes_like_the_paper_and_misperceives_some_images(procedural):
+def test_perception_sd_calibrated_to_the_papers_pruning_share_misperceives_some_images(procedural):
     """At perception_sd = 0 pruning removes only fake-looking images (ambiguity flags < 1 %);
     at the calibrated SD the share removed is the paper's 28.6 % within 5 points (3 binomial
     SEs of a share on 2,400 images, plus the hyperplanes' smoke-scale fit)."""

@@ -444,7 +444,7 @@ def shape_world():
     return {s: _shape(df, s) for s in ("sim_a", "sim_b", "null", "shift")}, truth
 
 
-def test_default_world_has_the_papers_score_shape(shape_world):
+def test_default_world_has_the_planted_score_shape_by_construction(shape_world):
     """Paper 002, Fig. 4: "Scores of imposters have medians around 0.3 but with variations
     in upper percentiles; genuine pairs vary in mean and spread (e.g., AF has more area of
     overlap)"; Fig. 3: M better than F, AF and IF the worst. Bounds, from the plant:
