@@ -347,9 +347,9 @@ pd.DataFrame({s: v["max_abs_fmr_dev_pct"]["global"] for s, v in head["systems"].
 from IPython.display import Markdown  # noqa: E402
 
 from facebias.claims import evaluate_all  # noqa: E402
-from facebias.claims.registry import claims_of  # noqa: E402
+from facebias.claims.bfw import CLAIMS as paper_claims  # noqa: E402
 from facebias.claims.render import claims_markdown  # noqa: E402
 
 if source == "synthetic":
-    mine = [c for c in claims_of("002", "main") if set(c.files) <= {f"{name}_details.json"}]
+    mine = [c for c in paper_claims if c.backend == "main" and set(c.files) <= {f"{name}_details.json"}]
     display(Markdown(claims_markdown(evaluate_all(mine, root / reports_dir / "metrics"))))  # noqa: F821

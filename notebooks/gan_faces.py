@@ -296,8 +296,8 @@ head["acceptance"]
 from IPython.display import Markdown  # noqa: E402
 
 from facebias.claims import evaluate_all  # noqa: E402
-from facebias.claims.registry import claims_of  # noqa: E402
 from facebias.claims.render import claims_markdown  # noqa: E402
+from facebias.claims.transects import CLAIMS as paper_claims  # noqa: E402
 
-mine = [c for c in claims_of("004", "dcgan") if set(c.files) <= {f"{name}_details.json"}]
+mine = [c for c in paper_claims if c.backend == "dcgan" and set(c.files) <= {f"{name}_details.json"}]
 Markdown(claims_markdown(evaluate_all(mine, root / reports_dir / "metrics")))

@@ -753,9 +753,9 @@ print(f"done in {time.time() - t0:.0f} s (embedding: " + ", ".join(f"{m} {t:.0f}
 from IPython.display import Markdown  # noqa: E402
 
 from facebias.claims import evaluate_all  # noqa: E402
-from facebias.claims.registry import claims_of  # noqa: E402
+from facebias.claims.hcic import CLAIMS as paper_claims  # noqa: E402
 from facebias.claims.render import claims_markdown  # noqa: E402
 
 claims_backend = "main" if backend == "procedural" else backend  # summary.json's backend -> the registry's
-mine = [c for c in claims_of("000", claims_backend) if set(c.files) <= {f"{name}_details.json"}]
+mine = [c for c in paper_claims if c.backend == claims_backend and set(c.files) <= {f"{name}_details.json"}]
 Markdown(claims_markdown(evaluate_all(mine, root / reports_dir / "metrics")))

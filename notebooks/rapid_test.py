@@ -55,6 +55,7 @@ params_file = "params.yaml"  # reads the `rapid` (method), `rapid_experiment` an
 overrides = {}  # replaces keys of the `rapid` section (RapidConfig)
 experiment_overrides = {}  # replaces keys of the `rapid_experiment` section (RapidExperimentConfig)
 world_overrides = {}  # replaces keys of the `rapid_world` section (RapidWorldConfig)
+compute = None  # where the world-seed sweep runs: None: the params.yaml compute section (Dask); serial: in-process
 reports_dir = "reports"
 name = "rapid"  # outputs: {reports_dir}/figures/{name}_*.png and {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 
@@ -79,8 +80,15 @@ overrides, experiment_overrides, world_overrides = (  # `papermill -p NAME '{...
     (yaml.safe_load(o) or {}) if isinstance(o, str) else o
     for o in (overrides, experiment_overrides, world_overrides))
 method = R.RapidConfig.from_params({**load_params(root / params_file, "rapid"), **overrides})
-experiment = R.RapidExperimentConfig.from_params(
-    {**load_params(root / params_file, "rapid_experiment"), **experiment_overrides})
+experiment_params = {**load_params(root / params_file, "rapid_experiment"), **experiment_overrides}
+# `world_seeds`: how many world seeds the "Over world seeds" cell runs (default 10), read here as
+# long as RapidExperimentConfig does not know the key
+if "world_seeds" in {f.name for f in dataclasses.fields(R.RapidExperimentConfig)}:
+    experiment = R.RapidExperimentConfig.from_params(experiment_params)
+    n_world_seeds = experiment.world_seeds
+else:
+    n_world_seeds = experiment_params.pop("world_seeds", 10)
+    experiment = R.RapidExperimentConfig.from_params(experiment_params)
 # the default world: RapidWorldConfig fields from `rapid_world`, then world_overrides
 world_params = {**load_params(root / params_file, "rapid_world"), **world_overrides}
 fmrs = list(experiment.fmr)  # FNMR is read at these FMRs (the first is the headline)
@@ -614,6 +622,93 @@ else:
 #   true labels: Δ = 0 by construction) and the sign of the true model change (planted).
 
 # %% [markdown]
+# ## Over world seeds
+# One world seed is an anecdote. The statistics the claims read are recomputed on the world
+# under `world_seeds` seeds (`rapid_experiment.world_seeds`), the committed seed first
+# (`facebias.studies.seeds.rapid_seed_table`: the calls above, run where the `compute` section
+# says): label agreement, |ΔFNMR| per system and FMR (estimate, naive labels, Type A / B), the
+# ranking's Kendall τ, the EER per group, the bias test on the world and on the same world
+# without its planted bias (`bias: {}`, same seed), and the voting ablation. Seed 0 of the
+# sweep is the world above, and is checked against its numbers. The partial-annotation
+# curve, the subsets, the model change and the p sweep stay on the committed world. Each dot
+# of the figure is one seed.
+
+# %%
+from facebias.compute import load_compute  # noqa: E402
+from facebias.studies import seeds as seed_sweep  # noqa: E402
+
+world_seed_list = seed_sweep.world_seeds(world_cfg.seed, n_world_seeds)
+seed_compute = load_compute(root / params_file, compute)
+t_seeds = time.time()
+seed_tables = seed_sweep.rapid_seed_table(world_params, method, experiment, world_seed_list, compute=seed_compute)
+t_seeds = time.time() - t_seeds
+n_parallel = 1 if seed_compute.serial else seed_compute.n_workers
+print(f"{len(world_seed_list)} world seeds ({world_seed_list[0]}-{world_seed_list[-1]}) in {t_seeds:.0f} s "
+      f"on {n_parallel} worker(s): about {t_seeds * n_parallel / len(world_seed_list):.0f} s per seed")
+
+# seed 0 of the sweep is the world above
+s0 = {k: v[v["seed"] == world_cfg.seed] for k, v in seed_tables.items()}
+fmr_keys = [f"{f:g}" for f in fmrs]
+same = {
+    "|ΔFNMR|": np.allclose(s0["fnmr"].pivot(index="system", columns="fmr", values="delta")[fmr_keys].to_numpy(float),
+                           d_method[fmrs].to_numpy(float), equal_nan=True),
+    "naive |ΔFNMR|": np.allclose(
+        s0["fnmr"].pivot(index="system", columns="fmr", values="delta_naive")[fmr_keys].to_numpy(float),
+        d_naive[fmrs].to_numpy(float), equal_nan=True),
+    "agreement": np.isclose(s0["labels"]["agreement"].iloc[0], agree["agreement"]),
+    "Kendall τ": np.isclose(s0["ranking"]["kendall_tau"].iloc[0], tau_rank, equal_nan=True),
+    "EER": np.allclose(s0["eer"].sort_values(["system", "group"])[["eer_est", "eer_true"]].to_numpy(float),
+                       eer_cmp.sort_values(["system", "group"])[["eer_est", "eer_true"]].to_numpy(float)),
+    "flags": sorted(f"{r.system}/{r.group}/{r.metric}" for r in s0["bias"].itertuples()
+                    if r.world == "planted" and r.flagged_est) == sorted(bias_out["flagged_est"]),
+    "voting": np.allclose(s0["voting"].pivot(index="system", columns="source", values="delta")[
+        ["majority vote", "own labels (no MV)", "naive"]].to_numpy(float),
+        ablation[["majority vote", "own labels (no MV)", "naive"]].to_numpy(float), equal_nan=True),
+}
+assert all(same.values()), f"seed {world_cfg.seed} of the sweep differs from the world above: {same}"
+
+f0k = fmr_keys[0]
+fn = seed_tables["fnmr"][seed_tables["fnmr"]["fmr"] == f0k]
+bias_seeds = seed_tables["bias"][seed_tables["bias"]["metric"] == "eer"]
+fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained",
+                                    gridspec_kw={"width_ratios": [2.2, 1, 1.2]})
+jit = np.linspace(-0.15, 0.15, len(world_seed_list))
+for i, s in enumerate(systems):
+    d = fn[fn["system"] == s].set_index("seed").reindex(world_seed_list)
+    ax1.plot(i - 0.2 + jit, d["delta"], "o", ms=4, color=f"C{i}", label="estimate" if i == 0 else None)
+    ax1.plot(i + 0.2 + jit, d["delta_naive"], "o", ms=4, color="0.6", mfc="none", label="naive" if i == 0 else None)
+ax1.set_xticks(range(len(systems)), systems)
+ax1.set_yscale("log")
+ax1.set_ylabel(f"|FNMR_est − FNMR_true| at FMR {f0k}")
+ax1.legend(fontsize=7)
+ax1.set_title("per system: estimate (filled) vs naive labels (open)", fontsize=9)
+lab = seed_tables["labels"].set_index("seed").reindex(world_seed_list)
+ax2.plot(np.zeros(len(lab)) + jit, lab["agreement"], "o", ms=4, color="C0")
+ax2.plot(np.ones(len(lab)) + jit, lab["queries_included"], "s", ms=4, color="C1")
+ax2.set_xticks([0, 1], ["label agreement\n(included faces)", "queries\nincluded"])
+ax2.set_ylim(min(0.5, float(lab["queries_included"].min()) - 0.05), 1.01)
+ax2.grid(True, alpha=0.3)
+counts = bias_seeds.groupby("seed").apply(lambda t: pd.Series({
+    "planted cell": int((t["planted"] & t["flagged_est"] & (t["world"] == "planted")).sum()),
+    "other cells": int((~t["planted"] & t["flagged_est"] & (t["world"] == "planted")).sum()),
+    "null world": int((t["flagged_est"] & (t["world"] == "null")).sum())}), include_groups=False)
+for j, c in enumerate(counts.columns):
+    ax3.plot(j + jit[:len(counts)], counts[c], "o", ms=4, color=("C2" if j == 0 else "C3"))
+ax3.set_xticks(range(len(counts.columns)), counts.columns)
+ax3.set_ylabel("EER cells flagged from estimated labels")
+ax3.set_title(f"bias test (planted: {world_cfg.bias or 'none'})", fontsize=8)
+ax3.grid(True, alpha=0.3)
+fig.suptitle(f"Over {len(world_seed_list)} world seeds (one dot per seed)")
+plots.stamp(fig, provenance.replace(f"seed {world_cfg.seed}", f"seeds {world_seed_list[0]}-{world_seed_list[-1]}"))
+plots.save(fig, fig_dir / f"{name}_seeds.png")
+plt.show()
+print(f"label agreement over seeds: mean {lab['agreement'].mean():.4f} "
+      f"[{lab['agreement'].min():.4f} … {lab['agreement'].max():.4f}]; Kendall τ = 1 in "
+      f"{int(np.isclose(seed_tables['ranking']['kendall_tau'], 1).sum())} of {len(world_seed_list)} seeds")
+display(counts)  # noqa: F821
+fn.groupby("system")[["delta", "est_minus_true", "delta_naive"]].agg(["mean", "min", "max"]).round(4)
+
+# %% [markdown]
 # ## Metrics for DVC
 # `reports/metrics/{name}_details.json`: the numbers of the default world, the ablation, the
 # annotation curve and the p sweep; `reports/metrics/{name}.json` the headline (`dvc metrics show`).
@@ -624,6 +719,26 @@ metrics_out = R.summarise(
     deltas={"method": d_method, "naive": d_naive, "type_a": d_type_a, "type_b": d_type_b}, kendall_tau=tau_rank,
     eer=eer_cmp, voting=ablation, semi=semi, semi_p=semi_p, fmr=fmrs, by_p=by_p, breakdown=p_break,
     bias=bias_out, subsets=subsets, model_change=change, model_change_system=best)
+metrics_out["seeds"] = {"world_seeds": world_seed_list, "fmr": fmr_keys,
+                        **{k: v.to_dict("records") for k, v in seed_tables.items()}}
 write_study_metrics(root / reports_dir / "metrics", name, metrics_out, "rapid")
 print(f"done in {time.time() - t0:.0f} s")
 pd.Series({k: v for k, v in metrics_out.items() if isinstance(v, float | int)}).round(4)
+
+# %% [markdown]
+# ## Conclusion: the paper's claims, judged
+# Rendered from the claims registry (`facebias.claims.rapid`) on the metrics this notebook just
+# wrote: each claim of paper 001, its verdict (agrees, partly, disagrees, not comparable,
+# unresolved) and the kind of evidence it is; then every cell, the paper's value beside ours
+# (the mean and range over world seeds where there are several). The same rows are on
+# `reports/index.html`.
+
+# %%
+from IPython.display import Markdown  # noqa: E402
+
+from facebias.claims import evaluate_all  # noqa: E402
+from facebias.claims.rapid import CLAIMS as RAPID_CLAIMS  # noqa: E402
+from facebias.claims.render import claims_markdown  # noqa: E402
+
+mine = [c for c in RAPID_CLAIMS if set(c.files) <= {f"{name}_details.json"}]
+Markdown(claims_markdown(evaluate_all(mine, root / reports_dir / "metrics")))
