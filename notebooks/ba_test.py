@@ -388,23 +388,24 @@ tpr_table.round(4)
 # %% [markdown]
 # ## Over world seeds
 # One seed of the world is an anecdote. Tables 1, 3 and 4 are recomputed on the world under
-# further seeds (`facebias.studies.seeds.batest_seed_tables`, the same calls as above, run
+# further seeds (`facebias.studies.batest_seeds.batest_seed_tables`, the same calls as above, run
 # where the `compute` section says): Table 1 on `world_seeds` seeds, Tables 3 and 4 (about a
 # minute of all-pairs scoring per seed) on `world_seeds_tables34`; the committed seed's
 # tables above are seed 0. The claims on the report page read every seed.
 
 # %%
-from facebias.studies import seeds as seed_sweep  # noqa: E402
+from facebias.studies import batest_seeds  # noqa: E402
+from facebias.studies.seeds import world_seeds  # noqa: E402
 
-seeds_1 = seed_sweep.world_seeds(wcfg.seed, cfg.world_seeds)
-seeds_34 = seed_sweep.world_seeds(wcfg.seed, cfg.world_seeds_tables34)
+seeds_1 = world_seeds(wcfg.seed, cfg.world_seeds)
+seeds_34 = world_seeds(wcfg.seed, cfg.world_seeds_tables34)
 here = {"table1": table1.reset_index(), "table1_pct": table1_pct,
-        "table3": seed_sweep.table3_tidy(fmr_ref), "table4": seed_sweep.table4_tidy(tpr["challenging"])}
+        "table3": batest_seeds.table3_tidy(fmr_ref), "table4": batest_seeds.table4_tidy(tpr["challenging"])}
 seed_compute = load_compute(root / params_file, compute)
 world_params = {**load_params(root / params_file, "batest_world"), **world_overrides}
-more1 = (seed_sweep.batest_seed_tables(world_params, cfg, seeds_1[1:], ("table1",), compute=seed_compute)
+more1 = (batest_seeds.batest_seed_tables(world_params, cfg, seeds_1[1:], ("table1",), compute=seed_compute)
          if len(seeds_1) > 1 else {})
-more34 = (seed_sweep.batest_seed_tables(world_params, cfg, seeds_34[1:], ("table3", "table4"),
+more34 = (batest_seeds.batest_seed_tables(world_params, cfg, seeds_34[1:], ("table3", "table4"),
                                         compute=seed_compute) if len(seeds_34) > 1 else {})
 seed_tables = {k: pd.concat([v.assign(seed=wcfg.seed)[["seed", *v.columns]],
                              *([more[k]] if k in more else [])], ignore_index=True)

@@ -285,7 +285,7 @@ else:
 # ## Over world seeds
 # One seed of a world is an anecdote. On the synthetic world, the held-out FPR deviation of
 # the first system (Fig. 6) is recomputed on the world under `world_seeds` seeds, the
-# committed world's seed first (`facebias.studies.seeds.bfw_seed_table`, run where the
+# committed world's seed first (`facebias.studies.bfw_seeds.bfw_seed_table`, run where the
 # `compute` section says). Each dot is one seed's max over subgroups of |FPR − target| / target;
 # the claims on the report page read these, and the headline is their mean.
 
@@ -293,10 +293,11 @@ else:
 seed_tables, world_seed_list = {}, []
 if source == "synthetic":
     from facebias.compute import load_compute
-    from facebias.studies import seeds as seed_sweep
+    from facebias.studies.bfw_seeds import bfw_seed_table
+    from facebias.studies.seeds import world_seeds
 
-    world_seed_list = seed_sweep.world_seeds(df.attrs["world"]["seed"], cfg.world_seeds)
-    seed_tables = seed_sweep.bfw_seed_table(df.attrs["world"], world_seed_list, systems_used[:1], fars,
+    world_seed_list = world_seeds(df.attrs["world"]["seed"], cfg.world_seeds)
+    seed_tables = bfw_seed_table(df.attrs["world"], world_seed_list, systems_used[:1], fars,
                                             cfg.grouping, compute=load_compute(root / params_file))
     dev_seeds = seed_tables["fmr_dev_pct"].assign(abs_dev=lambda d: d["dev_pct"].abs())
     worst = dev_seeds.groupby(["seed", "policy", "fmr"])["abs_dev"].max(numeric_only=True).unstack("fmr")

@@ -535,8 +535,7 @@ by_p.round(4)
 # **Where it breaks.** The method labels the *prevalent* identity of a query. When only a
 # small share of a query's faces show the queried person, the eigenvector the method reads
 # no longer belongs to that person (distractors, or a co-occurring identity such as a spouse;
-# on this world the break at p = 0.3 also happens with `co_occur = 0`: agreement 0.23–0.67
-# over seeds 1001, 7 and 3), and wrong faces are labelled confidently: label agreement falls,
+# on this world the break at the smallest swept p also happens with `co_occur = 0`), and wrong faces are labelled confidently: label agreement falls,
 # and the curve error becomes *no better than the naive labels'* although the queries are
 # still included, so nothing warns the user. The **breakdown p** (`R.breakdown_p`, stored as
 # `breakdown` in the metrics) is the largest swept p at which the method's worst-system
@@ -625,7 +624,7 @@ else:
 # ## Over world seeds
 # One world seed is an anecdote. The statistics the claims read are recomputed on the world
 # under `world_seeds` seeds (`rapid_experiment.world_seeds`), the committed seed first
-# (`facebias.studies.seeds.rapid_seed_table`: the calls above, run where the `compute` section
+# (`facebias.studies.rapid_seeds.rapid_seed_table`: the calls above, run where the `compute` section
 # says): label agreement, |ΔFNMR| per system and FMR (estimate, naive labels, Type A / B), the
 # ranking's Kendall τ, the EER per group, the bias test on the world and on the same world
 # without its planted bias (`bias: {}`, same seed), and the voting ablation. Seed 0 of the
@@ -635,12 +634,13 @@ else:
 
 # %%
 from facebias.compute import load_compute  # noqa: E402
-from facebias.studies import seeds as seed_sweep  # noqa: E402
+from facebias.studies.rapid_seeds import rapid_seed_table  # noqa: E402
+from facebias.studies.seeds import world_seeds  # noqa: E402
 
-world_seed_list = seed_sweep.world_seeds(world_cfg.seed, n_world_seeds)
+world_seed_list = world_seeds(world_cfg.seed, n_world_seeds)
 seed_compute = load_compute(root / params_file, compute)
 t_seeds = time.time()
-seed_tables = seed_sweep.rapid_seed_table(world_params, method, experiment, world_seed_list, compute=seed_compute)
+seed_tables = rapid_seed_table(world_params, method, experiment, world_seed_list, compute=seed_compute)
 t_seeds = time.time() - t_seeds
 n_parallel = 1 if seed_compute.serial else seed_compute.n_workers
 print(f"{len(world_seed_list)} world seeds ({world_seed_list[0]}-{world_seed_list[-1]}) in {t_seeds:.0f} s "
@@ -696,7 +696,8 @@ for j, c in enumerate(counts.columns):
     ax3.plot(j + jit[:len(counts)], counts[c], "o", ms=4, color=("C2" if j == 0 else "C3"))
 ax3.set_xticks(range(len(counts.columns)), counts.columns)
 ax3.set_ylabel("EER cells flagged from estimated labels")
-ax3.set_title(f"bias test (planted: {world_cfg.bias or 'none'})", fontsize=8)
+planted_text = ", ".join(f"{s} ×{f:g} on {g}" for s, per in world_cfg.bias.items() for g, f in per.items())
+ax3.set_title(f"bias test (planted: {planted_text or 'none'})", fontsize=8)
 ax3.grid(True, alpha=0.3)
 fig.suptitle(f"Over {len(world_seed_list)} world seeds (one dot per seed)")
 plots.stamp(fig, provenance.replace(f"seed {world_cfg.seed}", f"seeds {world_seed_list[0]}-{world_seed_list[-1]}"))
@@ -727,7 +728,7 @@ pd.Series({k: v for k, v in metrics_out.items() if isinstance(v, float | int)}).
 
 # %% [markdown]
 # ## Conclusion: the paper's claims, judged
-# Rendered from the claims registry (`facebias.claims.rapid`) on the metrics this notebook just
+# Rendered from the claims registry (`facebias.claims`) on the metrics this notebook just
 # wrote: each claim of paper 001, its verdict (agrees, partly, disagrees, not comparable,
 # unresolved) and the kind of evidence it is; then every cell, the paper's value beside ours
 # (the mean and range over world seeds where there are several). The same rows are on
@@ -737,8 +738,8 @@ pd.Series({k: v for k, v in metrics_out.items() if isinstance(v, float | int)}).
 from IPython.display import Markdown  # noqa: E402
 
 from facebias.claims import evaluate_all  # noqa: E402
-from facebias.claims.rapid import CLAIMS as RAPID_CLAIMS  # noqa: E402
+from facebias.claims.registry import claims_of  # noqa: E402
 from facebias.claims.render import claims_markdown  # noqa: E402
 
-mine = [c for c in RAPID_CLAIMS if set(c.files) <= {f"{name}_details.json"}]
+mine = [c for c in claims_of("001", "main") if set(c.files) <= {f"{name}_details.json"}]
 Markdown(claims_markdown(evaluate_all(mine, root / reports_dir / "metrics")))

@@ -181,7 +181,7 @@ def test_every_verdict_renders_with_its_numbers(metrics_dir):
                  "3 world seeds (10–12)", "0.667 [-1 … 2]", "world.seed", "calibrated to the paper"):
         assert text in page, text
     md = claims_markdown(results)
-    assert "| **partly** (2 of 3 seeds)" in md.replace(" | ", " | ")
+    assert "| main | **partly** (2 of 3 seeds) |" in md and "**`d.partly`**" in md
     table = evidence_markdown(results)
     assert table.count("\n") == 2 + len(claims)
     assert "calibrated to the paper (`world.seed`)" in table

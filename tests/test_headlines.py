@@ -103,6 +103,24 @@ def test_hcic_and_rapid():
     assert H.headline("rapid", r) == {"fmr": 0.01, "truth_error": 0.008, "recovered": 0.75}
 
 
+def test_rapid_headline_is_the_mean_over_world_seeds():
+    """With a seed sweep: truth_error is the mean over seeds of each seed's worst |dFNMR| at the
+    headline FMR; recovered pools the planted world's flags over seeds (never the null world's)."""
+    r = {"delta_fnmr": {"0.001": {"a": 0.5}, "0.01": {"a": 0.008}}, "bias": {"recovery": {}},
+         "seeds": {"world_seeds": [1, 2],
+                   "fnmr": [{"seed": 1, "system": "a", "fmr": "0.01", "delta": 0.01},
+                            {"seed": 1, "system": "b", "fmr": "0.01", "delta": 0.03},
+                            {"seed": 1, "system": "a", "fmr": "0.001", "delta": 0.9},
+                            {"seed": 2, "system": "a", "fmr": "0.01", "delta": 0.01},
+                            {"seed": 2, "system": "b", "fmr": "0.01", "delta": None}],
+                   "bias_recovery": [{"seed": 1, "world": "planted", "system": "a", "metric": "eer", "flags_agree": True},
+                                     {"seed": 2, "world": "planted", "system": "a", "metric": "eer",
+                                      "flags_agree": False},
+                                     {"seed": 1, "world": "null", "system": "a", "metric": "eer",
+                                      "flags_agree": False}]}}
+    assert H.headline("rapid", r) == pytest.approx({"fmr": 0.01, "truth_error": 0.02, "recovered": 0.5})
+
+
 def test_write_study_metrics_writes_details_and_a_checked_headline(tmp_path):
     details = {"orthogonality_max_error": 1e-15, "drift": [{"drift_raw": float("inf"), "drift_orthogonal": 0.0}]}
     with pytest.raises(schema.MetricsSchemaError, match="synthetic_dcgan_details"):

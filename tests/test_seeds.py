@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from facebias.studies import batest as ba
+from facebias.studies import batest_seeds, bfw_seeds, seeds
 from facebias.studies import bfw as bfw_study
-from facebias.studies import seeds
 from facebias.worlds.batest import BAWorldConfig, batest_pairs, make_batest_world
 from facebias.worlds.bfw import BFWWorldConfig, make_bfw_world
 
@@ -36,7 +36,7 @@ def test_over_seeds_stacks_tables_with_a_leading_seed_column():
 
 
 def test_bfw_seed_zero_is_the_studys_own_table_and_seeds_differ():
-    out = seeds.bfw_seed_table(BFW_WORLD, [5, 6], ["sim_a"], [0.1], "query")["fmr_dev_pct"]
+    out = bfw_seeds.bfw_seed_table(BFW_WORLD, [5, 6], ["sim_a"], [0.1], "query")["fmr_dev_pct"]
     df = make_bfw_world(BFWWorldConfig.from_params(BFW_WORLD))
     avg = bfw_study.fold_average(bfw_study.cross_validated_rates(df, "sim_a", [0.1], "query"))
     for policy in ("global", "group"):
@@ -50,7 +50,7 @@ def test_bfw_seed_zero_is_the_studys_own_table_and_seeds_differ():
 @pytest.mark.parametrize("parts", [("table1",), ("table3",)])
 def test_batest_seed_zero_is_the_notebooks_computation(parts):
     cfg = ba.BATestConfig.from_params({"n_boot": 0, "table3_identities": 8, "reference_fmr": [0.01]})
-    out = seeds.batest_seed_tables(BA_WORLD, cfg, [9, 10], parts)
+    out = batest_seeds.batest_seed_tables(BA_WORLD, cfg, [9, 10], parts)
     wcfg = BAWorldConfig.from_params(BA_WORLD)
     images = make_batest_world(wcfg)
     kept, _ = ba.apply_filters(images, cfg.filters)
@@ -74,4 +74,4 @@ def test_batest_seed_zero_is_the_notebooks_computation(parts):
 def test_batest_parts_are_checked():
     cfg = ba.BATestConfig()
     with pytest.raises(ValueError, match="parts: choose from"):
-        seeds.batest_seed_tables(BA_WORLD, cfg, [1], ("table2",))
+        batest_seeds.batest_seed_tables(BA_WORLD, cfg, [1], ("table2",))

@@ -196,8 +196,10 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
        "dprime fmr_at_reference tpr_at_fmr real_images real_images_fte lfw_fte lfw_accounting "
        "lfw_balance_report lfw_pair_mask_iou identity_count identity_noise challenging overview",
        "table1 table1_pct face_area table3_impostors fmr_at_reference_gamma_negative tpr_fmr seeds",
-       paths="seeds/world_seeds seeds/world_seeds_tables34 seeds/table1_pct/*/rom_pct seeds/table3/*/fmr_at_ref "
-             "seeds/table4/*/tpr overview/planted_gap_genuine overview/gap_genuine overview/n_images "
+       paths="seeds/world_seeds seeds/world_seeds_tables34 seeds/table1_pct/*/rom_pct seeds/table1_pct/*/seed "
+             "seeds/table1_pct/*/kind seeds/table1_pct/*/condition seeds/table1_pct/*/race seeds/table3/*/fmr_at_ref "
+             "seeds/table3/*/seed seeds/table3/*/group seeds/table3/*/set seeds/table3/*/fmr seeds/table4/*/tpr "
+             "seeds/table4/*/seed seeds/table4/*/group overview/planted_gap_genuine overview/gap_genuine overview/n_images "
              "overview/gap_rel_error_mean/original overview/gap_rel_error_mean/balanced "
              "overview/gap_rel_error_mean/balanced_nfh"),
     _s("synthetic_details", "paper provenance summary normal_cosines transect_check overview",
@@ -233,7 +235,11 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
     _s("rapid_details", "paper provenance world n_faces queries_included label_agreement coverage type_a type_b "
        "kendall_tau_fnmr delta_fnmr delta_fnmr_naive delta_fnmr_type_a delta_fnmr_type_b eer_abs_error_max "
        "voting semi_supervised p_sweep breakdown bias subsets model_change",
-       paths="delta_fnmr/* delta_fnmr_naive/* bias/flagged_est bias/flagged_true bias/recovery/*"),
+       "seeds",  # the world-seed sweep (facebias.studies.rapid_seeds)
+       paths="delta_fnmr/* delta_fnmr_naive/* bias/flagged_est bias/flagged_true bias/recovery/* "
+             "seeds/world_seeds seeds/fmr seeds/labels/*/agreement seeds/fnmr/*/delta seeds/fnmr/*/est_minus_true "
+             "seeds/fnmr/*/delta_naive seeds/ranking/*/kendall_tau seeds/eer/*/eer_est seeds/eer/*/eer_true "
+             "seeds/bias/*/flagged_est seeds/bias/*/planted seeds/bias_recovery/*/flags_agree seeds/voting/*/delta"),
 )}
 
 

@@ -102,16 +102,17 @@ def _md(text: str) -> str:
 def claims_markdown(results: Sequence[ClaimResult]) -> str:
     """A notebook's conclusion: one Markdown table of claims with verdict and kind, then each
     claim's cells (paper / ours / holds)."""
-    lines = ["| claim | where | verdict | kind |", "| --- | --- | --- | --- |"]
+    lines = ["| claim | where | backend | verdict | kind |", "| --- | --- | --- | --- | --- |"]
     for r in results:
-        lines.append(f"| {_md(r.claim.quote)} | {_md(r.claim.where)} | **{r.verdict}** ({_md(r.detail)}) "
-                     f"| {r.claim.kind.value} |")
+        lines.append(f"| {_md(r.claim.quote)} | {_md(r.claim.where)} | {r.claim.backend} "
+                     f"| **{r.verdict}** ({_md(r.detail)}) | {r.claim.kind.value} |")
     for r in results:
         cells = cells_text(r)
         if not cells:
             continue
-        lines += ["", f"**{_md(r.claim.where)}** — {_md(r.claim.statistic)} (rule: {_md(r.claim.rule.describe())}; "
-                  f"{_seeds_note(r)})", "", "| cell | paper | ours | holds |", "| --- | --- | --- | --- |"]
+        lines += ["", f"**`{r.claim.key}`** ({_md(r.claim.where)}; backend {r.claim.backend}) — "
+                  f"{_md(r.claim.statistic)} (rule: {_md(r.claim.rule.describe())}; {_seeds_note(r)})", "",
+                  "| cell | paper | ours | holds |", "| --- | --- | --- | --- |"]
         lines += [f"| {_md(a)} | {_md(b)} | {_md(d)} | {_md(e)} |" for a, b, d, e in cells]
     return "\n".join(lines) + "\n"
 
