@@ -1,8 +1,28 @@
-"""A frozen copy of ``facebias.studies.rapid.estimate`` as it was before issue 20 (commit
-af23be8): the reference that tests/test_study_rapid_fast.py compares the optimised code with,
-bit for bit. Do not edit or "fix" it: it is the old behaviour, kept only as a test oracle.
-Public helpers that issue 20 does not touch (``cluster_count``, ``gmm_modes``,
-``RapidConfig``, ``RapidEstimate``) are imported from the library."""
+"""The slow, plain reference that tests/test_study_rapid_fast.py compares the optimised
+``facebias.studies.rapid.estimate`` with, bit for bit: one query at a time, one system at a
+time, in Python loops, following the authors' code (GitHub ``caltechvisionlab/frt-rapid-test``)
+step by step rather than the library's vectorised layout.
+
+What it mirrors (issue 28, item 8):
+
+* missing pairs (``cfro/analyzer/utils/affinity_methods.py``, ``calculate_confidence_matrix``):
+  per query and system, a matrix over the faces that system scored (NaN where a pair has no
+  row, diagonal 1); every face whose row holds a NaN is dropped; the query keeps the faces
+  scored by every system and dropped by none (``cfro/analyzer/gt_estimation.py``, ``main``:
+  the intersection of the providers' face sets);
+* cluster labels (``cfro/analyzer/utils/spectral_factorization.py``,
+  ``SpectralFactorizationClustering.cluster``): for ``j < K`` (the gap rule), faces with
+  ``S[j] u_j^2 sign(u_j) > tau`` (``u_j`` times the sign of its mean) get label ``j``, a
+  later ``j`` overwriting an earlier one;
+* inclusion (``gt_estimation.py``, ``Person.include``): for every system ``labels.max() + 1
+  == 1`` and at least ``min_faces_cluster`` labelled faces, at least ``min_faces_query``
+  faces.
+
+Conventions of the library it shares: a pair scored twice is written as the fast code writes
+it (first every row's ``(a, b)`` entry in row order, then every row's ``(b, a)`` entry; self
+pairs skipped), faces in order of their codes, ``eigh`` on the lower triangle; the output
+tables are built as the library builds them. ``cluster_count``, ``gmm_modes``,
+``RapidConfig``, ``RapidEstimate`` and the input checks are imported from the library."""
 
 # ruff: noqa
 
@@ -73,21 +93,6 @@ def normalise_scores(scores: pd.DataFrame, cfg: RapidConfig | None = None,
         out[rows] = np.clip((v - lo) / (hi - lo), 0.0, 1.0)
     return pd.Series(out, index=scores.index, name="score_norm")
 
-def _sorted_spectrum(mats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Batched: absolute eigenvalues descending (the singular values of a symmetric
-    matrix) and the leading eigenvector, for matrices of shape (..., n, n)."""
-    w, v = np.linalg.eigh(mats)
-    order = np.argsort(-np.abs(w), axis=-1, kind="stable")
-    s = np.take_along_axis(np.abs(w), order, axis=-1)
-    u = np.take_along_axis(v, order[..., None, :1], axis=-1)[..., 0]
-    return s, u
-
-def _z(s1: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """``z = s1 u^2 sign(u)`` with the sign of ``u`` fixed by its mean (batched)."""
-    flip = np.where(u.mean(axis=-1, keepdims=True) < 0, -1.0, 1.0)
-    u = u * flip
-    return s1[..., None] * u * u * np.sign(u)
-
 def majority_vote(member: np.ndarray) -> np.ndarray:
     """Strict majority over the last axis (systems): 1 iff more than half say member.
 
@@ -114,76 +119,111 @@ _REASONS = ("", "missing_system", "too_few_faces", "missing_pairs", "no_cluster"
 
 def estimate(scores: pd.DataFrame, cfg: RapidConfig | None = None,
              fit_scores: pd.DataFrame | None = None) -> RapidEstimate:
-    """Estimate identity labels from within-query pair scores (spec 1.4-1.5), vectorised.
-
-    ``scores``: ``query, face_a, face_b, system, score`` (raw similarities, one row per
-    within-query pair and system; extra columns ignored; self pairs ignored; if a pair
-    appears twice, the later row wins). ``fit_scores``: optional extra scores for the
-    GMM fit (see :func:`normalise_scores`). Matrices of one size are stacked and
-    eigendecomposed in one batched ``numpy.linalg.eigh`` call.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Within-query scores (:data:`SCORE_COLUMNS`).
-    cfg : RapidConfig, optional
-        The method's parameters; default ``RapidConfig()``.
-    fit_scores : pandas.DataFrame, optional
-        Extra scores for the GMM fit (e.g. the cross-query pairs).
-
-    Returns
-    -------
-    RapidEstimate
-        Final labels, per-system labels and the per-query table.
-
-    Raises
-    ------
-    ValueError
-        For a non-DataFrame, a missing column, a non-finite score, or rows with
-        ``query_b != query`` (pass those as ``fit_scores``).
-
-    Examples
-    --------
-    >>> from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
-    >>> world = make_rapid_world(RapidWorldConfig(
-    ...     groups=("AF", "AM"), queries_per_group=3, faces_min=10, faces_max=14,
-    ...     systems={"s1": {"noise": 0.3}, "s2": {"noise": 0.5}, "s3": {"noise": 0.7}}))
-    >>> est = estimate(world.scores)
-    >>> sorted(set(est.labels["label"]) - {-1, 0, 1})  # 1 = queried person, -1 = excluded
-    []
-    >>> bool(label_agreement(est.labels, world.faces)["agreement"] > 0.9)
-    True
-    """
+    """Estimate identity labels from within-query pair scores, one query at a time (see the
+    module's docstring); the same tables as ``facebias.studies.rapid.estimate``."""
     from threadpoolctl import threadpool_limits
 
     cfg = cfg or RapidConfig()
     _check_scores_frame(scores)
-    # thousands of small eigh calls: BLAS threads only add overhead (x80 when cores are busy)
     with threadpool_limits(1):
         return _estimate(scores, cfg, fit_scores)
 
 def _estimate(scores: pd.DataFrame, cfg: RapidConfig,
               fit_scores: pd.DataFrame | None) -> RapidEstimate:
-    """:func:`estimate` after its input checks, in named steps.
-
-    1. normalise the scores per system (:func:`normalise_scores`);
-    2. index the nodes, one per (query, face), and each query's common face set
-       (:class:`_NodeIndex`);
-    3. the spectral step on every complete (query, system) matrix: cluster counts and
-       membership scores ``z`` (:func:`_spectral_step`);
-    4. the inclusion rules per query (:func:`_include_queries`);
-    5. the vote and the three output tables (:func:`_estimate_tables`).
-    """
     _reject_cross_query_rows(scores)
     norm = normalise_scores(scores, cfg, fit_scores).to_numpy()
     ix = _NodeIndex.of(scores)
-    reason = np.zeros(ix.n_q, np.int8)
-    reason[ix.n_common < cfg.min_faces_query] = _REASONS.index("too_few_faces")
-    z_all, k_all = _spectral_step(ix, norm, reason, cfg)
+    n_q, n_sys, n_nodes = ix.n_q, ix.n_sys, ix.n_nodes
+    least = max(cfg.min_faces_query, 1)
+    reason = np.zeros(n_q, np.int8)
+    z_all = np.full((n_sys, n_nodes), np.nan)
+    k_all = np.full((n_q, n_sys), -1, np.int64)
+    n_clusters = np.full((n_q, n_sys), -1, np.int64)  # the authors' labels.max() + 1
+    by_all = np.zeros(n_nodes, bool)    # scored by every system
+    kept = np.zeros(n_nodes, bool)      # estimated on
+    dropped = np.zeros(n_nodes, bool)   # scored by every system, dropped for a missing pair
+    n_common = np.zeros(n_q, np.int64)
+    rows_of = [[] for _ in range(n_q)]
+    for r in range(len(scores)):
+        rows_of[ix.q_codes[r]].append(r)
+    for q in range(n_q):
+        nodes = np.flatnonzero(ix.node_q == q)  # the query's faces, in the order of their codes
+        m = nodes.size
+        where = {int(node): i for i, node in enumerate(nodes)}
+        # one matrix per system over the query's faces: NaN = no score
+        mat = np.full((n_sys, m, m), np.nan)
+        present = np.zeros((n_sys, m), bool)
+        for r in rows_of[q]:
+            s, a, b = ix.s_codes[r], where[int(ix.ia[r])], where[int(ix.ib[r])]
+            present[s, a] = present[s, b] = True
+            if a != b:
+                mat[s, a, b] = norm[r]
+        for r in rows_of[q]:
+            s, a, b = ix.s_codes[r], where[int(ix.ia[r])], where[int(ix.ib[r])]
+            if a != b:
+                mat[s, b, a] = norm[r]
+        for s in range(n_sys):
+            for i in range(m):
+                if present[s, i]:
+                    mat[s, i, i] = 1.0
+        everyone = present.all(axis=0)
+        by_all[nodes[everyone]] = True
+        if everyone.sum() < least:
+            reason[q] = _REASONS.index("too_few_faces")
+            n_common[q] = everyone.sum()
+            continue
+        # the authors' filter, per system: a face with a NaN among that system's faces goes
+        ok = everyone.copy()
+        for s in range(n_sys):
+            faces_s = np.flatnonzero(present[s])
+            for i in faces_s:
+                if np.isnan(mat[s, i, faces_s]).any():
+                    ok[i] = False
+        dropped[nodes[everyone & ~ok]] = True
+        n_common[q] = ok.sum()
+        if ok.sum() < least:
+            reason[q] = _REASONS.index("too_few_faces")
+            continue
+        kept[nodes[ok]] = True
+        idx = np.flatnonzero(ok)
+        for s in range(n_sys):
+            c = mat[s][np.ix_(idx, idx)]
+            assert np.isfinite(c).all()
+            w, v = np.linalg.eigh(c)
+            order = np.argsort(-np.abs(w), kind="stable")
+            sv = np.abs(w)[order]  # the singular values of the symmetric c
+            k = int(cluster_count(sv, cfg.eig_threshold, cfg.gap_ratio, cfg.rule))
+            k_all[q, s] = k
+            u = v[:, order[0]]
+            u = -u if u.mean() < 0 else u
+            z_all[s, nodes[idx]] = sv[0] * u * u * np.sign(u)
+            labels = np.full(idx.size, -1)
+            for j in range(k):
+                u = v[:, order[j]] * np.sign(v[:, order[j]].mean())
+                labels[sv[j] * u * u * np.sign(u) > cfg.tau] = j
+            n_clusters[q, s] = labels.max() + 1
     member = z_all > cfg.tau  # NaN -> False
-    csize = _cluster_sizes(ix, member)
-    kmin, kmax = _include_queries(reason, k_all, csize, cfg)
-    return _estimate_tables(ix, cfg, reason, z_all, member, kmin, kmax, csize)
+    csize = np.zeros((n_q, n_sys), np.int64)
+    for node in range(n_nodes):
+        for s in range(n_sys):
+            csize[ix.node_q[node], s] += member[s, node]
+    for q in range(n_q):
+        if reason[q] != 0:
+            continue
+        if any(n_clusters[q, s] == 0 for s in range(n_sys)):
+            reason[q] = _REASONS.index("no_cluster")
+        elif any(n_clusters[q, s] > 1 for s in range(n_sys)):
+            reason[q] = _REASONS.index("multiple_clusters")
+        elif any(csize[q, s] < cfg.min_faces_cluster for s in range(n_sys)):
+            reason[q] = _REASONS.index("small_cluster")
+    kmin = np.array([min([k for k in k_all[q] if k >= 0], default=-1) for q in range(n_q)], np.int64)
+    kmax = k_all.max(axis=1)
+    node_reason = np.array([_REASONS.index("missing_system") if not by_all[i]
+                            else _REASONS.index("missing_pairs") if dropped[i]
+                            else reason[ix.node_q[i]] for i in range(n_nodes)], np.int64)
+    n_dropped = np.array([dropped[ix.node_q == q].sum() for q in range(n_q)], np.int64)
+    return _estimate_tables(ix, cfg, reason, node_reason, kept, z_all, member, kmin, kmax,
+                            n_clusters, csize, n_common, n_dropped)
 
 def _reject_cross_query_rows(scores: pd.DataFrame) -> None:
     """``ValueError`` if ``scores`` has a ``query_b`` column that differs from ``query``:
@@ -196,16 +236,11 @@ def _reject_cross_query_rows(scores: pd.DataFrame) -> None:
 
 @dataclass(frozen=True)
 class _NodeIndex:
-    """Integer codes of a scores table for :func:`estimate`.
-
-    Per row: ``q_codes``, ``s_codes`` (query and system, codes of the sorted names
-    ``q_names``, ``s_names``) and the nodes ``ia``, ``ib`` of its two faces. A node is a
-    (query, face) pair, numbered query-major; ``nodes`` holds ``query * n_f + face`` (face
-    codes of ``f_names``, first-appearance order), ``node_q`` its query. ``common``: the
-    node is scored by every system; per query ``n_faces``, ``n_common`` and
-    ``first_common`` (rank of its first common node among all common nodes); per node
-    ``local``: its index within its query's common set (-1 if not common).
-    """
+    """Integer codes of a scores table. Per row: ``q_codes``, ``s_codes`` (query and system,
+    codes of the sorted names ``q_names``, ``s_names``) and the nodes ``ia``, ``ib`` of its
+    two faces. A node is a (query, face) pair, numbered query-major; ``nodes`` holds ``query
+    * n_f + face`` (face codes of ``f_names``, first-appearance order), ``node_q`` its
+    query; ``n_faces`` per query."""
 
     q_codes: np.ndarray
     q_names: pd.Index
@@ -216,11 +251,7 @@ class _NodeIndex:
     ia: np.ndarray
     ib: np.ndarray
     node_q: np.ndarray
-    common: np.ndarray
     n_faces: np.ndarray
-    n_common: np.ndarray
-    first_common: np.ndarray
-    local: np.ndarray
 
     @property
     def n_q(self) -> int:
@@ -239,131 +270,30 @@ class _NodeIndex:
         """Index ``scores`` (columns ``query, system, face_a, face_b``)."""
         q_codes, q_names = pd.factorize(scores["query"], sort=True)
         s_codes, s_names = pd.factorize(scores["system"], sort=True)
-        n_sys = len(s_names)
         fa_fb = pd.concat([scores["face_a"], scores["face_b"]], ignore_index=True)
         f_codes, f_names = pd.factorize(fa_fb, sort=False)
         n_rows, n_f = len(scores), len(f_names)
         key = np.r_[q_codes, q_codes].astype(np.int64) * n_f + f_codes
         nodes, inv = np.unique(key, return_inverse=True)  # node = (query, face), query-major
-        ia, ib = inv[:n_rows], inv[n_rows:]
         node_q = nodes // n_f
-        n_nodes, n_q = nodes.size, len(q_names)
-        present = np.zeros((n_sys, n_nodes), bool)
-        present[s_codes, ia] = True
-        present[s_codes, ib] = True
-        common = present.all(axis=0)
-        n_faces = np.bincount(node_q, minlength=n_q)
-        n_common = np.bincount(node_q[common], minlength=n_q)
-        # local index of each common node within its query
-        csum = np.cumsum(common) - 1
-        first_common = np.r_[0, np.cumsum(n_common)[:-1]]
-        local = np.where(common, csum - first_common[node_q], -1)
-        return cls(q_codes, q_names, s_codes, s_names, f_names, nodes, ia, ib, node_q, common,
-                   n_faces, n_common, first_common, local)
+        return cls(q_codes, q_names, s_codes, s_names, f_names, nodes, inv[:n_rows], inv[n_rows:],
+                   node_q, np.bincount(node_q, minlength=len(q_names)))
 
-def _spectral_step(ix: _NodeIndex, norm: np.ndarray, reason: np.ndarray,
-                   cfg: RapidConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Cluster counts and membership scores of every (query, system) matrix on the
-    query's common faces, for the queries whose ``reason`` is still 0.
-
-    ``norm``: the normalised score of each row. Matrices of one size are stacked and
-    eigendecomposed in one batched call. Returns ``z_all`` (n_sys, n_nodes; NaN where not
-    computed) and ``k_all`` (n_q, n_sys; -1 where not computed). A query whose matrices
-    miss a pair gets reason ``missing_pairs`` (``reason`` is updated in place).
-    """
-    n_sys = ix.n_sys
-    keep = ix.common[ix.ia] & ix.common[ix.ib] & (ix.ia != ix.ib) & (reason[ix.q_codes] == 0)
-    rows = np.flatnonzero(keep)
-    row_n = ix.n_common[ix.q_codes[rows]]
-    order = rows[np.argsort(row_n, kind="stable")]
-    row_n = ix.n_common[ix.q_codes[order]]
-
-    z_all = np.full((n_sys, ix.n_nodes), np.nan)
-    k_all = np.full((ix.n_q, n_sys), -1, np.int64)
-    common_nodes = np.flatnonzero(ix.common)
-    cut = np.flatnonzero(np.r_[True, row_n[1:] != row_n[:-1], True]) if order.size else [0]
-    for lo, hi in zip(cut[:-1], cut[1:], strict=True):
-        n = int(row_n[lo])
-        qs, mats, complete = _stacked_matrices(ix, norm, order[lo:hi], n)
-        s, u = _sorted_spectrum(mats)
-        k = cluster_count(s.reshape(-1, n), cfg.eig_threshold, cfg.gap_ratio, cfg.rule)
-        k_all[qs] = k.reshape(qs.size, n_sys)
-        z = _z(s[..., 0], u)  # (queries, systems, n)
-        reason[qs[~complete]] = _REASONS.index("missing_pairs")
-        # scatter z back to nodes: the common nodes of query qs[j], in local order
-        node_idx = common_nodes[(ix.first_common[qs][:, None] + np.arange(n)[None, :]).ravel()]
-        z_all[:, node_idx] = z.transpose(1, 0, 2).reshape(n_sys, -1)
-    return z_all, k_all
-
-def _stacked_matrices(ix: _NodeIndex, norm: np.ndarray, r: np.ndarray,
-                      n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The normalised matrices of the queries of rows ``r`` (all with ``n`` common faces):
-    ``(qs, mats, complete)`` with ``qs`` the sorted query codes, ``mats`` (queries,
-    systems, n, n) with diagonal 1 and 0 for a missing pair, and ``complete`` per query
-    (every system scored every pair)."""
-    n_sys = ix.n_sys
-    qs = np.unique(ix.q_codes[r])
-    slot = np.searchsorted(qs, ix.q_codes[r])
-    la, lb = ix.local[ix.ia[r]], ix.local[ix.ib[r]]
-    mats = np.zeros((qs.size, n_sys, n, n))
-    filled = np.zeros((qs.size, n_sys, n, n), bool)
-    sc = ix.s_codes[r]
-    mats[slot, sc, la, lb] = norm[r]
-    mats[slot, sc, lb, la] = norm[r]
-    filled[slot, sc, la, lb] = True
-    filled[slot, sc, lb, la] = True
-    idx = np.arange(n)
-    mats[:, :, idx, idx] = 1.0
-    filled[:, :, idx, idx] = True
-    complete = filled.all(axis=(-1, -2)).all(axis=-1)  # per query
-    return qs, mats, complete
-
-def _cluster_sizes(ix: _NodeIndex, member: np.ndarray) -> np.ndarray:
-    """Members per (query, system): ``member`` (n_sys, n_nodes) summed per query."""
-    n_sys = ix.n_sys
-    csize = np.zeros((ix.n_q, n_sys), np.int64)
-    np.add.at(csize, (np.repeat(ix.node_q, n_sys), np.tile(np.arange(n_sys), ix.n_nodes)),
-              member.T.ravel())
-    return csize
-
-_NO_COUNT = 10**9  # stands for "no cluster count" when taking the least count per query
-
-def _include_queries(reason: np.ndarray, k_all: np.ndarray, csize: np.ndarray,
-                     cfg: RapidConfig) -> tuple[np.ndarray, np.ndarray]:
-    """The inclusion rules (spec 5 #4, #5), in order, on the queries still included
-    (``reason`` 0; updated in place): every system has a cluster count (else
-    ``missing_pairs``), at least one cluster (``no_cluster``), at most one
-    (``multiple_clusters``), and ``min_faces_cluster`` members (``small_cluster``).
-    Returns the least and the largest cluster count per query (``_NO_COUNT`` / -1 where
-    no system has one)."""
-    reason[(reason == 0) & (k_all < 0).any(axis=1)] = _REASONS.index("missing_pairs")
-    ok = reason == 0
-    kmin = np.where(k_all >= 0, k_all, _NO_COUNT).min(axis=1)
-    kmax = k_all.max(axis=1)
-    reason[ok & (kmin == 0)] = _REASONS.index("no_cluster")
-    ok = reason == 0
-    reason[ok & (kmax > 1)] = _REASONS.index("multiple_clusters")
-    ok = reason == 0
-    reason[ok & (csize.min(axis=1) < cfg.min_faces_cluster)] = _REASONS.index("small_cluster")
-    return kmin, kmax
-
-def _estimate_tables(ix: _NodeIndex, cfg: RapidConfig, reason: np.ndarray, z_all: np.ndarray,
-                     member: np.ndarray, kmin: np.ndarray, kmax: np.ndarray,
-                     csize: np.ndarray) -> RapidEstimate:
+def _estimate_tables(ix: _NodeIndex, cfg: RapidConfig, reason: np.ndarray, node_reason: np.ndarray,
+                     kept: np.ndarray, z_all: np.ndarray, member: np.ndarray, kmin: np.ndarray,
+                     kmax: np.ndarray, n_clusters: np.ndarray, csize: np.ndarray,
+                     n_common: np.ndarray, n_dropped: np.ndarray) -> RapidEstimate:
     """The majority vote on the included queries' common faces, and the
     :class:`RapidEstimate` tables (``labels``, ``system_labels``, ``queries``)."""
     n_sys, n_nodes, node_q = ix.n_sys, ix.n_nodes, ix.node_q
     included = reason == 0
-    node_in = included[node_q] & ix.common
+    node_in = included[node_q] & kept
     mv = majority_vote(member.T)
     label = np.where(node_in, mv, -1).astype(np.int8)
     votes = member.sum(axis=0)
     agree = np.where(node_in, (member.T == (label[:, None] == 1)).sum(axis=1), 0)
     with np.errstate(invalid="ignore"):
         amb = np.abs(z_all - cfg.tau).min(axis=0) if n_sys else np.full(n_nodes, np.nan)
-    node_reason = np.where(ix.common, reason[node_q], _REASONS.index("missing_system"))
-    node_reason = np.where(included[node_q] & ~ix.common, _REASONS.index("missing_system"),
-                           node_reason)
     reasons = np.array(_REASONS, dtype=object)
 
     q_col = ix.q_names[node_q]
@@ -381,8 +311,9 @@ def _estimate_tables(ix: _NodeIndex, cfg: RapidConfig, reason: np.ndarray, z_all
     })
     n_pos = np.bincount(node_q, weights=(label == 1), minlength=ix.n_q).astype(np.int64)
     queries = pd.DataFrame({
-        "query": ix.q_names, "n_faces": ix.n_faces, "n_common": ix.n_common,
-        "min_clusters": np.where(kmin == _NO_COUNT, -1, kmin), "max_clusters": kmax,
+        "query": ix.q_names, "n_faces": ix.n_faces, "n_common": n_common,
+        "n_dropped": n_dropped, "min_clusters": kmin, "max_clusters": kmax,
+        "max_assigned": n_clusters.max(axis=1),
         "min_cluster_size": csize.min(axis=1) if n_sys else 0,
         "included": included, "n_positive": n_pos, "reason": reasons[reason],
     })

@@ -124,10 +124,262 @@ def test_faces_missing_from_a_system_and_several_queries():
     assert q.loc["q2", "reason"] == "no_cluster"
     sl = est.system_labels
     assert set(sl["system"]) == {"a", "b", "c"} and len(sl) == 3 * len(est.labels)
+    # a hole (pair 0-1 unscored by system a): faces 0 and 1 are dropped, not the query
     holed = one.drop(index=one.index[(one["system"] == "a") & (one["face_a"] == 0)
                                      & (one["face_b"] == 1)])
-    lab = R.estimate_labels(holed, RAW)
-    assert (lab["label"] == -1).all() and set(lab["reason"]) == {"missing_pairs", "missing_system"}
+    est = R.estimate(holed, RAW)
+    lab = est.labels.set_index("face")
+    assert lab.loc[[0, 1], "reason"].eq("missing_pairs").all() and (lab.loc[[0, 1], "label"] == -1).all()
+    assert lab.loc[13, "reason"] == "missing_system"
+    assert lab.loc[2:12, "label"].tolist() == [1] * 8 + [0] * 3 and (lab.loc[2:12, "reason"] == "").all()
+    assert est.queries[["n_common", "n_dropped", "included"]].iloc[0].tolist() == [11, 2, True]
+
+
+# ------------------------------------------- the authors' rules (caltechvisionlab/frt-rapid-test)
+def weak_rest(block: int, rest: int, c: float) -> np.ndarray:
+    """A block of ``block`` faces alike (scores 1) and ``rest`` faces weakly alike (scores
+    ``c``): the rest's eigenvalue ``1 + (rest - 1) c`` can pass T while its eigenvector is
+    spread so thin that no face reaches ``z = lambda u^2 > tau``."""
+    x = np.zeros((block + rest, block + rest))
+    x[:block, :block] = 1.0
+    x[block:, block:] = c
+    np.fill_diagonal(x, 1.0)
+    return x
+
+
+def test_a_second_cluster_with_no_face_in_it_keeps_the_query():
+    """The gap rule says K = 2 (eigenvalues 12, 4.76, 0.92, ...) but on the second
+    eigenvector every face has z = 4.76 / 48 < 0.2: the authors' cluster labels hold one
+    cluster (``cluster_labels.max() + 1 == 1``), so the query is kept and labelled by the
+    first eigenvector."""
+    c = weak_rest(12, 48, 0.08)
+    s, _ = R._sorted_spectrum(c)
+    np.testing.assert_allclose(s[:3], [12.0, 4.76, 0.92], atol=1e-9)
+    k, z = R.membership(c)
+    assert k == 2 and (z[12:] < 0.2).all()
+    lab = R.cluster_labels(c)
+    assert lab.tolist() == [0] * 12 + [-1] * 48
+    est = R.estimate(frame({"a": c, "b": c, "c": c}), RAW)
+    q = est.queries.iloc[0]
+    assert q["included"] and q["reason"] == "" and q["max_clusters"] == 2 and q["max_assigned"] == 1
+    assert est.labels["label"].tolist() == [1] * 12 + [0] * 48
+    assert (est.labels["reason"] == "").all()
+    # one system with K = 2 (an empty second cluster), the others K = 1: kept as well
+    mixed = R.estimate(frame({"a": c, "b": blocks(12, *[1] * 48), "c": c}), RAW)
+    assert mixed.queries["included"].item() and mixed.queries["min_clusters"].item() == 1
+    assert mixed.labels["label"].tolist() == [1] * 12 + [0] * 48
+
+
+def test_a_face_in_a_second_cluster_excludes_the_query():
+    """A second identity of 6 faces: on the second eigenvector they have z = 1 > tau, so a
+    face is in cluster 1 and the query is excluded; one such system is enough."""
+    two = blocks(12, 6, *[1] * 6)
+    assert R.cluster_labels(two).tolist() == [0] * 12 + [1] * 6 + [-1] * 6
+    est = R.estimate(frame({"a": two, "b": two, "c": two}), RAW)
+    assert est.queries["reason"].item() == "multiple_clusters"
+    assert est.queries["max_assigned"].item() == 2 and (est.labels["label"] == -1).all()
+    one = blocks(12, *[1] * 12)
+    est = R.estimate(frame({"a": one, "b": one, "c": two}), RAW)
+    assert est.queries["reason"].item() == "multiple_clusters"
+    assert (est.labels["reason"] == "multiple_clusters").all()
+    # a face in the second cluster only, none in the first: the authors' count is 2 as well
+    lab = R.cluster_labels(two, R.RapidConfig(tau=1.5))
+    assert lab.max() == -1  # z <= 1 everywhere: no cluster at all ...
+    est = R.estimate(frame({"a": two, "b": two, "c": two}), R.RapidConfig(normalise="none", tau=1.5))
+    assert est.queries["reason"].item() == "no_cluster"  # ... is no_cluster
+
+
+def noisy_query(rng: np.random.Generator, block: int, others: int, systems=("a", "b", "c"),
+                noise: float = 0.08) -> dict[str, np.ndarray]:
+    """Per-system matrices of one query: ``block`` faces of the queried person first, then
+    ``others`` distractors; symmetric noise, clipped to [0, 1], diagonal 1."""
+    n = block + others
+    out = {}
+    for s in systems:
+        e = rng.normal(0.0, noise, (n, n))
+        c = np.clip(blocks(block, *[1] * others) * 0.9 + 0.05 + (e + e.T) / 2, 0.0, 1.0)
+        np.fill_diagonal(c, 1.0)
+        out[s] = c
+    return out
+
+
+def drop_pair(scores: pd.DataFrame, system: str, a, b) -> pd.DataFrame:
+    """``scores`` without the row of pair (a, b) in ``system``."""
+    hole = (scores["system"] == system) & (((scores["face_a"] == a) & (scores["face_b"] == b))
+                                           | ((scores["face_a"] == b) & (scores["face_b"] == a)))
+    assert hole.sum() == 1
+    return scores[~hole]
+
+
+def test_a_missing_pair_drops_its_two_faces_and_the_rest_is_estimated_without_them():
+    """One pair (3, 7) unscored by system b: as the authors' NaN filter, faces 3 and 7 are
+    dropped (label -1, reason missing_pairs, no z) and the query is estimated on the other
+    14 faces, exactly as on the table without faces 3 and 7."""
+    rng = np.random.default_rng(5)
+    full = frame(noisy_query(rng, 11, 5))
+    holed = drop_pair(full, "b", 3, 7)
+    est = R.estimate(holed, RAW)
+    lab = est.labels.set_index("face")
+    assert (lab.loc[[3, 7], "label"] == -1).all() and (lab.loc[[3, 7], "reason"] == "missing_pairs").all()
+    assert est.system_labels.loc[est.system_labels["face"].isin([3, 7]), "z"].isna().all()
+    q = est.queries.iloc[0]
+    assert q["included"] and q["n_faces"] == 16 and q["n_common"] == 14 and q["n_dropped"] == 2
+    rest = lab.drop(index=[3, 7])
+    assert rest["label"].tolist() == [1] * 9 + [0] * 5 and (rest["reason"] == "").all()
+    sub = full[~full["face_a"].isin([3, 7]) & ~full["face_b"].isin([3, 7])]
+    ref = R.estimate(sub, RAW)
+    pd.testing.assert_frame_equal(rest.reset_index(), ref.labels, check_exact=True, check_like=True)
+    sl = est.system_labels[~est.system_labels["face"].isin([3, 7])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(sl, ref.system_labels, check_exact=True)  # same z, bit for bit
+    # the other holes of the matrix fill nothing: the query without the hole differs
+    assert not R.estimate(full, RAW).labels["label"].eq(-1).any()
+
+
+def test_a_query_left_with_too_few_faces_after_the_drop_is_excluded():
+    """9 faces, one missing pair: 7 faces are left, fewer than min_faces_query = 8: the
+    query is too_few_faces, the two dropped faces say missing_pairs."""
+    nine = blocks(9)
+    holed = drop_pair(frame({"a": nine, "b": nine, "c": nine}), "a", 0, 1)
+    est = R.estimate(holed, RAW)
+    lab = est.labels.set_index("face")
+    assert (lab["label"] == -1).all()
+    assert lab["reason"].tolist() == ["missing_pairs"] * 2 + ["too_few_faces"] * 7
+    q = est.queries.iloc[0]
+    assert q["reason"] == "too_few_faces" and q["n_common"] == 7 and q["n_dropped"] == 2
+    seven = R.estimate(holed, R.RapidConfig(normalise="none", min_faces_query=7))
+    assert seven.labels["label"].tolist() == [-1, -1] + [1] * 7
+    # every pair of one system missing: every face is dropped, the query has no face left
+    none = R.estimate(holed[holed["system"] != "c"].assign(
+        system=lambda d: d["system"].where(d["face_a"] != 0, "c")), R.RapidConfig(normalise="none", min_faces_query=0))
+    assert none.queries["reason"].item() == "too_few_faces" and none.queries["n_common"].item() == 0
+
+
+def test_missing_pairs_with_a_face_only_some_systems_scored():
+    """The authors filter each provider's matrix on that provider's own faces, before the
+    intersection: system c scored face 13 (which system a did not score at all) with faces
+    0-9 only, so in c faces 10-12 miss a pair and are dropped too; face 13 is missing from
+    a system. If c scored 13 with face 0 only, every face but 0 is dropped (one-shot
+    filter) and the query has too few faces."""
+    c = blocks(10, *[1] * 4)
+    full = frame({"a": c, "b": c, "c": c})
+    a13 = (full["system"] == "a") & ((full["face_a"] == 13) | (full["face_b"] == 13))
+    c13 = (full["system"] == "c") & (full["face_b"] == 13) & (full["face_a"] >= 10)
+    est = R.estimate(full[~a13 & ~c13], RAW)
+    lab = est.labels.set_index("face")
+    assert lab["reason"].tolist() == [""] * 10 + ["missing_pairs"] * 3 + ["missing_system"]
+    assert lab["label"].tolist() == [1] * 10 + [-1] * 4
+    assert est.queries[["n_common", "n_dropped", "included"]].iloc[0].tolist() == [10, 3, True]
+    c13 = (full["system"] == "c") & (full["face_b"] == 13) & (full["face_a"] >= 1)
+    est = R.estimate(full[~a13 & ~c13], RAW)
+    assert est.queries[["n_common", "n_dropped", "reason"]].iloc[0].tolist() == [1, 12, "too_few_faces"]
+
+
+def random_matrix_world(seed: int, n_queries: int = 30, systems=("a", "b", "c"),
+                        hole_rate: float = 0.0) -> pd.DataFrame:
+    """Scores (already in [0, 1]) of random hand-built queries, a third of each kind: one
+    identity with unrelated distractors; one identity with weakly alike distractors (a
+    second eigenvalue over T, often with no face in its cluster); one identity and a second,
+    smaller one. ``hole_rate``: a share of the rows left out at random (missing pairs); in
+    query q00 face 2 is not scored by system a and by system b with about a third of the
+    faces only (so b's other faces miss a pair with it), and face 0 of q01 is not scored by
+    system a."""
+    rng = np.random.default_rng(seed)
+    rows, first = [], 0
+    for qi in range(n_queries):
+        n = int(rng.integers(9, 45))
+        m1 = int(rng.integers(5, max(6, n // 2)))
+        base = rng.uniform(0.0, 0.1, (n, n))
+        if qi % 3 == 1:
+            base[m1:, m1:] += rng.uniform(0.08, 0.2)
+        elif qi % 3 == 2 and n - m1 >= 4:
+            m2 = int(rng.integers(3, min(n - m1, m1) + 1))
+            base[m1:m1 + m2, m1:m1 + m2] = rng.uniform(0.6, 1.0)
+        base[:m1, :m1] = rng.uniform(0.6, 1.0)
+        faces = np.arange(first, first + n)
+        first += n
+        a, b = np.triu_indices(n, 1)
+        for s in systems:
+            e = rng.normal(0.0, 0.05, (n, n))
+            c = np.clip(base + (e + e.T) / 2, 0.0, 1.0)
+            rows.append(pd.DataFrame({"query": f"q{qi:02d}", "face_a": faces[a], "face_b": faces[b],
+                                      "system": s, "score": c[a, b]}))
+    scores = pd.concat(rows, ignore_index=True)
+    out = rng.random(len(scores)) < hole_rate
+    sys_ = scores["system"].to_numpy()
+
+    def rows_of(face):
+        return ((scores["face_a"] == face) | (scores["face_b"] == face)).to_numpy()
+
+    out |= rows_of(2) & (sys_ == "a")
+    out |= rows_of(2) & (sys_ == "b") & (rng.random(len(scores)) < 0.67)
+    out |= rows_of(scores.loc[scores["query"] == "q01", "face_a"].min()) & (sys_ == "a")
+    return scores[~out].reset_index(drop=True)
+
+
+def authors_labels(scores: pd.DataFrame, cfg: R.RapidConfig) -> pd.Series:
+    """The authors' estimation (caltechvisionlab/frt-rapid-test, cfro/analyzer/gt_estimation.py
+    ``main``, with ``calculate_confidence_matrix`` and ``SpectralFactorizationClustering``),
+    written here as a plain loop: pandas pivot per (query, system), NaN filled from the
+    transpose, diagonal 1, rows and columns with a NaN removed, the intersection over the
+    systems, an SVD per matrix, the gap rule, the labels loop, ``Person.include`` and the
+    majority vote. Returns the label of every (query, face) (-1: excluded)."""
+    norm = scores.assign(score=R.normalise_scores(scores, cfg).to_numpy())
+    systems = sorted(norm["system"].unique())
+    out = {}
+    for q, dq in norm.groupby("query", sort=True):
+        for f in set(dq["face_a"]) | set(dq["face_b"]):
+            out[(q, f)] = -1
+        mats, kept = {}, []
+        for s in systems:
+            m = dq[dq["system"] == s].pivot(index="face_a", columns="face_b", values="score")
+            ids = sorted(set(m.index) | set(m.columns))
+            m = m.reindex(index=ids, columns=ids)
+            m = m.fillna(m.T)
+            for f in ids:
+                m.loc[f, f] = 1.0
+            good = [f for f in ids if not m.loc[f].isna().any() and not m[f].isna().any()]
+            mats[s] = m
+            kept.append(set(good))
+        common = sorted(set.intersection(*kept))
+        if not common:
+            continue
+        labels = []
+        for s in systems:
+            u, sv, _ = np.linalg.svd(mats[s].loc[common, common].to_numpy())
+            k = 0
+            for i in range(len(sv) - 1, 0, -1):
+                if sv[i - 1] / sv[i] > cfg.gap_ratio and sv[i - 1] > cfg.eig_threshold:
+                    k = i
+                    break
+            for j in range(len(sv)):
+                u[:, j] *= np.sign(np.mean(u[:, j]))
+            lab = np.full(len(sv), -1)
+            for j in range(k):
+                lab[sv[j] * u[:, j] * u[:, j] * np.sign(u[:, j]) > cfg.tau] = j
+            labels.append(lab)
+        if (all(lab.max() + 1 == 1 for lab in labels) and len(common) >= cfg.min_faces_query
+                and all((lab > -1).sum() >= cfg.min_faces_cluster for lab in labels)):
+            votes = np.sum([lab + 1 for lab in labels], axis=0)
+            for f, v in zip(common, votes, strict=True):
+                out[(q, f)] = int(v > len(systems) / 2)
+    return pd.Series(out, dtype=np.int64).sort_index()
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the gap rule's x / 0 (as theirs)
+@pytest.mark.parametrize("seed, hole_rate", [(0, 0.0), (2, 0.0005), (3, 0.002)])
+def test_labels_match_the_authors_rules_written_as_a_loop(seed, hole_rate):
+    """On random hand-built worlds (with holes, a face scored by one system with a third of
+    the faces only, a face missing from a system), the labels of ``estimate`` equal those
+    of the authors' procedure re-implemented as a loop (SVD, not eigh); the worlds hold
+    kept queries with K = 2, queries excluded for a second cluster, and dropped faces."""
+    scores = random_matrix_world(seed, hole_rate=hole_rate)
+    est = R.estimate(scores, RAW)
+    got = est.labels.set_index(["query", "face"])["label"].astype(np.int64).sort_index()
+    pd.testing.assert_series_equal(got, authors_labels(scores, RAW), check_names=False)
+    q = est.queries
+    assert (q["included"] & (q["max_clusters"] > 1)).any()  # kept with an empty 2nd cluster
+    assert (q["reason"] == "multiple_clusters").any() and q["included"].mean() > 0.4
+    assert q["n_dropped"].sum() > 0 and (est.labels["reason"] == "missing_system").any()
 
 
 def test_query_matrix_roundtrip():

@@ -1,9 +1,11 @@
 """Issue 20, the rapid test row: the optimised ``facebias.studies.rapid.estimate`` (no sort
 of the score rows, one scatter into every size's stack of matrices, one ``eigh`` per matrix)
-gives bit for bit the tables of the code before it (``tests/rapid_reference.py``, a frozen
-copy), on the default world, on random worlds of mixed query sizes and on messy score
-tables (rows shuffled, dropped, duplicated with the faces swapped, self pairs, faces
-missing from a system, string face ids repeated across queries)."""
+gives bit for bit the tables of a plain per-query loop (``tests/rapid_reference.py``, which
+follows the authors' code: issue 28 item 8, faces of a missing pair dropped and the
+inclusion test on the cluster labels), on the default world, on random worlds of mixed query
+sizes, on messy score tables (rows shuffled, dropped, duplicated with the faces swapped,
+self pairs, faces missing from a system, string face ids repeated across queries) and on
+hand-built worlds with holes and queries whose second cluster is empty."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import rapid_reference as REF
+from test_study_rapid import random_matrix_world
 
 from facebias.studies import rapid as R
 from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
@@ -167,3 +170,48 @@ def test_integer_and_mixed_names_match_the_reference():
     assert ints.system_labels["query"].dtype == np.int64 and ints.queries["included"].any()
     mixed = assert_same(s.assign(query=s["query"].astype(object).where(q % 2 == 0, q)), cfg)
     assert mixed.system_labels["query"].dtype == object
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("seed, hole_rate, min_q", [(0, 0.0, 8), (2, 0.0005, 8), (3, 0.002, 8),
+                                                     (4, 0.004, 12), (5, 0.003, 0)])
+def test_missing_pairs_and_empty_second_clusters_match_the_reference(seed, hole_rate, min_q):
+    """Hand-built worlds (``test_study_rapid.random_matrix_world``): holes (their faces
+    dropped, queries rebuilt without them, some falling below ``min_faces_query``), a face
+    scored by one system with a third of the faces only, a face missing from a system, and
+    queries kept with K = 2; also with ``min_faces_query = 0``."""
+    s = random_matrix_world(seed, hole_rate=hole_rate)
+    est = assert_same(s, R.RapidConfig(normalise="none", min_faces_query=min_q))
+    q = est.queries
+    assert q["n_dropped"].sum() > 0 and (q["included"] & (q["max_clusters"] > 1)).any()
+    if min_q > 8:
+        assert ((q["reason"] == "too_few_faces") & (q["n_dropped"] > 0)).any()
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("chunk", [None, 1])
+def test_each_matrix_is_decomposed_once_when_faces_are_dropped(monkeypatch, chunk):
+    """With missing pairs the queries that lose faces are built again without them: still
+    every computed (query, system) matrix goes through ``eigh`` once, at its final size,
+    sizes ascending, and never a matrix with a hole."""
+    s = random_matrix_world(6, hole_rate=0.003)
+    cfg = R.RapidConfig(normalise="none")
+    if chunk:
+        monkeypatch.setattr(R, "_EIGH_CHUNK", chunk)
+    calls = []
+    eigh = np.linalg.eigh
+
+    def counting(a, *args, **kw):
+        calls.append(a.shape)
+        return eigh(a, *args, **kw)
+
+    monkeypatch.setattr(np.linalg, "eigh", counting)
+    est = R.estimate(s, cfg)
+    monkeypatch.setattr(np.linalg, "eigh", eigh)
+    q = est.queries
+    done = q[q["min_clusters"] >= 0]  # the queries decomposed
+    assert (q["n_dropped"] > 0).sum() > 10 and len(done) < len(q)
+    sizes = [c[-1] for c in calls]
+    assert sizes == sorted(sizes) and set(sizes) == set(done["n_common"])
+    assert sum(c[0] * c[1] for c in calls) == len(done) * s["system"].nunique()
+    assert_same(s, cfg)

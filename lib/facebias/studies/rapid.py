@@ -14,10 +14,16 @@ authors' code (``frt-rapid-test``) differ, this follows the spec's choice:
 * membership (5 #2): ``z = lambda_1 u_1^2 sign(u_1)`` (the signed diagonal of the rank-1
   reconstruction, ~1 for members), the sign of ``u_1`` fixed by its mean; member iff
   ``z > tau``.
+* missing pair scores: as the authors' code, a face with a missing pair score in some
+  system (no row for that pair) is dropped from its query, not the query itself; the
+  query is estimated on the faces left (see :func:`estimate`).
 * inclusion (5 #4, #5): a query is kept iff its common face set (faces scored by every
-  system) has at least ``min_faces_query`` faces, its matrices are complete, and for
-  *every* system ``K == 1`` with at least ``min_faces_cluster`` members (checked per
-  system, before the vote).
+  system, with every pair scored) has at least ``min_faces_query`` faces and for
+  *every* system the authors' cluster labels (:func:`cluster_labels`) put some face in
+  the first cluster and none in a later one, with at least ``min_faces_cluster``
+  members (checked per system, before the vote). A query where the gap rule finds
+  ``K >= 2`` but no face reaches ``z > tau`` on a later eigenvector is kept, as the
+  authors' code keeps it.
 * final label: strict majority ``votes > S / 2`` over the systems (5 #21); excluded faces
   get -1.
 
@@ -30,7 +36,8 @@ per within-query pair and system); cross-query tables add ``query_b`` (the query
 
 API: :class:`RapidConfig` (the method) and :class:`RapidExperimentConfig` (the notebook's
 experiment); :func:`normalise_scores`, :func:`gmm_modes`,
-:func:`query_matrix`, :func:`cluster_count`, :func:`membership`, :func:`majority_vote`;
+:func:`query_matrix`, :func:`cluster_count`, :func:`membership`, :func:`cluster_labels`,
+:func:`majority_vote`;
 :func:`estimate` (one pass: labels, per-system labels, per-query table) and the wrappers
 :func:`estimate_labels`, :func:`estimate_system_labels`; baselines :func:`naive_labels`,
 :func:`single_best_system_labels`, :func:`connected_components_labels`;
@@ -49,6 +56,7 @@ confidently labels the wrong person.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, partial
@@ -80,6 +88,7 @@ __all__ = [
     "query_matrix",
     "cluster_count",
     "membership",
+    "cluster_labels",
     "majority_vote",
     "estimate",
     "estimate_labels",
@@ -475,11 +484,21 @@ def query_matrix(scores: pd.DataFrame, fill: float = np.nan) -> tuple[list, np.n
 def _sorted_spectrum(mats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Batched: absolute eigenvalues descending (the singular values of a symmetric
     matrix) and the leading eigenvector, for matrices of shape (..., n, n)."""
+    s, order, v = _eig_sorted(mats)
+    return s, _leading(v, order)
+
+
+def _eig_sorted(mats: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Batched ``eigh``: the absolute eigenvalues descending ``s``, the ``order`` that sorts
+    them (indices of ``eigh``'s columns) and ``eigh``'s eigenvectors ``v`` (columns)."""
     w, v = np.linalg.eigh(mats)
     order = np.argsort(-np.abs(w), axis=-1, kind="stable")
-    s = np.take_along_axis(np.abs(w), order, axis=-1)
-    u = np.take_along_axis(v, order[..., None, :1], axis=-1)[..., 0]
-    return s, u
+    return np.take_along_axis(np.abs(w), order, axis=-1), order, v
+
+
+def _leading(v: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The eigenvector of the largest absolute eigenvalue (:func:`_eig_sorted`), (..., n)."""
+    return np.take_along_axis(v, order[..., None, :1], axis=-1)[..., 0]
 
 
 def cluster_count(eigenvalues: np.ndarray, threshold: float = 4.0, gap_ratio: float = 1.5,
@@ -527,6 +546,8 @@ def _count_sorted(s: np.ndarray, threshold: float, gap_ratio: float, rule: str) 
     descending order (as :func:`_sorted_spectrum` gives them)."""
     if rule == "strict":
         k = np.count_nonzero(s > threshold, axis=-1)
+    elif rule == "gap" and s.shape[-1] < 2:  # one face: no gap (the authors' loop is empty)
+        k = np.zeros(s.shape[:-1], np.intp)
     elif rule == "gap":
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = s[:, :-1] / s[:, 1:]
@@ -546,6 +567,96 @@ def _z(s1: np.ndarray, u: np.ndarray) -> np.ndarray:
     return s1[..., None] * u * u * np.sign(u)
 
 
+def _column_hits(pending: list[tuple[np.ndarray, ...]], threshold: float,
+                 tau: float) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Whether some face has ``z_j > tau`` on the ``j``-th eigenvector (0-based, by absolute
+    eigenvalue) of the matrices of ``pending``: per batch ``(systems, queries, s, cols)``
+    (``s`` (m, c) the leading absolute eigenvalues, ``cols`` (m, n, c) their eigenvectors,
+    from :func:`_spectral_step`), ``(systems, queries, hit)`` with ``hit`` (m, c), False
+    for the columns whose eigenvalue is not over ``threshold`` (a cluster count never
+    reaches them); the batches of one ``c`` are joined. ``z_j = s_j u_j^2 sign(u_j)`` with
+    ``u_j`` times the sign of its mean (``numpy.sign``: a mean of exactly 0 zeroes
+    ``u_j``), as the authors' code does for every column
+    (``caltechvisionlab/frt-rapid-test``, ``cfro/analyzer/utils/spectral_factorization.py``,
+    ``SpectralFactorizationClustering.cluster``)."""
+    out = []
+    for c in sorted({p[2].shape[-1] for p in pending}):
+        batch = [p for p in pending if p[2].shape[-1] == c]
+        sys_i, q_i, s, u = (np.concatenate(x) for x in zip(*batch, strict=True))
+        u = np.ascontiguousarray(np.swapaxes(u, -1, -2))  # (m, columns, faces): means along rows
+        u *= np.sign(u.mean(axis=-1, keepdims=True))
+        z = s[..., None] * u * u * np.sign(u)
+        out.append((sys_i, q_i, (z > tau).any(axis=-1) & (s > threshold)))
+    return out
+
+
+def _last_hit(hit: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Per row of ``hit`` (:func:`_column_hits`): the largest column ``j`` in ``1 .. k-1``
+    that is hit, else 0 (the authors' last cluster label, when it is not the first)."""
+    col = np.arange(hit.shape[-1])
+    hit = hit & (col >= 1) & (col < k[:, None])
+    return np.where(hit.any(axis=-1), hit.shape[-1] - 1 - np.argmax(hit[:, ::-1], axis=-1), 0)
+
+
+def cluster_labels(matrix: np.ndarray, cfg: RapidConfig | None = None) -> np.ndarray:
+    """The authors' cluster label of each face of one normalised symmetric matrix: -1 (no
+    cluster) or the index ``j < K`` of the last eigenvector (by absolute eigenvalue, ``K``
+    of :func:`cluster_count`) on which the face has ``z_j > cfg.tau``.
+
+    This is the labelling of the authors' code (``caltechvisionlab/frt-rapid-test``,
+    ``cfro/analyzer/utils/spectral_factorization.py``,
+    ``SpectralFactorizationClustering.cluster`` with its default ``method="regular"``):
+    every column of the SVD's ``U`` is multiplied by the sign of its mean; then for ``j =
+    0 .. K-1`` in turn, the faces with ``S[j] U[:, j]^2 sign(U[:, j]) > 0.2`` get label
+    ``j`` (a later ``j`` overwrites an earlier one). Their inclusion test
+    (``cfro/analyzer/gt_estimation.py``, ``ProviderResults.n_clusters = cluster_labels.max()
+    + 1`` and ``Person.include``: ``n_clusters == 1`` for every provider) is on these
+    labels, not on ``K``: :func:`estimate` keeps a query iff every system's labels have
+    maximum 0.
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        (n, n) finite normalised scores (:func:`query_matrix`).
+    cfg : RapidConfig, optional
+        Rule, thresholds and ``tau``; default ``RapidConfig()``.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n,) int64 labels in ``-1 .. K-1``; ``labels.max() + 1`` is the authors' cluster
+        count.
+
+    Raises
+    ------
+    ValueError
+        For a matrix that is not finite and square.
+
+    Examples
+    --------
+    >>> c = np.full((60, 60), 0.0)
+    >>> c[:12, :12] = 1.0   # faces 0-11: one identity (eigenvalue 12)
+    >>> c[12:, 12:] = 0.08  # 48 weakly similar faces: eigenvalue 1 + 47 * 0.08 = 4.76
+    >>> np.fill_diagonal(c, 1.0)
+    >>> cluster_count(np.linalg.eigvalsh(c))  # the gap rule sees two clusters ...
+    2
+    >>> lab = cluster_labels(c)  # ... but z = 4.76 / 48 < 0.2 on the second: none in it
+    >>> int(lab.max() + 1), lab[:12].tolist() == [0] * 12, bool((lab[12:] == -1).all())
+    (1, True, True)
+    """
+    cfg = cfg or RapidConfig()
+    c = np.asarray(matrix, dtype=np.float64)
+    if c.ndim != 2 or c.shape[0] != c.shape[1] or not np.isfinite(c).all():
+        raise ValueError(f"cluster_labels: expected a finite square matrix, got shape {c.shape}")
+    s, order, v = _eig_sorted(c)
+    k = int(_count_sorted(s[None, :], cfg.eig_threshold, cfg.gap_ratio, cfg.rule)[0])
+    labels = np.full(c.shape[0], -1, np.int64)
+    for j in range(k):
+        u = v[:, order[j]] * np.sign(v[:, order[j]].mean())
+        labels[s[j] * u * u * np.sign(u) > cfg.tau] = j
+    return labels
+
+
 def membership(matrix: np.ndarray, cfg: RapidConfig | None = None) -> tuple[int, np.ndarray]:
     """Cluster count and membership scores of one normalised symmetric matrix (diagonal 1).
 
@@ -559,7 +670,8 @@ def membership(matrix: np.ndarray, cfg: RapidConfig | None = None) -> tuple[int,
     Returns
     -------
     n_clusters : int
-        :func:`cluster_count` of the eigenvalues.
+        :func:`cluster_count` of the eigenvalues (``K``; the inclusion test of
+        :func:`estimate` is on the faces' clusters, :func:`cluster_labels`, not on ``K``).
     z : numpy.ndarray
         (n,) membership scores, ~1 for members: a face is a member of the prevalent
         identity iff ``z > cfg.tau``.
@@ -621,13 +733,25 @@ class RapidEstimate:
         someone else, -1 = excluded), ``votes`` (systems with ``z > tau``),
         ``n_systems_agree`` (systems whose own label equals the final one; 0 when
         excluded), ``ambiguity`` (``min_s |z_s - tau|``, NaN when no z), ``reason`` (""
-        if included, else why excluded). ``attrs["n_systems"]``: the number of systems.
+        if included, else why excluded: the query's reason, or for the face alone
+        ``missing_system`` (not scored by every system) or ``missing_pairs`` (a pair
+        score of the face is missing in some system: the face is dropped and its query
+        estimated without it)). ``attrs["n_systems"]``: the number of systems.
     system_labels : pandas.DataFrame
         ``query, face, system, label, z`` (the per-system labels on the same inclusion
         set: the "no MV" estimate).
     queries : pandas.DataFrame
-        ``query, n_faces, n_common, min_clusters, max_clusters, min_cluster_size,
-        included, n_positive, reason``.
+        ``query, n_faces, n_common, n_dropped, min_clusters, max_clusters, max_assigned,
+        min_cluster_size, included, n_positive, reason``: ``n_common`` faces estimated on
+        (scored by every system, every pair scored), ``n_dropped`` faces scored by every
+        system but dropped for a missing pair (0 when the query had too few faces
+        anyway), ``min_clusters``/``max_clusters`` the least/largest :func:`cluster_count`
+        ``K`` over the systems, ``max_assigned`` the largest authors' cluster count
+        (``cluster_labels(...).max() + 1``, :func:`cluster_labels`; -1 where not
+        computed). Query reasons: ``too_few_faces``, ``no_cluster`` (some system puts no
+        face in any cluster: ``K == 0``, or no face with ``z > tau``),
+        ``multiple_clusters`` (some system puts a face in a cluster after the first),
+        ``small_cluster``.
     """
 
     labels: pd.DataFrame
@@ -635,6 +759,7 @@ class RapidEstimate:
     queries: pd.DataFrame
 
 
+# "missing_system" and "missing_pairs" are reasons of a face alone, the others of a query
 _REASONS = ("", "missing_system", "too_few_faces", "missing_pairs", "no_cluster",
             "multiple_clusters", "small_cluster")
 
@@ -648,8 +773,25 @@ def estimate(scores: pd.DataFrame, cfg: RapidConfig | None = None,
     appears twice, the later row wins). ``fit_scores``: optional extra scores for the
     GMM fit (see :func:`normalise_scores`). Matrices of one size are stacked and
     eigendecomposed in batched ``numpy.linalg.eigh`` calls of about 256 kB, each matrix
-    once; the score rows are never sorted (per-query cost: about 1.3-1.4x the ``eigh``
+    once; the score rows are never sorted (per-query cost: about 1.3-1.5x the ``eigh``
     alone at 25 to 200 faces per query, ``benchmarks/bench_rapid.py``).
+
+    Faces and missing pairs, as the authors' code (``caltechvisionlab/frt-rapid-test``):
+    there, ``cfro/analyzer/utils/affinity_methods.py`` (``calculate_confidence_matrix``)
+    pivots one provider's scores of a person into a matrix over the faces that provider
+    scored, fills a missing ``(a, b)`` from ``(b, a)``, sets the diagonal to 1 and then
+    removes every row and column that holds a NaN: the faces of a pair with no score are
+    dropped (a one-shot filter on that provider's matrix), the person is not.
+    ``cfro/analyzer/gt_estimation.py`` (``main``) then estimates the person on the
+    intersection of the providers' remaining face sets. Here likewise: a pair is missing
+    when a system that scored both faces (each appears in a row of that system and
+    query) has no row for the pair; every face of such a pair is dropped from the query
+    for all systems (face reason ``missing_pairs``) and the query is estimated on the
+    faces scored by every system and not dropped (``n_common``). A query with fewer than
+    ``min_faces_query`` such faces (or none) is excluded as ``too_few_faces``
+    (``MIN_FACES`` in the authors' ``Person.include``); ``n_dropped`` says whether
+    dropped faces brought it there. (A NaN score is refused as an input error: leave
+    the row out to mark a pair as missing.)
 
     Parameters
     ----------
@@ -712,10 +854,12 @@ def _estimate(scores: pd.DataFrame, raw: np.ndarray, cfg: RapidConfig,
        (:class:`_NodeIndex`);
     2. the normalisation's modes per system (:func:`normalise_scores`);
     3. the normalised matrices of the queries with enough common faces
-       (:func:`_stacked_matrices`); the rows' codes are not needed past this step, and are
-       freed (it lowers the peak memory, and the time spent mapping fresh pages);
-    4. the spectral step on every complete (query, system) matrix: cluster counts and
-       membership scores ``z`` (:func:`_spectral_step`);
+       (:func:`_stacked_matrices`); the faces of a missing pair are dropped and the
+       matrices of their queries built again without them (:func:`_drop_missing_pairs`);
+       the rows' codes are not needed past this step, and are freed (it lowers the peak
+       memory, and the time spent mapping fresh pages);
+    4. the spectral step on every (query, system) matrix: cluster counts, membership
+       scores ``z`` and the authors' cluster counts (:func:`_spectral_step`);
     5. the inclusion rules per query (:func:`_include_queries`);
     6. the vote and the three output tables (:func:`_estimate_tables`).
     """
@@ -724,14 +868,18 @@ def _estimate(scores: pd.DataFrame, raw: np.ndarray, cfg: RapidConfig,
     modes = _system_modes(raw, s_codes, ix.s_names, cfg, fit_scores)
     del s_codes
     reason = np.zeros(ix.n_q, np.int8)
-    reason[ix.n_common < cfg.min_faces_query] = _REASONS.index("too_few_faces")
+    least = max(cfg.min_faces_query, 1)  # a query with no common face has nothing to estimate
+    reason[ix.n_common < least] = _REASONS.index("too_few_faces")
     stacks = _stacked_matrices(ix, sa, sb, raw, modes, reason)
+    drop = _missing_pair_faces(ix, stacks, sa, sb, reason)
+    if drop.any():
+        ix, stacks = _drop_missing_pairs(ix, drop, stacks, sa, sb, raw, modes, reason, least)
     del sa, sb
-    z_all, k_all = _spectral_step(ix, stacks, reason, cfg)
+    z_all, k_all, assigned = _spectral_step(ix, stacks, cfg)
     member = z_all > cfg.tau  # NaN -> False
     csize = _cluster_sizes(ix, member)
-    kmin, kmax = _include_queries(reason, k_all, csize, cfg)
-    return _estimate_tables(ix, cfg, reason, z_all, member, kmin, kmax, csize)
+    kmin, kmax = _include_queries(reason, k_all, assigned, csize, cfg)
+    return _estimate_tables(ix, cfg, reason, z_all, member, kmin, kmax, assigned, csize)
 
 
 def _reject_cross_query_rows(scores: pd.DataFrame) -> None:
@@ -751,9 +899,11 @@ class _NodeIndex:
     A node is a (query, face) pair, numbered query-major; ``nodes`` holds ``query * n_f +
     face`` (query codes of the sorted names ``q_names``, face codes of ``f_names`` in
     first-appearance order), ``node_q`` its query; systems are codes of the sorted names
-    ``s_names``. ``common``: the node is scored by every system; per query ``n_faces``,
-    ``n_common`` and ``first_common`` (rank of its first common node among all common
-    nodes); per node ``local``: its index within its query's common set (-1 if not common).
+    ``s_names``. ``present`` (n_sys, n_nodes): the node appears in a row of the system.
+    ``common``: the node is scored by every system and not ``dropped`` (for a missing
+    pair, :meth:`without`); per query ``n_faces``, ``n_common`` and ``first_common``
+    (rank of its first common node among all common nodes); per node ``local``: its index
+    within its query's common set (-1 if not common).
     """
 
     q_names: pd.Index
@@ -761,7 +911,9 @@ class _NodeIndex:
     f_names: pd.Index
     nodes: np.ndarray
     node_q: np.ndarray
+    present: np.ndarray
     common: np.ndarray
+    dropped: np.ndarray
     n_faces: np.ndarray
     n_common: np.ndarray
     first_common: np.ndarray
@@ -808,16 +960,32 @@ class _NodeIndex:
         present = np.zeros(n_sys * n_nodes, bool)
         present[sa] = True
         present[sb] = True
-        common = present.reshape(n_sys, n_nodes).all(axis=0)
+        present = present.reshape(n_sys, n_nodes)
+        common = present.all(axis=0)
         n_faces = np.bincount(node_q, minlength=n_q)
-        n_common = np.bincount(node_q[common], minlength=n_q)
-        # local index of each common node within its query
-        csum = np.cumsum(common) - 1
-        first_common = np.cumsum(n_common) - n_common
-        local = np.where(common, csum - first_common[node_q], -1)
-        ix = cls(q_names, s_names, f_names, nodes, node_q, common, n_faces, n_common, first_common,
-                 local)
+        ix = cls(q_names, s_names, f_names, nodes, node_q, present, common,
+                 np.zeros(n_nodes, bool), n_faces, *_common_layout(common, node_q, n_q))
         return ix, s_codes, sa, sb
+
+    def without(self, drop: np.ndarray) -> _NodeIndex:
+        """The index with the nodes ``drop`` (bool per node) out of the common sets."""
+        common = self.common & ~drop
+        return dataclasses.replace(self, common=common, dropped=self.dropped | (drop & self.common),
+                                   **dict(zip(("n_common", "first_common", "local"),
+                                              _common_layout(common, self.node_q, self.n_q),
+                                              strict=True)))
+
+
+def _common_layout(common: np.ndarray, node_q: np.ndarray,
+                   n_q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per query ``n_common`` and ``first_common``, per node ``local`` (see
+    :class:`_NodeIndex`) of the common nodes ``common``."""
+    n_common = np.bincount(node_q[common], minlength=n_q)
+    # local index of each common node within its query
+    csum = np.cumsum(common) - 1
+    first_common = np.cumsum(n_common) - n_common
+    local = np.where(common, csum - first_common[node_q], -1)
+    return n_common, first_common, local
 
 
 def _factorize_sorted(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
@@ -888,35 +1056,55 @@ def _sorted_codes(key_a: np.ndarray, key_b: np.ndarray,
 
 
 def _spectral_step(ix: _NodeIndex, stacks: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-                   reason: np.ndarray, cfg: RapidConfig) -> tuple[np.ndarray, np.ndarray]:
+                   cfg: RapidConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cluster counts and membership scores of every (query, system) matrix of ``stacks``
-    (:func:`_stacked_matrices`).
+    (:func:`_stacked_matrices`, all complete).
 
     Each stack is eigendecomposed in batched calls of at most ``_EIGH_CHUNK`` bytes of
     matrices (or one query's, if larger), each matrix once: its eigenvalues give the
-    count, its leading eigenvector ``z``. Returns ``z_all`` (n_sys, n_nodes; NaN where not
-    computed) and ``k_all`` (n_q, n_sys; -1 where not computed). A query whose matrices
-    miss a pair gets reason ``missing_pairs`` (``reason`` is updated in place).
+    count ``K``, its leading eigenvector ``z``, and where ``K >= 2`` its next ``K - 1``
+    eigenvectors whether a face is in a later cluster (:func:`_later_clusters`). Returns
+    ``z_all`` (n_sys, n_nodes; NaN where not computed), ``k_all`` and ``assigned`` (n_q,
+    n_sys; -1 where not computed): ``K`` and the authors' cluster count (the largest
+    cluster label + 1 of :func:`cluster_labels`: 0 if no face has a cluster).
     """
     n_sys = ix.n_sys
     z_all = np.full((n_sys, ix.n_nodes), np.nan)
     k_all = np.full((ix.n_q, n_sys), -1, np.int64)
+    assigned = np.full((ix.n_q, n_sys), -1, np.int64)
     common_nodes = np.flatnonzero(ix.common)
-    for qs, mats, complete in stacks:
+    for qs, mats, _ in stacks:
         n = mats.shape[-1]
-        reason[qs[~complete]] = _REASONS.index("missing_pairs")
-        s, u = np.empty(mats.shape[:-1]), np.empty(mats.shape[:-1])  # (systems, queries, n)
+        shape = mats.shape[:-1]  # (systems, queries, n)
+        s, u = np.empty(shape), np.empty(shape)
+        later, pending = np.zeros(shape[:-1], np.int64), []
         # a few matrices per call: eigh's outputs (all eigenvectors) stay small, and reuse
         # the memory freed by the last call (no fresh pages to map)
         step = max(1, _EIGH_CHUNK // (8 * n_sys * n * n))
         for lo in range(0, qs.size, step):
-            s[:, lo:lo + step], u[:, lo:lo + step] = _sorted_spectrum(mats[:, lo:lo + step])
-        k = _count_sorted(s.reshape(-1, n), cfg.eig_threshold, cfg.gap_ratio, cfg.rule)
-        k_all[qs] = k.reshape(n_sys, qs.size).T
+            at = slice(lo, lo + step)
+            s_c, order, v = _eig_sorted(mats[:, at])
+            s[:, at], u[:, at] = s_c, _leading(v, order)
+            # K >= 2 needs a second eigenvalue over T (either rule): only then are the later
+            # eigenvectors kept (the columns over T), to be looked at after the loop
+            if n > 1 and (two := s_c[..., 1] > cfg.eig_threshold).any():
+                n_col = int(np.count_nonzero(s_c[two] > cfg.eig_threshold, axis=-1).max())
+                sys_i, q_i = np.nonzero(two)
+                cols = np.take_along_axis(v, order[..., None, :n_col], axis=-1)[sys_i, q_i]
+                pending.append((sys_i, q_i + lo, s_c[sys_i, q_i, :n_col], cols))
+            del s_c, order, v  # freed before the next call, which then reuses the memory
+        k = _count_sorted(s.reshape(-1, n), cfg.eig_threshold, cfg.gap_ratio,
+                          cfg.rule).reshape(shape[:-1])
+        for sys_i, q_i, hit in _column_hits(pending, cfg.eig_threshold, cfg.tau):
+            later[sys_i, q_i] = _last_hit(hit, k[sys_i, q_i])
+        z = _z(s[..., 0], u)
+        first = (k >= 1) & (z > cfg.tau).any(axis=-1)  # some face in the first cluster
+        k_all[qs] = k.T
+        assigned[qs] = np.where(later > 0, later + 1, first).T
         # scatter z back to nodes: the common nodes of query qs[j], in local order
         node_idx = common_nodes[(ix.first_common[qs][:, None] + np.arange(n)[None, :]).ravel()]
-        z_all[:, node_idx] = _z(s[..., 0], u).reshape(n_sys, -1)
-    return z_all, k_all
+        z_all[:, node_idx] = z.reshape(n_sys, -1)
+    return z_all, k_all, assigned
 
 
 _EIGH_CHUNK = 2**18  # bytes of matrices per eigh call in _spectral_step
@@ -926,13 +1114,15 @@ _ROW_CHUNK = 2**15  # score rows per step of the scatter in _stacked_matrices
 def _stacked_matrices(ix: _NodeIndex, sa: np.ndarray, sb: np.ndarray, raw: np.ndarray,
                       modes: tuple[np.ndarray, np.ndarray],
                       reason: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The normalised matrices of the queries whose ``reason`` is 0 on their common faces,
-    from the rows' cells ``sa``, ``sb`` (:meth:`_NodeIndex.of`), raw scores ``raw`` and the
-    systems' ``modes`` (:func:`_system_modes`; self pairs and faces not common ignored),
-    one stack per size ``n``, sizes ascending:
+    """The normalised matrices of the queries whose ``reason`` is 0 (each with at least one
+    common face) on their common faces, from the rows' cells ``sa``, ``sb``
+    (:meth:`_NodeIndex.of`), raw scores ``raw`` and the systems' ``modes``
+    (:func:`_system_modes`; self pairs and faces not common ignored), one stack per size
+    ``n``, sizes ascending:
     ``(qs, mats, complete)`` with ``qs`` the sorted query codes of that size, ``mats``
     (systems, queries, n, n) with diagonal 1 and 0 for a missing pair, and ``complete``
-    per query (every system scored every pair). A pair scored twice: the later row wins.
+    (queries, n) per face (every system scored its pairs with every common face of its
+    query). A pair scored twice: the later row wins.
 
     No sort of the rows: one system-major buffer holds every stack (per system, every
     query's matrix, sizes ascending; ``mats`` are views of it), each row's two entries are
@@ -940,23 +1130,22 @@ def _stacked_matrices(ix: _NodeIndex, sa: np.ndarray, sb: np.ndarray, raw: np.nd
     the buffer is normalised in place, a system at a time (as :func:`normalise_scores`
     does row by row: the same bits, without a normalised copy of the rows).
     """
-    n_sys, n_nodes = ix.n_sys, ix.n_nodes
+    n_sys = ix.n_sys
     keep = sa != sb
     ok = ix.common & (reason[ix.node_q] == 0)  # per node; a row's two nodes share a query
     if not ok.all():  # else these gathers exclude nothing
         ok = np.tile(ok, n_sys)  # per cell
         keep &= ok[sa] & ok[sb]
     v = raw
-    has_rows = np.ones(ix.n_q, bool)  # the usual case: every query has rows
     if not keep.all():
         r = np.flatnonzero(keep)
         sa, sb, v = sa[r], sb[r], raw[r]
-        has_rows = np.bincount(ix.node_q[sa % n_nodes], minlength=ix.n_q) > 0
+    wanted = reason == 0
     n_of_q = ix.n_common.astype(np.int64)
     first = np.zeros(ix.n_q, np.int64)  # offset of each query's matrix in a system's part
     stacks, size = [], 0  # size: a system's part of the buffer
-    for n in np.unique(n_of_q[has_rows]).tolist():
-        qs = np.flatnonzero(has_rows & (n_of_q == n))
+    for n in np.unique(n_of_q[wanted]).tolist():
+        qs = np.flatnonzero(wanted & (n_of_q == n))
         first[qs] = size + n * n * np.arange(qs.size)
         stacks.append((qs, n, size))
         size += qs.size * n * n
@@ -984,12 +1173,71 @@ def _stacked_matrices(ix: _NodeIndex, sa: np.ndarray, sb: np.ndarray, raw: np.nd
         fill = filled[:, off:off + qs.size * n * n].reshape(shape)
         idx = np.arange(n)
         fill[:, :, idx, idx] = True
-        complete = fill.all(axis=(-1, -2)).all(axis=0)
+        complete = fill.all(axis=-1).all(axis=0)
         if not complete.all():
             np.copyto(mats, 0.0, where=~fill)  # a missing pair: 0 (the rescaled 0 may not be)
         mats[:, :, idx, idx] = 1.0
         stacked.append((qs, mats, complete))
     return stacked
+
+
+def _missing_pair_faces(ix: _NodeIndex, stacks: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                        sa: np.ndarray, sb: np.ndarray, reason: np.ndarray) -> np.ndarray:
+    """The common nodes of the queries still in (``reason`` 0) that miss a pair score in
+    some system, with a face that system scored (bool per node): with another common face
+    (from the ``complete`` flags of ``stacks``, :func:`_stacked_matrices`) or with a face
+    that only some systems scored (from the rows ``sa``, ``sb`` that link the two: such
+    faces are rare, and the rows are read only if there are any)."""
+    drop = np.zeros(ix.n_nodes, bool)
+    common_nodes = np.flatnonzero(ix.common)
+    for qs, mats, complete in stacks:
+        if not complete.all():
+            n = mats.shape[-1]
+            at = ix.first_common[qs][:, None] + np.arange(n)[None, :]
+            drop[common_nodes[at[~complete]]] = True
+    n_sys, n_nodes = ix.n_sys, ix.n_nodes
+    into = (reason[ix.node_q] == 0)[None, :]
+    extra = (ix.present & ~ix.common[None, :] & into).ravel()  # per cell: not common
+    if not extra.any():
+        return drop
+    # per common cell of such a (system, query): how many of its not-common faces it was
+    # scored with (distinct), against how many that system scored in that query
+    is_common = np.tile(ix.common, n_sys)
+    r = np.flatnonzero((extra[sa] & is_common[sb]) | (extra[sb] & is_common[sa]))
+    c = np.where(is_common[sa[r]], sa[r], sb[r])
+    f = np.where(is_common[sa[r]], sb[r], sa[r])
+    c = np.unique(c * (n_sys * n_nodes) + f) // (n_sys * n_nodes)
+    partners = np.bincount(c, minlength=n_sys * n_nodes)
+    sq = (np.arange(n_sys)[:, None] * ix.n_q + ix.node_q[None, :]).ravel()  # per cell
+    need = np.bincount(sq, weights=extra, minlength=n_sys * ix.n_q)[sq]
+    short = is_common & into.repeat(n_sys, axis=0).ravel() & (partners < need)
+    return drop | short.reshape(n_sys, n_nodes).any(axis=0)
+
+
+def _drop_missing_pairs(ix: _NodeIndex, drop: np.ndarray,
+                        stacks: list[tuple[np.ndarray, np.ndarray, np.ndarray]], sa: np.ndarray,
+                        sb: np.ndarray, raw: np.ndarray, modes: tuple[np.ndarray, np.ndarray],
+                        reason: np.ndarray,
+                        least: int) -> tuple[_NodeIndex, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """Drop the nodes ``drop`` (:func:`_missing_pair_faces`) from their queries' common
+    sets: the new index, and the stacks with those queries' matrices built again without
+    them (every one complete; sizes ascending). A query left with fewer than ``least``
+    faces gets reason ``too_few_faces`` (``reason`` is updated in place)."""
+    hit = np.zeros(ix.n_q, bool)
+    hit[ix.node_q[drop]] = True
+    ix = ix.without(drop)
+    reason[hit & (reason == 0) & (ix.n_common < least)] = _REASONS.index("too_few_faces")
+    kept = []
+    for qs, mats, complete in stacks:
+        stay = ~hit[qs]
+        if stay.all():
+            kept.append((qs, mats, complete))
+        elif stay.any():
+            kept.append((qs[stay], mats[:, stay], complete[stay]))
+    redo = np.where(hit & (reason == 0), 0, 1).astype(np.int8)
+    if (redo == 0).any():
+        kept += _stacked_matrices(ix, sa, sb, raw, modes, redo)
+    return ix, sorted(kept, key=lambda t: t[1].shape[-1])
 
 
 def _cluster_sizes(ix: _NodeIndex, member: np.ndarray) -> np.ndarray:
@@ -1004,21 +1252,30 @@ def _cluster_sizes(ix: _NodeIndex, member: np.ndarray) -> np.ndarray:
 _NO_COUNT = 10**9  # stands for "no cluster count" when taking the least count per query
 
 
-def _include_queries(reason: np.ndarray, k_all: np.ndarray, csize: np.ndarray,
-                     cfg: RapidConfig) -> tuple[np.ndarray, np.ndarray]:
+def _include_queries(reason: np.ndarray, k_all: np.ndarray, assigned: np.ndarray,
+                     csize: np.ndarray, cfg: RapidConfig) -> tuple[np.ndarray, np.ndarray]:
     """The inclusion rules (spec 5 #4, #5), in order, on the queries still included
-    (``reason`` 0; updated in place): every system has a cluster count (else
-    ``missing_pairs``), at least one cluster (``no_cluster``), at most one
-    (``multiple_clusters``), and ``min_faces_cluster`` members (``small_cluster``).
-    Returns the least and the largest cluster count per query (``_NO_COUNT`` / -1 where
-    no system has one)."""
-    reason[(reason == 0) & (k_all < 0).any(axis=1)] = _REASONS.index("missing_pairs")
+    (``reason`` 0; updated in place), on the authors' cluster counts ``assigned``
+    (:func:`_spectral_step`): every system puts some face in a cluster (else
+    ``no_cluster``), none in a cluster after the first (else ``multiple_clusters``), and
+    at least ``min_faces_cluster`` in the first (else ``small_cluster``).
+
+    As the authors' code (``caltechvisionlab/frt-rapid-test``,
+    ``cfro/analyzer/gt_estimation.py``): ``Person.include`` requires ``n_clusters == 1``
+    for every provider, where ``ProviderResults.n_clusters`` is ``cluster_labels.max() +
+    1``, the labels of :func:`cluster_labels`; the gap rule's ``K`` itself is not tested,
+    so a query with ``K == 2`` whose second eigenvector gives no face ``z > tau`` is kept.
+    Its ``MIN_POS_FACES`` is ``min_faces_cluster`` (``(cluster_labels > -1).sum()``, the
+    first cluster's size on a kept query).
+
+    Returns the least and the largest ``K`` per query (``_NO_COUNT`` / -1 where no
+    system has one)."""
     ok = reason == 0
     kmin = np.where(k_all >= 0, k_all, _NO_COUNT).min(axis=1)
     kmax = k_all.max(axis=1)
-    reason[ok & (kmin == 0)] = _REASONS.index("no_cluster")
+    reason[ok & (assigned.min(axis=1) <= 0)] = _REASONS.index("no_cluster")
     ok = reason == 0
-    reason[ok & (kmax > 1)] = _REASONS.index("multiple_clusters")
+    reason[ok & (assigned.max(axis=1) > 1)] = _REASONS.index("multiple_clusters")
     ok = reason == 0
     reason[ok & (csize.min(axis=1) < cfg.min_faces_cluster)] = _REASONS.index("small_cluster")
     return kmin, kmax
@@ -1026,7 +1283,7 @@ def _include_queries(reason: np.ndarray, k_all: np.ndarray, csize: np.ndarray,
 
 def _estimate_tables(ix: _NodeIndex, cfg: RapidConfig, reason: np.ndarray, z_all: np.ndarray,
                      member: np.ndarray, kmin: np.ndarray, kmax: np.ndarray,
-                     csize: np.ndarray) -> RapidEstimate:
+                     assigned: np.ndarray, csize: np.ndarray) -> RapidEstimate:
     """The majority vote on the included queries' common faces, and the
     :class:`RapidEstimate` tables (``labels``, ``system_labels``, ``queries``)."""
     n_sys, n_nodes, node_q = ix.n_sys, ix.n_nodes, ix.node_q
@@ -1038,9 +1295,8 @@ def _estimate_tables(ix: _NodeIndex, cfg: RapidConfig, reason: np.ndarray, z_all
     agree = np.where(node_in, (member.T == (label[:, None] == 1)).sum(axis=1), 0)
     with np.errstate(invalid="ignore"):
         amb = np.abs(z_all - cfg.tau).min(axis=0) if n_sys else np.full(n_nodes, np.nan)
-    node_reason = np.where(ix.common, reason[node_q], _REASONS.index("missing_system"))
-    node_reason = np.where(included[node_q] & ~ix.common, _REASONS.index("missing_system"),
-                           node_reason)
+    node_reason = np.where(ix.dropped, _REASONS.index("missing_pairs"), reason[node_q])
+    node_reason = np.where(ix.common | ix.dropped, node_reason, _REASONS.index("missing_system"))
     reasons = np.array(_REASONS, dtype=object)
     face_codes = ix.nodes % len(ix.f_names)
     labels = pd.DataFrame({
@@ -1059,7 +1315,9 @@ def _estimate_tables(ix: _NodeIndex, cfg: RapidConfig, reason: np.ndarray, z_all
     n_pos = np.bincount(node_q, weights=(label == 1), minlength=ix.n_q).astype(np.int64)
     queries = pd.DataFrame({
         "query": ix.q_names, "n_faces": ix.n_faces, "n_common": ix.n_common,
+        "n_dropped": np.bincount(node_q, weights=ix.dropped, minlength=ix.n_q).astype(np.int64),
         "min_clusters": np.where(kmin == _NO_COUNT, -1, kmin), "max_clusters": kmax,
+        "max_assigned": assigned.max(axis=1) if n_sys else np.full(ix.n_q, -1, np.int64),
         "min_cluster_size": csize.min(axis=1) if n_sys else 0,
         "included": included, "n_positive": n_pos, "reason": _take_column(reasons, reason),
     }, copy=False)
