@@ -81,14 +81,8 @@ overrides, experiment_overrides, world_overrides = (  # `papermill -p NAME '{...
     for o in (overrides, experiment_overrides, world_overrides))
 method = R.RapidConfig.from_params({**load_params(root / params_file, "rapid"), **overrides})
 experiment_params = {**load_params(root / params_file, "rapid_experiment"), **experiment_overrides}
-# `world_seeds`: how many world seeds the "Over world seeds" cell runs (default 10), read here as
-# long as RapidExperimentConfig does not know the key
-if "world_seeds" in {f.name for f in dataclasses.fields(R.RapidExperimentConfig)}:
-    experiment = R.RapidExperimentConfig.from_params(experiment_params)
-    n_world_seeds = experiment.world_seeds
-else:
-    n_world_seeds = experiment_params.pop("world_seeds", 10)
-    experiment = R.RapidExperimentConfig.from_params(experiment_params)
+experiment = R.RapidExperimentConfig.from_params(experiment_params)
+n_world_seeds = experiment.world_seeds  # the "Over world seeds" cell
 # the default world: RapidWorldConfig fields from `rapid_world`, then world_overrides
 world_params = {**load_params(root / params_file, "rapid_world"), **world_overrides}
 fmrs = list(experiment.fmr)  # FNMR is read at these FMRs (the first is the headline)
@@ -738,8 +732,8 @@ pd.Series({k: v for k, v in metrics_out.items() if isinstance(v, float | int)}).
 from IPython.display import Markdown  # noqa: E402
 
 from facebias.claims import evaluate_all  # noqa: E402
-from facebias.claims.registry import claims_of  # noqa: E402
+from facebias.claims.rapid import CLAIMS as paper_claims  # noqa: E402
 from facebias.claims.render import claims_markdown  # noqa: E402
 
-mine = [c for c in claims_of("001", "main") if set(c.files) <= {f"{name}_details.json"}]
+mine = [c for c in paper_claims if c.backend == "main" and set(c.files) <= {f"{name}_details.json"}]
 Markdown(claims_markdown(evaluate_all(mine, root / reports_dir / "metrics")))

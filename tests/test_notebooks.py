@@ -102,6 +102,7 @@ def pipeline(tmp_path_factory):
     params["hcic_dcgan"].update(models=["sface"], n_boot=5)
     params["rapid_experiment"].update(p_sweep=[0.5, 0.8], sweep_queries_per_group=8, semi_fractions=[0.0, 0.5, 1.0])
     params["rapid_world"].update(queries_per_group=8)
+    params["rapid_experiment"].update(world_seeds=2)
     # the opt-in real-data stage, on a fixture in the published schema, where the README says
     # real data go (data/real/<dataset>/; not tracked by any .dvc file until the user adds it)
     (root / "data" / "real" / "bfw").mkdir(parents=True)

@@ -94,7 +94,7 @@ PAPERS: tuple[Paper, ...] = (
           label="procedural renderer (known truth; simulated panel)"),
     Paper("001", "Knott et al., A rapid test for accuracy and bias of face recognition technology",
           "rapid_test",
-          ["rapid_curves.png", "rapid_bias.png", "rapid_voting.png", "rapid_p_sweep.png"],
+          ["rapid_curves.png", "rapid_seeds.png", "rapid_bias.png", "rapid_voting.png", "rapid_p_sweep.png"],
           "rapid_details.json"),
 )
 

@@ -31,7 +31,11 @@ TABLE3_PUBLISHED: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
 TABLE3_FARS = ("0.3", "0.1", "0.01", "0.001", "0.0001")
 
 
-def _seeds(m: Metrics) -> tuple[list[int], list[dict[str, Any]], str]:
+def _seeds(m: Metrics) -> tuple[list[int], list[dict[str, Any]], str | None]:
+    """The world seeds, the per-seed deviations and the system; empty when the file has no
+    seed sweep (a real datatable, or a run before it): the claim is then unresolved."""
+    if m(FILE, "seeds") is None:
+        return [], [], None
     return m(FILE, "seeds/world_seeds"), m(FILE, "seeds/fmr_dev_pct"), m(FILE, "seeds/system")
 
 

@@ -19,6 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from facebias.claims.caveats import (
+    SKIN_TONE_CAVEAT,  # issue 29: what the DCGAN's skin-tone groups are
+)
 from facebias.claims.core import (
     Claim,
     Kind,
@@ -29,9 +32,6 @@ from facebias.claims.core import (
     Sign,
     Within,
     _ok,
-)
-from facebias.claims.transects import (
-    SKIN_TONE_CAVEAT,  # issue 29: what the DCGAN's skin-tone groups are
 )
 
 __all__ = ["CLAIMS", "MODELS", "PLANTED_TOY_GROUPS", "SKIN_TONE_CAVEAT", "T_HCIC", "by_backend"]

@@ -65,6 +65,8 @@ def _seeds_note(result: ClaimResult) -> str:
     if m is None or m.seeds is None:
         return "one draw" if m is not None else ""
     s = list(m.seeds)
+    if not s:
+        return "no world seeds in the metrics"
     span = f"{s[0]}–{s[-1]}" if s == list(range(s[0], s[0] + len(s))) else ", ".join(map(str, s))
     return f"{len(s)} world seeds ({span})"
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from facebias.claims.caveats import SKIN_TONE_CAVEAT
 from facebias.claims.core import (
     Between,
     Claim,
@@ -41,13 +42,6 @@ __all__ = ["CLAIMS", "SKIN_TONE_CAVEAT", "by_backend"]
 
 SYN, TR = "synthetic_details.json", "transects_details.json"
 SYN_GAN, TR_GAN = "synthetic_dcgan_details.json", "transects_dcgan_details.json"
-
-#: Issue 29: what the DCGAN's "skin tone" groups are. Every DCGAN claim about skin-tone
-#: groups says it in its evidence.
-SKIN_TONE_CAVEAT = (
-    "the DCGAN's skin-tone groups are the two sides of a learned direction (fitted to the ITA "
-    "labeller) whose normal has cosine -0.93 with the learned luminance direction: mostly exposure "
-    "and colour cast, not validated as skin tone")
 
 Value = float | None
 

@@ -241,6 +241,9 @@ class RapidExperimentConfig:
         Query-bootstrap resamples of the per-group bias test (:func:`group_bias`, >= 2).
     bias_seed : int, default 0
         Its seed.
+    world_seeds : int, default 10
+        World seeds of the seed sweep (:func:`facebias.studies.rapid_seeds.rapid_seed_table`),
+        from ``rapid_world.seed`` on (1 = the committed world only).
 
     Raises
     ------
@@ -257,6 +260,7 @@ class RapidExperimentConfig:
     semi_seed: int = 0
     bias_boot: int = 200
     bias_seed: int = 0
+    world_seeds: int = 10
 
     def __post_init__(self) -> None:
         rate = partial(param_float, low=0.0, high=1.0, open_low=True, open_high=True)
@@ -275,6 +279,7 @@ class RapidExperimentConfig:
             "semi_seed": seed(self.semi_seed, name + "semi_seed"),
             "bias_boot": param_int(self.bias_boot, name + "bias_boot", 2),
             "bias_seed": seed(self.bias_seed, name + "bias_seed"),
+            "world_seeds": param_int(self.world_seeds, name + "world_seeds", 1),
         }
         for key, value in typed.items():
             object.__setattr__(self, key, value)
