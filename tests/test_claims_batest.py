@@ -9,14 +9,16 @@ import math
 from pathlib import Path
 
 import pytest
+from metrics_fixtures import valid as _valid
 
 from facebias.claims import Kind, NotComparable, Order, Sign, Within, evaluate, evaluate_all
 from facebias.claims.batest import _PUB, _T4_MEAN, CLAIMS, FILE
 from facebias.io import load_params
-from facebias.schema import SCHEMAS
 from facebias.worlds.batest import BAWorldConfig
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
 RACES = ("Asian", "Black", "Indian", "White")
 GROUPS = tuple(r[0] + g for r in RACES for g in "FM")
 SEEDS = [3003, 3004, 3005]
@@ -26,30 +28,9 @@ SECTION_CONFIGS = {"batest_world": BAWorldConfig}
 
 
 # ------------------------------------------------------------------ fake metrics, through the schema
-def _fill(node, parts):
-    """Create the key path ``parts`` under ``node`` (``*``: under every existing child), 0 at an
-    absent leaf (as tests/test_report.py's helper)."""
-    head, rest = parts[0], parts[1:]
-    if head == "*" and not node:
-        node["x"] = {} if rest else 0
-    children = list(node.values()) if head == "*" and isinstance(node, dict) else \
-        node if head == "*" else [node.setdefault(head, {} if rest else 0)]
-    for child in children:
-        if rest and isinstance(child, dict | list):
-            _fill(child, rest)
-
-
 def valid(partial: dict) -> dict:
-    """``partial`` completed to the batest_details schema and checked."""
-    schema = SCHEMAS["batest_details"]
-    out = json.loads(json.dumps(partial))
-    for p in schema.paths:
-        if p.split("/")[0] in out or p.split("/")[0] in schema.required:
-            _fill(out, p.split("/"))
-    for k in schema.required:
-        out.setdefault(k, 0)
-    schema.check(out, FILE)
-    return out
+    """``partial`` completed to this file's schema (tests/metrics_fixtures.py)."""
+    return _valid(FILE, partial)
 
 
 def t1_ok(seed, kind, cond, race):

@@ -10,12 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from metrics_fixtures import valid as _valid
 
 from facebias.claims import Kind, NotComparable, evaluate
 from facebias.claims.rapid import CLAIMS, FILE
 from facebias.schema import SCHEMAS
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
 SYSTEMS = ("sys_a", "sys_b", "sys_c")
 GROUPS = ("AF", "AM", "BF", "BM")
 PLANTED = ("sys_a", "AF")
@@ -27,31 +30,9 @@ COMPARABLE = {c.key for c in CLAIMS if not isinstance(c.rule, NotComparable)}
 
 
 # --------------------------------------------------------------------------- fake metrics
-def _fill(node, parts):
-    """Create the key path ``parts`` under ``node`` (``*``: under every existing child), 0 at
-    an absent leaf."""
-    head, rest = parts[0], parts[1:]
-    if head == "*" and not node:
-        node["x"] = {} if rest else 0
-    children = list(node.values()) if head == "*" and isinstance(node, dict) else \
-        node if head == "*" else [node.setdefault(head, {} if rest else 0)]
-    for child in children:
-        if rest and isinstance(child, dict | list):
-            _fill(child, rest)
-
-
 def valid(partial: dict) -> dict:
-    """``partial`` completed to the rapid_details schema (absent required keys and paths become
-    0 / {}; paths under an absent optional key stay absent)."""
-    schema = SCHEMAS["rapid_details"]
-    out = json.loads(json.dumps(partial))
-    for p in schema.paths:
-        if not schema._absent_optional(out, p):
-            _fill(out, p.split("/"))
-    for k in schema.required:
-        out.setdefault(k, 0)
-    schema.check(out, FILE)
-    return out
+    """``partial`` completed to this file's schema (tests/metrics_fixtures.py)."""
+    return _valid(FILE, partial)
 
 
 def _eer_true(s: str, g: str) -> float:

@@ -10,42 +10,19 @@ from typing import Any
 
 import pytest
 import yaml
+from metrics_fixtures import valid
 
 from facebias.claims import Kind, NotComparable, evaluate_all
 from facebias.claims.transects import CLAIMS, SKIN_TONE_CAVEAT, SYN, SYN_GAN, TR, TR_GAN
-from facebias.schema import SCHEMAS, kind_of
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
 MODES = ("agree", "disagree", "null")
 EXPECTED = {"agree": "agrees", "disagree": "disagrees", "null": "unresolved"}
 
 
 # --------------------------------------------------------------------------- fake metrics
-def _fill(node: Any, parts: list[str]) -> None:
-    """Create the key path ``parts`` under ``node`` (``*``: under every existing child), with 0
-    at an absent leaf (as tests/test_report.py)."""
-    head, rest = parts[0], parts[1:]
-    if head == "*" and not node:
-        node["x"] = {} if rest else 0
-    children = (list(node.values()) if head == "*" and isinstance(node, dict) else
-                node if head == "*" else [node.setdefault(head, {} if rest else 0)])
-    for child in children:
-        if rest and isinstance(child, dict | list):
-            _fill(child, rest)
-
-
-def valid(name: str, partial: dict) -> dict:
-    """``partial`` completed to its schema: absent required keys and declared paths become 0 / {}."""
-    schema = SCHEMAS[kind_of(name)]
-    out = json.loads(json.dumps(partial))
-    for p in schema.paths:
-        _fill(out, p.split("/"))
-    for k in schema.required:
-        out.setdefault(k, 0)
-    schema.check(out, name)
-    return out
-
-
 def _v(mode: str, agree: float | None, disagree: float | None) -> float | None:
     return {"agree": agree, "disagree": disagree, "null": None}[mode]
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from metrics_fixtures import valid
 
 from facebias.claims import Between, Claim, Kind, Measured, Order, Sign
 from facebias.cli import main
@@ -14,32 +15,9 @@ from facebias.report import PAPERS, build_report
 from facebias.schema import SCHEMAS, MetricsSchemaError, kind_of
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
-
-
-def _fill(node, parts):
-    """Create the key path ``parts`` under ``node`` (``*``: under every existing child),
-    with 0 at the leaf where absent."""
-    head, rest = parts[0], parts[1:]
-    if head == "*" and not node:  # a wildcard needs one child
-        node["x"] = {} if rest else 0
-    children = list(node.values()) if head == "*" and isinstance(node, dict) else \
-        node if head == "*" else [node.setdefault(head, {} if rest else 0)]
-    for child in children:
-        if rest and isinstance(child, dict | list):
-            _fill(child, rest)
-
-
-def valid(name: str, partial: dict) -> dict:
-    """``partial`` completed to its schema: absent required keys and paths become 0 / {}."""
-    schema = SCHEMAS[kind_of(name)]
-    out = json.loads(json.dumps(partial))
-    for p in schema.paths:
-        _fill(out, p.split("/"))
-    for k in schema.required:
-        out.setdefault(k, 0)
-    schema.check(out, name)
-    return out
 
 
 def _reports(tmp_path, with_rapid=True):
