@@ -21,14 +21,8 @@ from facebias.claims import (
     evaluate_all,
     verdict_of,
 )
-from facebias.claims.render import (
-    README_BEGIN,
-    README_END,
-    claims_html,
-    claims_markdown,
-    evidence_markdown,
-    replace_block,
-)
+from facebias.claims.readme import README_BEGIN, README_END, evidence_markdown, replace_block
+from facebias.claims.render import claims_html, claims_markdown
 
 
 def _claim(measure, rule, **kw):

@@ -9,8 +9,8 @@ from pathlib import Path
 import yaml
 
 from facebias.claims import Kind, evaluate_all
+from facebias.claims.readme import README_BEGIN, README_END, evidence_markdown, replace_block
 from facebias.claims.registry import PAPER_ORDER, all_claims
-from facebias.claims.render import README_BEGIN, README_END, evidence_markdown, replace_block
 from facebias.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from facebias.claims.render import README_BEGIN, README_END
+from facebias.claims.readme import README_BEGIN, README_END
 
 ROOT = Path(__file__).resolve().parents[1]
 

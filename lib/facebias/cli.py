@@ -579,8 +579,8 @@ def _add_claims(sub: argparse._SubParsersAction) -> None:
 
 def _run_claims(args: argparse.Namespace) -> int:
     from facebias.claims.core import evaluate_all
+    from facebias.claims.readme import evidence_markdown, replace_block, write_readme_block
     from facebias.claims.registry import all_claims
-    from facebias.claims.render import evidence_markdown, replace_block, write_readme_block
 
     if not Path(args.metrics).is_dir():
         raise InputError(args.metrics, "no such folder; run `make reproduce` first")
