@@ -400,6 +400,7 @@ from facebias.studies.seeds import world_seeds  # noqa: E402
 seeds_1 = world_seeds(wcfg.seed, cfg.world_seeds)
 seeds_34 = world_seeds(wcfg.seed, cfg.world_seeds_tables34)
 here = {"table1": table1.reset_index(), "table1_pct": table1_pct,
+        "gaps": batest_seeds.gaps_tidy(gaps.loc[list(pair_sets)]),
         "table3": batest_seeds.table3_tidy(fmr_ref), "table4": batest_seeds.table4_tidy(tpr["challenging"])}
 seed_compute = load_compute(root / params_file, compute)
 world_params = {**load_params(root / params_file, "batest_world"), **world_overrides}
@@ -409,7 +410,7 @@ more34 = (batest_seeds.batest_seed_tables(world_params, cfg, seeds_34[1:], ("tab
                                         compute=seed_compute) if len(seeds_34) > 1 else {})
 seed_tables = {k: pd.concat([v.assign(seed=wcfg.seed)[["seed", *v.columns]],
                              *([more[k]] if k in more else [])], ignore_index=True)
-               for k, v in here.items() for more in [more1 if k.startswith("table1") else more34]}
+               for k, v in here.items() for more in [more34 if k in ("table3", "table4") else more1]}
 t1_seeds = seed_tables["table1_pct"]
 t1_seeds = t1_seeds[t1_seeds["race"] != "all"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained", sharey=True)

@@ -60,7 +60,7 @@ def test_batest_seed_zero_is_the_notebooks_computation(parts):
                                                planted=wcfg.true_gender_gap()))
         mine = out["table1_pct"][out["table1_pct"].seed == 9].drop(columns="seed").reset_index(drop=True)
         pd.testing.assert_frame_equal(mine, ba.table1_percentages(t1).reset_index(drop=True))
-        assert set(out) == {"table1", "table1_pct"}
+        assert set(out) == {"table1", "table1_pct", "gaps"}
     else:
         t3_images = ba.identity_count_subset(images, 8, wcfg.images_per_identity, seed=cfg.seed)
         t3_all = batest_pairs(t3_images, wcfg, impostors="all", factors=False)
@@ -75,3 +75,29 @@ def test_batest_parts_are_checked():
     cfg = ba.BATestConfig()
     with pytest.raises(ValueError, match="parts: choose from"):
         batest_seeds.batest_seed_tables(BA_WORLD, cfg, [1], ("table2",))
+
+
+def test_batest_headline_over_seeds_is_the_single_draw_headline_for_one_seed():
+    """The seed-mean headline reads the same gaps as the study's own summary: with one seed it
+    equals what the overview gives (race means of the gap, gap_rel_error_mean)."""
+    from facebias.studies.headlines import headline
+
+    cfg = ba.BATestConfig.from_params({"n_boot": 0})
+    out = batest_seeds.batest_seed_tables(BA_WORLD, cfg, [9], ("table1",))
+    wcfg = BAWorldConfig.from_params(BA_WORLD)
+    kept, _ = ba.apply_filters(make_batest_world(wcfg), cfg.filters)
+    gaps = ba.gender_gaps(ba.table1_pair_sets(batest_pairs(kept, wcfg, cfg.impostors_per_genuine, seed=cfg.seed),
+                                              cfg.iou_threshold), planted=wcfg.true_gender_gap())
+    truth = wcfg.true_gender_gap()
+    seeds = {"world_seeds": [9], "gaps": out["gaps"].to_dict("records")}
+    h = headline("batest", {"seeds": seeds})
+    assert h["bias"] == pytest.approx(gaps.loc["original", "gap_genuine"].mean())
+    assert h["bias_after"] == pytest.approx(gaps.loc["balanced_nfh", "gap_genuine"].mean())
+    assert h["planted"] == pytest.approx(sum(truth.values()) / len(truth))
+    assert h["truth_error"] == pytest.approx(ba.gap_rel_error_mean(gaps, truth)["balanced_nfh"])
+    # two seeds: the mean of the two single-seed headlines
+    two = batest_seeds.batest_seed_tables(BA_WORLD, cfg, [9, 10], ("table1",))
+    h2 = headline("batest", {"seeds": {"world_seeds": [9, 10], "gaps": two["gaps"].to_dict("records")}})
+    h10 = headline("batest", {"seeds": {"world_seeds": [10], "gaps": two["gaps"][two["gaps"].seed == 10]
+                                        .to_dict("records")}})
+    assert h2["bias"] == pytest.approx((h["bias"] + h10["bias"]) / 2)

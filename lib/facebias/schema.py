@@ -199,7 +199,8 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
        paths="seeds/world_seeds seeds/world_seeds_tables34 seeds/table1_pct/*/rom_pct seeds/table1_pct/*/seed "
              "seeds/table1_pct/*/kind seeds/table1_pct/*/condition seeds/table1_pct/*/race seeds/table3/*/fmr_at_ref "
              "seeds/table3/*/seed seeds/table3/*/group seeds/table3/*/set seeds/table3/*/fmr seeds/table4/*/tpr "
-             "seeds/table4/*/seed seeds/table4/*/group overview/planted_gap_genuine overview/gap_genuine overview/n_images "
+             "seeds/table4/*/seed seeds/table4/*/group seeds/gaps/*/seed seeds/gaps/*/set seeds/gaps/*/race "
+             "seeds/gaps/*/gap_genuine seeds/gaps/*/planted_gap overview/planted_gap_genuine overview/gap_genuine overview/n_images "
              "overview/gap_rel_error_mean/original overview/gap_rel_error_mean/balanced "
              "overview/gap_rel_error_mean/balanced_nfh"),
     _s("synthetic_details", "paper provenance summary normal_cosines transect_check overview",

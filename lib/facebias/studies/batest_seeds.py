@@ -12,7 +12,7 @@ import pandas as pd
 
 from facebias.studies.seeds import over_seeds
 
-__all__ = ["BATEST_PARTS", "batest_seed_tables", "table3_tidy", "table4_tidy"]
+__all__ = ["BATEST_PARTS", "batest_seed_tables", "gaps_tidy", "table3_tidy", "table4_tidy"]
 
 
 def table3_tidy(fmr_ref: pd.DataFrame) -> pd.DataFrame:
@@ -20,6 +20,12 @@ def table3_tidy(fmr_ref: pd.DataFrame) -> pd.DataFrame:
     (group, set, fmr, fmr_at_ref)."""
     return (fmr_ref.rename_axis(index="group", columns=["set", "fmr"]).stack(["set", "fmr"], future_stack=True)
             .rename("fmr_at_ref").reset_index())
+
+
+def gaps_tidy(gaps: pd.DataFrame) -> pd.DataFrame:
+    """:func:`~facebias.studies.batest.gender_gaps`' genuine gaps as tidy rows (set, race,
+    gap_genuine, planted_gap; score units, M - F)."""
+    return gaps.rename_axis(index=["set", "race"]).reset_index()[["set", "race", "gap_genuine", "planted_gap"]]
 
 
 def table4_tidy(tpr: pd.DataFrame) -> pd.DataFrame:
@@ -38,9 +44,11 @@ def _batest_one(seed: int, world: Mapping[str, Any], config: Any, parts: Sequenc
     if "table1" in parts:
         pairs = batest_pairs(kept, wcfg, config.impostors_per_genuine, seed=config.seed)
         sets = study.table1_pair_sets(pairs, config.iou_threshold)
-        t1 = study.table1_measured(study.gender_gaps(sets, planted=wcfg.true_gender_gap()))
+        gaps = study.gender_gaps(sets, planted=wcfg.true_gender_gap())
+        t1 = study.table1_measured(gaps)
         out["table1"] = t1.reset_index()
         out["table1_pct"] = study.table1_percentages(t1)
+        out["gaps"] = gaps_tidy(gaps)
     if "table3" in parts:  # every group's FMR at the reference group's threshold, all within-group impostors
         n3 = min(config.table3_identities, wcfg.identities_per_group)
         t3_images = study.identity_count_subset(images, n3, wcfg.images_per_identity, seed=config.seed)
@@ -84,7 +92,8 @@ def batest_seed_tables(world: Mapping[str, Any], config: Any, seeds: Sequence[in
     -------
     dict
         ``table1`` (:func:`~facebias.studies.batest.table1_measured`, one row per kind and
-        condition) and ``table1_pct`` (:func:`~facebias.studies.batest.table1_percentages`:
+        condition), ``gaps`` (:func:`gaps_tidy`: the genuine score gap M - F per set and race,
+        beside the planted one) and ``table1_pct`` (:func:`~facebias.studies.batest.table1_percentages`:
         change of Δd′ vs the original set, %); ``table3`` (:func:`table3_tidy`: each group's
         FMR at the reference group's threshold per set and FMR; NaN when too few impostors);
         ``table4`` (:func:`table4_tidy`: TPR per group at ``config.tpr_fmr`` on the

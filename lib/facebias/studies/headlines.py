@@ -111,7 +111,25 @@ def _bfw(d: Mapping[str, Any]) -> dict[str, Any]:
     return {"fmr": float(far), "bias": dev["global"][far], "bias_after": dev["group"][far]}
 
 
+def _batest_seeds(seeds: Mapping[str, Any]) -> dict[str, Any]:
+    """Per world seed, the race means of the genuine gap (original, balanced + NFH), the
+    planted one and the relative error, then their means over seeds."""
+    per: dict[str, list[float | None]] = {"bias": [], "bias_after": [], "planted": [], "truth_error": []}
+    for s in seeds["world_seeds"]:
+        rows = [r for r in seeds["gaps"] if r["seed"] == s]
+        orig = _mean({r["race"]: r["gap_genuine"] for r in rows if r["set"] == "original"})
+        nfh = _mean({r["race"]: r["gap_genuine"] for r in rows if r["set"] == "balanced_nfh"})
+        planted = _mean({r["race"]: r["planted_gap"] for r in rows if r["set"] == "original"})
+        per["bias"].append(orig)
+        per["bias_after"].append(nfh)
+        per["planted"].append(planted)
+        per["truth_error"].append(None if nfh is None or not planted else abs(nfh - planted) / abs(planted))
+    return {k: seed_mean(v) for k, v in per.items()}
+
+
 def _batest(d: Mapping[str, Any]) -> dict[str, Any]:
+    if (d.get("seeds") or {}).get("gaps"):  # the mean over world seeds
+        return _batest_seeds(d["seeds"])
     o = d["overview"]
     return {"bias": _mean(o["gap_genuine"]["original"]), "bias_after": _mean(o["gap_genuine"]["balanced_nfh"]),
             "planted": _mean(o["planted_gap_genuine"]), "truth_error": o["gap_rel_error_mean"]["balanced_nfh"]}
@@ -192,7 +210,8 @@ DEFINITIONS: dict[str, tuple[dict[str, str], Callable[[Mapping[str, Any]], dict[
              "bias": "first system: max over subgroups of |FMR - target| / target, in %, one global threshold; "
                      "mean over the world seeds (bfw.world_seeds) on the synthetic world",
              "bias_after": "the same with per-subgroup thresholds"}, _bfw),
-    "batest": ({"bias": "genuine-score gap F - M averaged over races, all pairs",
+    "batest": ({"bias": "genuine-score gap F - M averaged over races, all pairs; mean over the world seeds "
+                        "(batest.world_seeds)",
                 "bias_after": "the same on IoU-balanced pairs without facial hair",
                 "planted": "the planted genuine gap, averaged over races",
                 "truth_error": "relative error of the balanced + NFH gap against the planted one"}, _batest),
