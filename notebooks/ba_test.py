@@ -413,21 +413,23 @@ seed_tables = {k: pd.concat([v.assign(seed=wcfg.seed)[["seed", *v.columns]],
                for k, v in here.items() for more in [more34 if k in ("table3", "table4") else more1]}
 t1_seeds = seed_tables["table1_pct"]
 t1_seeds = t1_seeds[t1_seeds["race"] != "all"]
+t1_races = list(dict.fromkeys(t1_seeds["race"]))  # Table 1 names races in full (Asian, ...)
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained", sharey=True)
 published = study.table1_percentages(study.table1_published())
 for ax, kind in zip(axes, ("genuine", "impostor"), strict=True):
     for k, (cond, color) in enumerate((("balanced", "#4393c3"), ("balanced_nfh", "#2166ac"))):
         sub = t1_seeds[(t1_seeds["kind"] == kind) & (t1_seeds["condition"] == cond)]
         pub = published[(published["kind"] == kind) & (published["condition"] == cond)].set_index("race")
-        for j, race in enumerate(races):
+        for j, race in enumerate(t1_races):
             x = j + (k - 0.5) * 0.3
             v = sub.loc[sub["race"] == race, "rom_pct"]
+            assert len(v) == len(seeds_1), (kind, cond, race, len(v))  # one dot per seed, never an empty panel
             ax.plot(np.full(len(v), x), v, "o", color=color, ms=3, alpha=0.6,
                     label=f"{cond} (one dot per seed)" if j == 0 else None)
             if race in pub.index:
                 ax.plot(x, pub.loc[race, "rom_pct"], "k*", ms=9, label="paper" if j == 0 and k == 0 else None)
     ax.axhline(0, color="0.7", lw=0.8)
-    ax.set_xticks(range(len(races)), races)
+    ax.set_xticks(range(len(t1_races)), t1_races)
     ax.set_title(f"Table 1, {kind} Δd′ vs original ({len(seeds_1)} world seeds)", fontsize=9)
 axes[0].set_ylabel("change of Δd′ (%)")
 axes[0].legend(fontsize=7)
