@@ -309,7 +309,11 @@ if source == "synthetic":
             ax.plot(np.full(len(w), j + (k - 0.5) * 0.2), w[key], "o", color=color, ms=4, alpha=0.7,
                     label=f"{policy} threshold" if j == 0 else None)
     ax.set_xticks(range(len(keys)), keys)
-    ax.set_yscale("log")
+    if (worst[keys].to_numpy(float) > 0).any():  # NaN (unresolved) and 0 have no place on a log axis
+        ax.set_yscale("log")
+    if worst[keys].isna().to_numpy().any():
+        ax.text(0.01, 0.98, "seeds with an unresolved subgroup (too few impostors) are not drawn",
+                transform=ax.transAxes, va="top", fontsize=7, color="0.4")
     ax.set_xlabel("intended FAR")
     ax.set_ylabel("max |FPR − target| / target (%)")
     ax.set_title(f"{systems_used[0]}: one dot per world seed ({len(world_seed_list)} seeds)", fontsize=9)

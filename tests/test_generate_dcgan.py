@@ -167,9 +167,14 @@ def test_synthesize_deterministic_and_batch_invariant(gen):
     z = gen.sample(30, seed=5)
     a = gen.synthesize(z)
     np.testing.assert_array_equal(a, gen.synthesize(z))
-    small = DCGANGenerator(device="cpu", batch_size=7)
-    np.testing.assert_array_equal(a, small.synthesize(z))  # eval-mode BN: no batch coupling
-    np.testing.assert_array_equal(a[3:4], gen.synthesize(z[3:4]))
+    # Eval-mode BN: no batch coupling. Another batch size may pick another float32 kernel
+    # (oneDNN on an Intel Xeon gave one pixel of 368,640 one level apart; bit-exact on an AMD
+    # EPYC), so across batch sizes the images agree to the uint8 rounding step, at a handful of
+    # pixels; a batch-coupled network (train-mode BN) differs by tens of levels everywhere.
+    for other in (DCGANGenerator(device="cpu", batch_size=7).synthesize(z), gen.synthesize(z[3:4])):
+        ref = a if len(other) == len(a) else a[3:4]
+        diff = np.abs(ref.astype(int) - other)
+        assert diff.max() <= 1 and (diff > 0).mean() < 1e-4, (diff.max(), (diff > 0).mean())
     assert not np.array_equal(a[0], a[1])
 
 
