@@ -128,6 +128,25 @@ def test_white_lowest_is_partly_when_one_group_is_not_worse(tmp_path):
     assert r["hcic.white_lowest_fnmr_sface"].verdict == "agrees"
 
 
+def test_a_model_the_run_did_not_score_is_unresolved_not_an_error(tmp_path):
+    """hcic.models: [sface] (the smoke pipeline, or a user's choice) writes no dlib tables: the
+    dlib claims are unresolved, the SFace ones still judged."""
+    d = write_metrics(tmp_path, "agree")
+    for name in (MAIN, GAN):
+        m = json.loads((d / name).read_text())
+        for key in ("similarity_by_relation", "fnmr_at_fmr", "fnmr_at_fmr_by_attribute", "delta_attr_extension"):
+            del m[key]["dlib"]
+        (d / name).write_text(json.dumps(m))
+    r = {x.claim.key: x for x in evaluate_all(CLAIMS, d)}
+    for key in ("hcic.similarity_order_dlib", "hcic.similarity_order_dlib.dcgan", "hcic.white_lowest_fnmr_dlib"):
+        assert r[key].verdict == "unresolved", (key, r[key].verdict, r[key].detail)
+    assert r["hcic.similarity_order_sface"].verdict == "agrees"
+    assert r["hcic.white_lowest_fnmr_sface"].verdict == "agrees"
+    # SFace separated, dlib unresolved: judged on what is resolved, and the detail says what is not
+    assert (r["hcic.groups_differ"].verdict, r["hcic.groups_differ"].detail) == (
+        "agrees", "1 of 1 cells; 1 check unresolved")
+
+
 def test_a_missing_study_is_not_run(tmp_path):
     d = write_metrics(tmp_path, "agree")
     (d / GAN).unlink()

@@ -86,25 +86,27 @@ def _mean(vals: Sequence[Value]) -> Value:
 def _rates(m: Metrics, backend: str, model: str) -> Mapping[str, Mapping[str, Any]]:
     """Per group FNMR rows at the FMR target: with the paper's HCIC labels (t = 0.3) on the
     main backend, with the intended labels on the DCGAN (no votes)."""
-    per = m(FILES[backend], "fnmr_at_fmr")[model]
-    return per[T_HCIC] if backend == "main" else per["intended"]
+    per = m(FILES[backend], "fnmr_at_fmr").get(model)  # a run may score fewer models: unresolved
+    if per is None:
+        return {}
+    return per.get(T_HCIC, {}) if backend == "main" else per.get("intended", {})
 
 
 # --------------------------------------------------------------------------- measurements
 def _similarity(backend: str, model: str) -> Callable[[Metrics], Measured]:
     def measure(m: Metrics) -> Measured:
-        s = m(FILES[backend], f"similarity_by_relation/{model}")
-        return Measured.one({"same prototype": _num(s["same_prototype"]), "same group": _num(s["same_group"]),
-                             "different group": _num(s["different_group"])})
+        s = m(FILES[backend], "similarity_by_relation").get(model) or {}  # model not scored: unresolved
+        return Measured.one({"same prototype": _num(s.get("same_prototype")), "same group": _num(s.get("same_group")),
+                             "different group": _num(s.get("different_group"))})
     return measure
 
 
 def _white_lowest(model: str) -> Callable[[Metrics], Measured]:
     def measure(m: Metrics) -> Measured:
         r = {g: _num(v["fnmr"]) for g, v in _rates(m, "main", model).items()}
-        white = [r[g] for g in WHITE]
+        white = [r.get(g) for g in WHITE]
         worse = None if any(v is None for v in white) else max(white)  # type: ignore[type-var]
-        return Measured.one({f"{g} − max(WM, WF)": _diff(r[g], worse) for g in OTHERS})
+        return Measured.one({f"{g} − max(WM, WF)": _diff(r.get(g), worse) for g in OTHERS})
     return measure
 
 
@@ -160,8 +162,8 @@ def _attribute_fnmr(backend: str) -> Callable[[Metrics], Measured]:
     def measure(m: Metrics) -> Measured:
         cells: dict[str, Value] = {}
         for model in MODELS:
-            by = m(FILES[backend], "fnmr_at_fmr_by_attribute")[model]
-            mean = {a: _mean([_num(r["fnmr"]) for r in by[a].values()]) for a in (*MORE, *LESS)}
+            by = m(FILES[backend], "fnmr_at_fmr_by_attribute").get(model) or {}
+            mean = {a: _mean([_num(r["fnmr"]) for r in by.get(a, {}).values()]) for a in (*MORE, *LESS)}
             for a in MORE:
                 for b in LESS:
                     cells[f"{_NAMES[model]}: {a} − {b}"] = _diff(mean[a], mean[b])
@@ -180,8 +182,8 @@ def _attribute_similarity(backend: str) -> Callable[[Metrics], Measured]:
     def measure(m: Metrics) -> Measured:
         cells: dict[str, Value] = {}
         for model in MODELS:
-            d = m(FILES[backend], "delta_attr_extension")[model]
-            drop = {a: _end_drop(d, a) for a in (*MORE, *LESS)}
+            d = m(FILES[backend], "delta_attr_extension").get(model)
+            drop = {a: (None if d is None else _end_drop(d, a)) for a in (*MORE, *LESS)}
             for a in MORE:
                 for b in LESS:
                     cells[f"{_NAMES[model]}: {a} − {b}"] = _diff(drop[a], drop[b])
