@@ -328,16 +328,20 @@ def test_report_metrics_and_offline_plots(pipeline):
     index = (pipeline.root / "reports" / "index.html").read_text()  # the last stage
     assert all(f'id="p{k}"' in index for k in ("002", "003", "004", "000", "001"))
     assert "Not run yet" not in index and "not run<" not in index
-    # every claim cell holds a measurement: no blank, no placeholder (the metrics schema makes a
-    # missing key an error in the report stage, so this also checks the writers and the reader)
+    # every registered claim is on the page with a computed verdict, and every cell of ours holds
+    # a value or "unresolved": no blank, no placeholder (the metrics schema makes a missing key an
+    # error in the report stage, so this also checks the writers and the reader)
     import re
 
-    rows = re.findall(r"<tr><td>(?!backend<)(.*?)</tr>", index)
-    cells = [c for r in rows for c in re.findall(r"<td>(.*?)</td>", "<td>" + r)]
-    assert len(rows) >= 8 and cells
-    for c in cells:
-        text = re.sub(r"<[^>]+>", "", c).strip()
-        assert text and text not in ("—", "n/a") and "not measured" not in text, c
+    from facebias.claims import VERDICTS
+    from facebias.claims.registry import all_claims
+
+    verdicts = re.findall(r'<td class="[a-z]+"><b>([^<]+)</b>', index)
+    assert len(verdicts) == len(all_claims()) and set(verdicts) <= set(VERDICTS), sorted(set(verdicts))
+    ours = re.findall(r"<tr><td>[^<]*</td><td>[^<]*</td><td>([^<]*)</td><td>[^<]*</td></tr>", index)
+    assert len(ours) >= len(all_claims())
+    for text in ours:
+        assert text.strip() and text.strip() not in ("—", "n/a"), text
     shown = pipeline.sh("dvc", "metrics", "show")
     for name in ("bfw", "bfw_real_fx", "batest", "transects", "hcic", "rapid"):
         assert f"{name}.json" in shown
