@@ -33,7 +33,7 @@ from typing import Any
 from facebias.schema import MetricsSchema, read_metrics
 
 __all__ = ["VERDICTS", "Kind", "Rule", "Sign", "Between", "Within", "InInterval", "Order", "NotComparable",
-           "Measured", "Metrics", "MetricsMissing", "Claim", "ClaimResult", "verdict_of", "evaluate",
+           "Measured", "Metrics", "MetricsMissing", "Claim", "ClaimResult", "as_value", "verdict_of", "evaluate",
            "evaluate_all"]
 
 #: The verdicts, in the order a page sorts them.
@@ -54,6 +54,11 @@ class Kind(StrEnum):
 def _ok(v: Any) -> bool:
     """A resolved value: a finite number."""
     return v is not None and not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
+
+
+def as_value(v: Any) -> float | None:
+    """``v`` as a cell value: a float, or None when it is unresolved (None, NaN, not a number)."""
+    return float(v) if _ok(v) else None
 
 
 # --------------------------------------------------------------------------- rules
@@ -305,7 +310,7 @@ class Measured:
                 raise ValueError(f"two records for cell {name!r} in seed {r['seed']}")
             seen.add(key)
             v = get(r)
-            cells.setdefault(name, [None] * len(index))[index[int(r["seed"])]] = float(v) if _ok(v) else None
+            cells.setdefault(name, [None] * len(index))[index[int(r["seed"])]] = as_value(v)
         return cls(cells, tuple(int(s) for s in seeds))
 
     @property
@@ -314,7 +319,7 @@ class Measured:
 
     def seed(self, i: int) -> dict[str, Value]:
         """Cell -> value of seed number ``i`` (0-based)."""
-        return {c: (float(v[i]) if _ok(v[i]) else None) for c, v in self.cells.items()}
+        return {c: as_value(v[i]) for c, v in self.cells.items()}
 
     def summary(self, cell: str) -> tuple[float | None, float | None, float | None, int]:
         """(mean, min, max, n resolved) of one cell over the seeds."""

@@ -32,6 +32,7 @@ from facebias.claims.core import (
     Sign,
     Within,
     _ok,
+    as_value,
 )
 
 __all__ = ["CLAIMS", "MODELS", "PLANTED_TOY_GROUPS", "SKIN_TONE_CAVEAT", "T_HCIC", "by_backend"]
@@ -71,8 +72,6 @@ Q_ATTR = ("One last observation is that that face recognition algorithms are mor
 W_ATTR = "Sec. 5"
 
 
-def _num(v: Any) -> Value:
-    return float(v) if _ok(v) else None
 
 
 def _diff(a: Value, b: Value) -> Value:
@@ -96,14 +95,14 @@ def _rates(m: Metrics, backend: str, model: str) -> Mapping[str, Mapping[str, An
 def _similarity(backend: str, model: str) -> Callable[[Metrics], Measured]:
     def measure(m: Metrics) -> Measured:
         s = m(FILES[backend], "similarity_by_relation").get(model) or {}  # model not scored: unresolved
-        return Measured.one({"same prototype": _num(s.get("same_prototype")), "same group": _num(s.get("same_group")),
-                             "different group": _num(s.get("different_group"))})
+        return Measured.one({"same prototype": as_value(s.get("same_prototype")), "same group": as_value(s.get("same_group")),
+                             "different group": as_value(s.get("different_group"))})
     return measure
 
 
 def _white_lowest(model: str) -> Callable[[Metrics], Measured]:
     def measure(m: Metrics) -> Measured:
-        r = {g: _num(v["fnmr"]) for g, v in _rates(m, "main", model).items()}
+        r = {g: as_value(v["fnmr"]) for g, v in _rates(m, "main", model).items()}
         white = [r.get(g) for g in WHITE]
         worse = None if any(v is None for v in white) else max(white)  # type: ignore[type-var]
         return Measured.one({f"{g} − max(WM, WF)": _diff(r.get(g), worse) for g in OTHERS})
@@ -112,7 +111,7 @@ def _white_lowest(model: str) -> Callable[[Metrics], Measured]:
 
 def _per_group(model: str) -> Callable[[Metrics], Measured]:
     def measure(m: Metrics) -> Measured:
-        return Measured.one({g: _num(v["fnmr"]) for g, v in sorted(_rates(m, "dcgan", model).items())})
+        return Measured.one({g: as_value(v["fnmr"]) for g, v in sorted(_rates(m, "dcgan", model).items())})
     return measure
 
 
@@ -138,7 +137,7 @@ def _separation(backend: str) -> Callable[[Metrics], Measured]:
 def _toy(backend: str) -> Callable[[Metrics], Measured]:
     def measure(m: Metrics) -> Measured:
         t = m(FILES[backend], "fnmr_at_fmr_intended_labels/toy")
-        r = {g: _num(v["fnmr"]) for g, v in t.items()}
+        r = {g: as_value(v["fnmr"]) for g, v in t.items()}
         planted = PLANTED_TOY_GROUPS[backend]
         rest = [r[g] for g in r if g not in planted]
         top = None if not rest or any(v is None for v in rest) else max(rest)  # type: ignore[type-var]
@@ -148,10 +147,10 @@ def _toy(backend: str) -> Callable[[Metrics], Measured]:
 
 def _pair_sd(m: Metrics) -> Measured:
     sd = m(MAIN, "per_pair_sd")  # optional: absent without pair votes
-    cells = {"median over all pairs": _num(None if sd is None else sd["median"])}
+    cells = {"median over all pairs": as_value(None if sd is None else sd["median"])}
     by = {} if sd is None else sd["by_attribute"]
     for a in ("pose", "light", "expression", "age"):
-        cells[a] = _num(by.get(a)) if sd is not None else None
+        cells[a] = as_value(by.get(a)) if sd is not None else None
     return Measured.one(cells)
 
 
@@ -163,7 +162,7 @@ def _attribute_fnmr(backend: str) -> Callable[[Metrics], Measured]:
         cells: dict[str, Value] = {}
         for model in MODELS:
             by = m(FILES[backend], "fnmr_at_fmr_by_attribute").get(model) or {}
-            mean = {a: _mean([_num(r["fnmr"]) for r in by.get(a, {}).values()]) for a in (*MORE, *LESS)}
+            mean = {a: _mean([as_value(r["fnmr"]) for r in by.get(a, {}).values()]) for a in (*MORE, *LESS)}
             for a in MORE:
                 for b in LESS:
                     cells[f"{_NAMES[model]}: {a} − {b}"] = _diff(mean[a], mean[b])
@@ -172,7 +171,7 @@ def _attribute_fnmr(backend: str) -> Callable[[Metrics], Measured]:
 
 
 def _end_drop(d: Mapping[str, Any], attribute: str) -> Value:
-    ends = [_num(d[f"{attribute}_{level}"]) for level in (0, 4)]
+    ends = [as_value(d[f"{attribute}_{level}"]) for level in (0, 4)]
     return None if any(v is None for v in ends) else max(ends)  # type: ignore[type-var]
 
 

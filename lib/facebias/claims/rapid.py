@@ -15,21 +15,16 @@ to hit.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from facebias.claims.core import Between, Claim, Kind, Measured, Metrics, NotComparable, Sign
+from facebias.claims.core import Between, Claim, Kind, Measured, Metrics, NotComparable, Sign, _ok
 
 __all__ = ["CLAIMS", "FILE", "PAPER_FMR", "LOW_FMR"]
 
 FILE = "rapid_details.json"
 PAPER_FMR = "0.01"  # Fig. S.13 reads ΔFNMR at FMR 0.01 and 0.001 (text keys as in the metrics)
 LOW_FMR = "0.001"
-
-
-def _ok(v: Any) -> bool:
-    return v is not None and not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v)
 
 
 def _seeds(m: Metrics, table: str) -> tuple[list[int], list[dict[str, Any]]]:

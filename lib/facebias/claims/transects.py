@@ -35,6 +35,7 @@ from facebias.claims.core import (
     Sign,
     Within,
     _ok,
+    as_value,
 )
 from facebias.stats import wilson_interval
 
@@ -95,8 +96,6 @@ def _at(node: Any, path: str) -> Any:
     return node
 
 
-def _num(v: Any) -> Value:
-    return float(v) if _ok(v) else None
 
 
 def _ci(c: Mapping[str, Any] | None) -> tuple[float, float] | None:
@@ -145,34 +144,34 @@ _LEVEL = {"s": "short hair", "l": "long hair"}  # else the shortcut's level (lo 
 
 # --------------------------------------------------------------------------- measurements
 def _ortho_main(m: Metrics) -> Measured:
-    raw = _num(m(SYN, "overview/hair_transect_gender_range/raw"))
-    orth = _num(m(SYN, "overview/hair_transect_gender_range/orthogonal"))
+    raw = as_value(m(SYN, "overview/hair_transect_gender_range/raw"))
+    orth = as_value(m(SYN, "overview/hair_transect_gender_range/orthogonal"))
     share = None if raw is None or orth is None or raw <= 0 else 1.0 - orth / raw
     return Measured.one({"true gender along a hair transect: share of the raw range removed": share})
 
 
 def _ortho_gan(m: Metrics) -> Measured:
-    return Measured.one({f"{d['attribute']} (read by {d['labeller']})": _num(d["reduction"])
+    return Measured.one({f"{d['attribute']} (read by {d['labeller']})": as_value(d["reduction"])
                          for d in m(SYN_GAN, "drift")})
 
 
 def _orthogonality(file: str, path: str) -> Callable[[Metrics], Measured]:
     def measure(m: Metrics) -> Measured:
-        return Measured.one({"max |<ñ_j, n_k>| (dual basis)": _num(m(file, path))})
+        return Measured.one({"max |<ñ_j, n_k>| (dual basis)": as_value(m(file, path))})
     return measure
 
 
 def _gender_main(m: Metrics) -> Measured:
     a = m(SYN, "overview/acceptance")  # None when synthetic.check_models is false
-    return Measured.one({"pooled over the transect renders": _num(_at(a, "gender_spearman_transect_pooled")),
-                         "within identity (mean over identities)": _num(_at(a, "gender_spearman_within_identity"))})
+    return Measured.one({"pooled over the transect renders": as_value(_at(a, "gender_spearman_transect_pooled")),
+                         "within identity (mean over identities)": as_value(_at(a, "gender_spearman_within_identity"))})
 
 
 def _gender_gan(m: Metrics) -> Measured:
     a = m(SYN_GAN, "acceptance")
-    return Measured.one({"pooled (the gender direction used)": _num(_at(a, "gender_spearman/measured")),
-                         "within seed (mean over seeds)": _num(_at(a, "gender_spearman_within_seed/measured")),
-                         "best of the refitted directions": _num(_at(a, "gender_spearman_best/measured"))})
+    return Measured.one({"pooled (the gender direction used)": as_value(_at(a, "gender_spearman/measured")),
+                         "within seed (mean over seeds)": as_value(_at(a, "gender_spearman_within_seed/measured")),
+                         "best of the refitted directions": as_value(_at(a, "gender_spearman_best/measured"))})
 
 
 def _causes_main(m: Metrics) -> Measured:
@@ -273,31 +272,31 @@ def _dark_women(file: str) -> Callable[[Metrics], Measured]:
 
 def _pruning(m: Metrics) -> Measured:
     rendered = _at(m(TR, "pruning"), "paper")  # 004's rule (the repository's fakeness rule is "repo")
-    n, pruned = _num(_at(rendered, "n")), _num(_at(rendered, "pruned"))
+    n, pruned = as_value(_at(rendered, "n")), as_value(_at(rendered, "pruned"))
     return Measured.one({
-        "known-truth transects (8,000 latent-only images)": _num(_at(m(TR, "known_truth"), "pruned_share")),
+        "known-truth transects (8,000 latent-only images)": as_value(_at(m(TR, "known_truth"), "pruned_share")),
         "rendered transects": None if not n or pruned is None else pruned / n})
 
 
 def _annotation_sd(m: Metrics) -> Measured:
     sd = m(TR, "annotation_sd")  # optional: absent in runs before it was recorded
-    return Measured.one({} if sd is None else {q: _num(v["median"]) for q, v in sorted(sd.items())})
+    return Measured.one({} if sd is None else {q: as_value(v["median"]) for q, v in sorted(sd.items())})
 
 
 def _joint_main(m: Metrics) -> Measured:
     mis = m(TR, "known_truth_misspecified")  # optional: absent in runs before the interaction world
     return Measured.one({"planted gender × hair interaction world: additivity test p":
-                         _num(_at(mis, "interaction_test/p_value"))})
+                         as_value(_at(mis, "interaction_test/p_value"))})
 
 
 def _joint_gan(m: Metrics) -> Measured:
     tests = m(TR_GAN, "interaction_test") or {}
-    return Measured.one({f"{clf}: additivity test p": _num(_at(t, "p_value")) for clf, t in tests.items()})
+    return Measured.one({f"{clf}: additivity test p": as_value(_at(t, "p_value")) for clf, t in tests.items()})
 
 
 def _gender_skin_gan(m: Metrics) -> Measured:
     tests = m(TR_GAN, "interaction_test") or {}
-    return Measured.one({f"{clf}: gender_male × skin_dark log-odds": _num(_at(t, "interactions/gender_male:skin_dark"))
+    return Measured.one({f"{clf}: gender_male × skin_dark log-odds": as_value(_at(t, "interactions/gender_male:skin_dark"))
                          for clf, t in tests.items()})
 
 
