@@ -219,6 +219,9 @@ def test_smile_grows_with_the_planted_smile(gen, identities):
 # ----------------------------------------------------------------------------- failures
 
 
+ROOM = ("border_luminance", "image_luminance", "image_b_star")
+
+
 def test_failures_are_nan_and_do_not_touch_other_images(sample):
     images, _, labels = sample
     blank = np.full((256, 256, 3), 128, np.uint8)
@@ -226,7 +229,8 @@ def test_failures_are_nan_and_do_not_touch_other_images(sample):
     batch = [images[0], blank, images[1], tiny]
     got = M.label_images(batch, progress=False)
     assert len(got) == 4 and list(got.columns) == list(M.MACHINE_ANNOTATORS)
-    assert got.iloc[[1, 3]].isna().all().all()
+    face = [n for n in M.MACHINE_ANNOTATORS if n not in ROOM]  # the room annotators need no face
+    assert got.iloc[[1, 3]][face].isna().all().all() and got.iloc[[1, 3]][list(ROOM)].notna().all().all()
     # the faces keep the values they had in the 48-image batch
     pd.testing.assert_frame_equal(got.iloc[[0, 2]].reset_index(drop=True),
                                   labels.iloc[[0, 1]].reset_index(drop=True))
@@ -237,7 +241,48 @@ def test_failures_are_nan_and_do_not_touch_other_images(sample):
     # the annotators on their own (no upscaling): NaN, never dropped
     for a in M.MACHINE_ANNOTATORS.values():
         out = a([blank, tiny])
-        assert out.shape == (2,) and np.isnan(out).all()
+        assert out.shape == (2,) and (np.isfinite(out).all() if a.name in ROOM else np.isnan(out).all())
+
+
+def test_room_annotators_read_the_border_and_the_whole_image():
+    """Hand cases: a uniform image's border and image L* are its colour's L*; a dark face
+    in a bright border has border L* above image L*; a neutral grey has image b* 0 and a
+    blue cast makes it negative. None of them needs a face (finite on a blank image)."""
+    grey = patch(128, 64)
+    L = M.rgb_to_lab(np.array([128, 128, 128], np.uint8))[0]
+    for name in ("border_luminance", "image_luminance"):
+        assert M.MACHINE_ANNOTATORS[name]([grey])[0] == pytest.approx(L)
+    assert M.MACHINE_ANNOTATORS["image_b_star"]([grey])[0] == pytest.approx(0.0, abs=1e-9)
+    blue = grey.copy()
+    blue[..., 2] = 200
+    assert M.MACHINE_ANNOTATORS["image_b_star"]([blue])[0] < -10
+    framed = patch(40, 64)
+    framed[M.border_mask(framed.shape)] = 220
+    border, whole = (M.MACHINE_ANNOTATORS[n]([framed])[0] for n in ("border_luminance", "image_luminance"))
+    assert border == pytest.approx(M.rgb_to_lab(np.array([220, 220, 220], np.uint8))[0])
+    assert border > whole > M.rgb_to_lab(np.array([40, 40, 40], np.uint8))[0]
+    k = round(M.BORDER_SHARE * 64)
+    assert int(M.border_mask((64, 64)).sum()) == 64 * 64 - (64 - 2 * k) ** 2
+    with pytest.raises(ValueError, match="border share"):
+        M.border_mask((8, 8), 0.5)
+
+
+def test_face_colour_annotators_are_the_skin_medians(sample):
+    """face_a_star / face_b_star are the medians of the skin mask's a* / b*, the same pixels
+    ITA reads: ITA recomputed from face_luminance's pixels' median L* and face_b_star agrees."""
+    images, _, _ = sample
+    imgs = [M.upscale(im, 256) for im in images[:6]]
+    measured = 0
+    for im in imgs:
+        lab = M.analyse_face(im).skin_lab
+        if lab is None:
+            continue
+        assert M.MACHINE_ANNOTATORS["face_a_star"]([im])[0] == pytest.approx(float(np.median(lab[:, 1])))
+        b = M.MACHINE_ANNOTATORS["face_b_star"]([im])[0]
+        assert b == pytest.approx(float(np.median(lab[:, 2])))
+        assert M.MACHINE_ANNOTATORS["ita"]([im])[0] == pytest.approx(float(M.ita_degrees(np.median(lab[:, 0]), b)))
+        measured += 1
+    assert measured >= 3
 
 
 def test_upscale_is_bicubic_to_min_size_on_the_short_side():

@@ -66,7 +66,7 @@ def _config(tmp_path, **kw) -> dict:
             "labels": "store", "label_store": str(tmp_path / "votes.sqlite"),
             "attributes": {a: {"question": a} for a in ATTRS},
             "transect_axes": {"skin_tone": [-1.5, 1.5], "gender": [-1.5, 1.5]},
-            "groups": "skin_gender", "sequences": "latent", "seed_features": "latent", **kw}
+            "groups": "tone_gender", "tone_axis": "skin_tone", "sequences": "latent", "seed_features": "latent", **kw}
 
 
 @pytest.mark.parametrize("informative", [True, False])
@@ -124,7 +124,7 @@ def test_stylegan2_fixture_runs_the_whole_pipeline(tmp_path):
         _human_votes(store, z, dirs)
     summary = write_products(params, tmp_path / "a", compute="serial")
     assert summary["backend"] == "stylegan2" and summary["labels"] == "store"
-    assert summary["groups"] == "skin_gender" and summary["sequences"] == "latent"
+    assert summary["groups"] == "tone_gender" and summary["sequences"] == "latent"
     out = tmp_path / "a"
     images = pd.read_parquet(out / "hcic" / "images.parquet")
     assert len(images) == cfg.n_seeds * 4 * 17 and not [c for c in images.columns if c.startswith("true_")]

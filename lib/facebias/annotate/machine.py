@@ -80,6 +80,8 @@ __all__ = [
     "MIN_FACE_PX",
     "mouth_width_ratio",
     "mouth_corner_lift",
+    "border_mask",
+    "BORDER_SHARE",
 ]
 
 
@@ -533,6 +535,75 @@ def _smile(image: np.ndarray) -> float | None:
     return None if lm is None else mouth_width_ratio(lm)
 
 
+def _face_a_star(image: np.ndarray) -> float | None:
+    lab = analyse_face(image).skin_lab
+    return None if lab is None else float(np.median(lab[:, 1]))
+
+
+def _face_b_star(image: np.ndarray) -> float | None:
+    lab = analyse_face(image).skin_lab
+    return None if lab is None else float(np.median(lab[:, 2]))
+
+
+#: Width of the image border band, as a share of the shorter side (:func:`border_mask`).
+BORDER_SHARE = 0.08
+
+
+def border_mask(shape: Sequence[int], share: float = BORDER_SHARE) -> np.ndarray:
+    """Boolean (H, W) mask of the band along all four image edges, ``max(1, round(share *
+    min(H, W)))`` pixels wide: on a tight face crop mostly background, hair and shoulders,
+    never the face centre.
+
+    Parameters
+    ----------
+    shape : Sequence of int
+        Image shape ``(H, W, ...)``.
+    share : float, default :data:`BORDER_SHARE`
+        Band width as a share of the shorter side, in (0, 0.5).
+
+    Returns
+    -------
+    numpy.ndarray
+        (H, W) bool, True on the band.
+
+    Raises
+    ------
+    ValueError
+        If ``share`` is not in (0, 0.5).
+
+    Examples
+    --------
+    >>> int(border_mask((10, 10), 0.1).sum())
+    36
+    """
+    if not 0.0 < share < 0.5:
+        raise ValueError(f"border share must be in (0, 0.5), got {share!r}")
+    h, w = int(shape[0]), int(shape[1])
+    k = max(1, int(round(share * min(h, w))))
+    mask = np.zeros((h, w), bool)
+    mask[:k], mask[-k:], mask[:, :k], mask[:, -k:] = True, True, True, True
+    return mask
+
+
+def _image_lab(image: np.ndarray) -> np.ndarray:
+    from facebias.faces.images import as_rgb_uint8
+
+    return rgb_to_lab(as_rgb_uint8(np.asarray(image)))
+
+
+def _border_luminance(image: np.ndarray) -> float:
+    lab = _image_lab(image)
+    return float(lab[border_mask(lab.shape)][:, 0].mean())
+
+
+def _image_luminance(image: np.ndarray) -> float:
+    return float(_image_lab(image)[..., 0].mean())
+
+
+def _image_b_star(image: np.ndarray) -> float:
+    return float(_image_lab(image)[..., 2].mean())
+
+
 # --------------------------------------------------------------------------- registry
 
 for _a in (
@@ -562,6 +633,24 @@ for _a in (
         "smile", "smile", _per_image(_smile), "ratio",
         "mouth width (landmarks 48-54) over the distance between the eye centres "
         "(higher = wider mouth, i.e. more smile)"),
+    MachineAnnotator(
+        "face_a_star", "skin_colour", _per_image(_face_a_star), "a* (CIELAB)",
+        "median CIELAB a* of the landmark skin mask above the nose (> 0 = redder)"),
+    MachineAnnotator(
+        "face_b_star", "skin_colour", _per_image(_face_b_star), "b* (CIELAB)",
+        "median CIELAB b* of the landmark skin mask above the nose (> 0 = yellower; real "
+        "skin is yellow, b* > 0)"),
+    MachineAnnotator(
+        "border_luminance", "background", _per_image(_border_luminance), "L* (0-100)",
+        "mean CIELAB L* of the image border band (BORDER_SHARE of the shorter side on every "
+        "edge: background, hair, shoulders); needs no face"),
+    MachineAnnotator(
+        "image_luminance", "exposure", _per_image(_image_luminance), "L* (0-100)",
+        "mean CIELAB L* of the whole image (global exposure); needs no face"),
+    MachineAnnotator(
+        "image_b_star", "white_balance", _per_image(_image_b_star), "b* (CIELAB)",
+        "mean CIELAB b* of the whole image (colour cast: > 0 yellow / orange, < 0 blue); "
+        "needs no face"),
 ):
     register(_a)
 del _a

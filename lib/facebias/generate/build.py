@@ -9,8 +9,8 @@ ground truth (``truth()``, the procedural renderer's) only *checks* results.
   and one linear model per attribute is fitted on those labels.
 * **Transects** (004 Alg. 1): K-D grids of decision values from each seed's projection.
 * **HCIC set** (000): demographic prototypes per seed (6 race x gender prototypes from race
-  one-vs-all hyperplanes, or 4 skin-tone x gender prototypes where no race labeller
-  exists), 000's human seed filter on the candidates (simulated panel, through the store;
+  one-vs-all hyperplanes, or 4 lighter / darker x gender prototypes on a ``tone_axis``
+  where no race labeller exists), 000's human seed filter on the candidates (simulated panel, through the store;
   :mod:`facebias.annotate.seed_filter`), max-min seed selection on face-mesh geometry, 4
   attribute sequences of 5 per prototype (pose, light: the renderer's controls or learned
   latent directions; age, expression: calibrated on the fitted label predictors) and the
@@ -59,7 +59,8 @@ __all__ = [
     "render_products",
     "write_products",
     "GROUPS",
-    "SKIN_GROUPS",
+    "TONE_GROUPS",
+    "held_attributes",
 ]
 
 #: 000's six groups: race initial + gender initial; race names as in the generator.
@@ -68,9 +69,9 @@ GROUPS: dict[str, tuple[str, str]] = {
     "BM": ("Black", "male"), "BF": ("Black", "female"),
     "AM": ("East Asian", "male"), "AF": ("East Asian", "female"),
 }
-#: Where no race labeller exists (the GAN): lighter / darker skin (the two sides of the
-#: measured skin-tone hyperplane) x gender.
-SKIN_GROUPS: dict[str, tuple[str, str]] = {
+#: Where no race labeller exists (the GAN): the lighter / darker side of the ``tone_axis``
+#: hyperplane (on the DCGAN: face darkness, -ITA; not validated as skin tone) x gender.
+TONE_GROUPS: dict[str, tuple[str, str]] = {
     "LM": ("lighter", "male"), "LF": ("lighter", "female"),
     "DM": ("darker", "male"), "DF": ("darker", "female"),
 }
@@ -137,7 +138,8 @@ class SynthConfig:
     transect_axes: Mapping[str, Sequence[float]] = field(default_factory=lambda: {
         "skin_tone": (-1.5, 1.7), "hair_length": (-1.5, 1.0), "gender": (-1.75, 1.75)})
     # 000: prototypes, sequences, pairs
-    groups: str = "auto"  # race_gender (race hyperplanes), skin_gender, auto: race_gender if present
+    groups: str = "auto"  # race_gender (race hyperplanes), tone_gender, auto: race_gender if present
+    tone_axis: str = "skin_tone"  # tone_gender: the hyperplane whose two sides are the L / D groups
     sequences: str = "auto"  # pose/light: render (yaw=/light= of the backend), latent (learned directions)
     latent_step: float = 1.5  # latent sequences: decision-value distance of the outermost level
     seed_features: str = "mesh"  # max-min seed selection on face meshes of renders, or "latent"
@@ -163,7 +165,7 @@ class SynthConfig:
         for key, value in SCALES[self.scale].items():  # sizes not given come from the preset
             if getattr(self, key) is None:
                 object.__setattr__(self, key, value)
-        for key, allowed in (("labels", LABEL_MODES), ("groups", ("auto", "race_gender", "skin_gender")),
+        for key, allowed in (("labels", LABEL_MODES), ("groups", ("auto", "race_gender", "tone_gender")),
                              ("sequences", ("auto", "render", "latent")), ("seed_features", ("mesh", "latent"))):
             if getattr(self, key) not in allowed:
                 raise ValueError(f"generate.{key}: {getattr(self, key)!r} is not one of {list(allowed)}")
@@ -333,22 +335,46 @@ def _frontal(n: int) -> pd.DataFrame:
 COLLINEAR_COSINE = 0.8
 
 
+def held_attributes(hp: Hyperplanes, axes: Sequence[str]) -> list[str]:
+    """The hyperplanes a move along ``axes`` holds at the seed's decision values.
+
+    Every hyperplane that is not an axis (nor a ``race_*`` one-vs-all plane), except one whose
+    normal is nearly collinear with an axis (|cosine| > :data:`COLLINEAR_COSINE`): that one
+    measures nearly the same thing and follows the axis. On the DCGAN, face luminance and
+    face darkness (-ITA) have cosine about -0.93: holding luminance fixed would push the
+    darkness step into the little that separates them, a colour cast at constant L*
+    (:mod:`facebias.studies.skin_axis` measures both). Background, exposure and white balance
+    are held (their cosines with face darkness are below the limit), so the room does not
+    darken with the face. No pair of the procedural hyperplanes comes near the limit.
+
+    Parameters
+    ----------
+    hp : Hyperplanes
+        The fitted hyperplanes.
+    axes : Sequence of str
+        The attributes moved.
+
+    Returns
+    -------
+    list of str
+        Hyperplane names in ``hp.names`` order.
+    """
+    normals, _ = hp.select(list(axes))
+    return [n for n in hp.names if n not in axes and not n.startswith("race_")
+            and np.abs(normals @ hp.select([n])[0][0]).max() <= COLLINEAR_COSINE]
+
+
 def plan_transects(gen: Any, hp: Hyperplanes, cfg: SynthConfig) -> tuple[np.ndarray, pd.DataFrame]:
     """``n_transects`` K-D transects (004 Alg. 1, orthogonalised): latents (n, D) and one row
     per image with ``transect``, ``<axis>_idx`` and ``<axis>_c`` (intended decision value).
 
-    The other attributes are held at each seed's value (they are orthogonalised together
-    with the transect normals and passed as ``fixed``), except one whose normal is nearly
-    collinear with an axis (|cosine| > :data:`COLLINEAR_COSINE`): that one follows the axis.
-    (The GAN's machine-labelled luminance and skin tone have cosine -0.93; holding luminance
-    fixed would push the skin step into the little that separates them, a colour cast at
-    constant L*. No pair of the procedural hyperplanes comes near.)
+    The other attributes are held at each seed's value (:func:`held_attributes`: they are
+    orthogonalised together with the transect normals and passed as ``fixed``).
     """
     axes = list(cfg.transect_axes)
     grids = [np.asarray(cfg.transect_axes[a], float) for a in axes]
     normals, offsets = hp.select(axes)
-    others = [n for n in hp.names if n not in axes and not n.startswith("race_")
-              and np.abs(normals @ hp.select([n])[0][0]).max() <= COLLINEAR_COSINE]
+    others = held_attributes(hp, axes)
     fixed = hp.select(others)[0] if others else None
     seeds = gen.sample(cfg.n_transects, seed=cfg.seed + 3)
     shape = tuple(len(g) for g in grids)
@@ -378,17 +404,17 @@ LATENT_SEQUENCE_ATTRIBUTES = ("yaw", "light")
 
 
 def group_kind(hp: Hyperplanes, cfg: SynthConfig) -> str:
-    """``race_gender`` (000's six groups; needs the race hyperplanes) or ``skin_gender``."""
+    """``race_gender`` (000's six groups; needs the race hyperplanes) or ``tone_gender``."""
     if cfg.groups != "auto":
         return cfg.groups
-    return "race_gender" if all(f"race_{r}" in hp.names for r, _ in GROUPS.values()) else "skin_gender"
+    return "race_gender" if all(f"race_{r}" in hp.names for r, _ in GROUPS.values()) else "tone_gender"
 
 
 def group_table(kind: str) -> dict[str, dict[str, str]]:
-    """Each group's descriptive columns: ``race``/``gender`` or ``skin``/``gender``."""
+    """Each group's descriptive columns: ``race``/``gender`` or ``tone``/``gender``."""
     if kind == "race_gender":
         return {g: {"race": r, "gender": s} for g, (r, s) in GROUPS.items()}
-    return {g: {"skin": k, "gender": s} for g, (k, s) in SKIN_GROUPS.items()}
+    return {g: {"tone": k, "gender": s} for g, (k, s) in TONE_GROUPS.items()}
 
 
 def sequence_kind(gen: Any, cfg: SynthConfig) -> str:
@@ -412,8 +438,9 @@ def _prototypes(z: np.ndarray, hp: Hyperplanes, cfg: SynthConfig, groups: str = 
     every prototype has room for its age (to 0.8) and expression (to 0.9) sequences; a seed
     that already smiled at 0.94 would otherwise get a sequence of five identical images.
     ``race_gender``: the six race x gender prototypes of 000 (race one-vs-all hyperplanes);
-    ``skin_gender``: the 2 x 2 transect cell at skin tone -/+ ``c_race`` and gender -/+
-    ``c_gender`` (:data:`SKIN_GROUPS`)."""
+    ``tone_gender``: the 2 x 2 transect cell at ``cfg.tone_axis`` -/+ ``c_race`` and gender
+    -/+ ``c_gender`` (:data:`TONE_GROUPS`), with every other hyperplane held as on the
+    transects (:func:`held_attributes`)."""
     s_n, s_b = hp.select(_neutral_attributes(hp, seq))
     neutral = latent.project_to_intersection(z, s_n, s_b)
     g_n, g_b = hp.select(["gender"])
@@ -421,10 +448,12 @@ def _prototypes(z: np.ndarray, hp: Hyperplanes, cfg: SynthConfig, groups: str = 
         races = {r: tuple(a[0] for a in hp.select([f"race_{r}"])) for r in sorted({r for r, _ in GROUPS.values()})}
         return plan.prototypes(neutral, (g_n[0], g_b[0]), races, c_gender=cfg.c_gender, c_race=cfg.c_race,
                                fixed=s_n)
-    normals, offsets = hp.select(["skin_tone", "gender"])
+    axes = [cfg.tone_axis, "gender"]
+    normals, offsets = hp.select(axes)
+    held = list(dict.fromkeys(_neutral_attributes(hp, seq) + held_attributes(hp, axes)))
     grid = latent.transect(neutral, normals, offsets, [[-cfg.c_race, cfg.c_race], [-cfg.c_gender, cfg.c_gender]],
-                           orthogonal=True, fixed=s_n)
-    return {g: grid["LD".index(g[0]), "FM".index(g[1])] for g in SKIN_GROUPS}
+                           orthogonal=True, fixed=hp.select(held)[0])
+    return {g: grid["LD".index(g[0]), "FM".index(g[1])] for g in TONE_GROUPS}
 
 
 def select_seeds(candidates: np.ndarray, meshes: np.ndarray, n_select: int,

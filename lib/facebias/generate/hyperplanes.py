@@ -114,16 +114,25 @@ PANEL_ATTRIBUTES: tuple[AttributeLabel, ...] = (
 )
 
 #: Machine annotators on renders (:mod:`facebias.annotate.machine`): a generator without truth.
-#: ``skin_tone`` is -ITA (higher = darker, as in the procedural convention); ``yaw`` and
-#: ``light`` keep their units (degrees, L* asymmetry) with neutral level 0 = frontal / even.
+#: ``face_darkness`` is -ITA of the face-skin pixels (higher = darker or less yellow). It is
+#: *not* called skin tone: on the DCGAN no direction fitted on it passes the skin-axis gate
+#: (:mod:`facebias.studies.skin_axis`; the notebook ``gan_faces.py`` prints the gate), so it
+#: is named for what it measurably changes, the face's darkness. ``background``, ``exposure``
+#: and ``white_balance`` (border L*, image L*, image b*) are what a skin direction must not
+#: move: the transects and prototypes hold them (:func:`facebias.generate.build.held_attributes`).
+#: ``yaw`` and ``light`` keep their units (degrees, L* asymmetry) with neutral level 0 =
+#: frontal / even.
 MACHINE_ATTRIBUTES: tuple[AttributeLabel, ...] = (
     AttributeLabel("gender", labeller="p_male"),
-    AttributeLabel("skin_tone", labeller="ita", sign=-1.0, transform="rank"),
+    AttributeLabel("face_darkness", labeller="ita", sign=-1.0, transform="rank"),
     AttributeLabel("age", labeller="age_years", transform="rank"),
     AttributeLabel("smile", labeller="smile", transform="rank"),
     AttributeLabel("luminance", labeller="face_luminance", transform="rank"),
     AttributeLabel("yaw", labeller="yaw_deg", tau=0.0),
     AttributeLabel("light", labeller="light_asymmetry", tau=0.0),
+    AttributeLabel("background", labeller="border_luminance", transform="rank"),
+    AttributeLabel("exposure", labeller="image_luminance", transform="rank"),
+    AttributeLabel("white_balance", labeller="image_b_star", transform="rank"),
 )
 
 
