@@ -149,3 +149,44 @@ def test_gate_from_mapping_rejects_unknown_keys():
         K.SkinGate.from_mapping({"max_border": 4})
     with pytest.raises(ValueError, match="low < high"):
         K.SkinGate(ita_range=(10, -10))
+
+
+class _FakeGenerator:
+    latent_dim = D
+
+    def sample(self, n: int, seed: int) -> np.ndarray:
+        z = np.random.default_rng(seed).normal(scale=0.3, size=(n, D))
+        z[:, :3] = 0.0
+        return z
+
+    def synthesize(self, z: np.ndarray) -> np.ndarray:
+        return render(z)
+
+
+def test_walk_candidates_and_metrics_judge_each_candidate():
+    """Two candidates on the same seeds: the fitted "darkness" plane mixes face darkness with
+    exposure; holding the exposure plane passes the gate, the raw normal fails the border."""
+    from facebias.generate.hyperplanes import Hyperplanes
+
+    normals = np.zeros((2, D))
+    normals[0, [0, 2]] = [0.8, 0.6]  # darkness: face and exposure together
+    normals[1, 2] = 1.0  # exposure
+    hp = Hyperplanes(("face_darkness", "exposure"), normals, np.zeros(2))
+    cands = K.candidate_sets(hp.names, "face_darkness", ["exposure"], room=("exposure",))
+    assert cands == {"raw normal": [], "transects": ["exposure"]}  # duplicates of earlier sets dropped
+    levels = [-1.0, 0.0, 1.0]
+    r = K.walk_candidates(_FakeGenerator(), hp, "face_darkness", cands, levels, 6, 0, measure=measure)
+    assert set(r["candidate"]) == set(cands) and len(r) == len(cands) * 6 * len(levels)
+    m = K.gate_metrics(r, K.SkinGate(), cands, "face_darkness", chosen="transects")
+    assert m["candidates"]["transects"]["passes"] and not m["candidates"]["raw normal"]["passes"]
+    assert m["any_passes"] and m["chosen_passes"] and m["n_seeds"] == 6
+    raw_checks = {c["check"]: c for c in m["candidates"]["raw normal"]["checks"]}
+    assert not raw_checks["border L* change over the levels (max - min)"]["passed"]
+    with pytest.raises(ValueError, match="chosen candidate"):
+        K.gate_metrics(r, K.SkinGate(), cands, "face_darkness", chosen="nope")
+
+
+def test_candidate_sets_hand_case():
+    c = K.candidate_sets(["g", "s", "lum", "bg", "exp", "race_White"], "s", ["g", "bg", "exp"], room=("bg", "exp"))
+    assert c == {"raw normal": [], "room free": ["g"], "transects": ["g", "bg", "exp"],
+                 "everything held": ["g", "lum", "bg", "exp"]}

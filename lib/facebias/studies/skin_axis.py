@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["SkinGate", "READINGS", "candidate_step", "readings_along", "level_summary", "gate_table",
-           "gate_passes"]
+           "gate_passes", "candidate_sets", "walk_candidates", "gate_by_candidate", "gate_metrics"]
 
 #: The machine annotators read along a candidate (:mod:`facebias.annotate.machine`), and the
 #: face-measured ones among them (NaN when no face is found).
@@ -241,3 +241,143 @@ def gate_table(summary: pd.DataFrame, gate: SkinGate) -> pd.DataFrame:
 def gate_passes(table: pd.DataFrame) -> bool:
     """True iff every check of :func:`gate_table` passed."""
     return bool(table["passed"].all())
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+def candidate_sets(names: Sequence[str], axis: str, transect_held: Sequence[str],
+                   room: Sequence[str] = ("background", "exposure", "white_balance")) -> dict[str, list[str]]:
+    """The candidate directions judged by the gate: name -> the hyperplanes each holds.
+
+    * ``"raw normal"``: nothing held (the fitted normal itself);
+    * ``"room free"``: the transects' held set without the ``room`` planes (the direction the
+      DCGAN transects used before the room planes existed);
+    * ``"transects"``: exactly the transects' held set (``transect_held``,
+      :func:`facebias.generate.build.held_attributes`);
+    * ``"everything held"``: every other hyperplane, including the ones collinear with the axis.
+
+    Parameters
+    ----------
+    names : Sequence of str
+        Every hyperplane name (``race_*`` planes are ignored).
+    axis : str
+        The direction's attribute.
+    transect_held : Sequence of str
+        The hyperplanes the transects hold.
+    room : Sequence of str
+        Planes of what a skin direction must not move (those absent from ``names`` are skipped).
+
+    Returns
+    -------
+    dict
+        Candidate name -> list of held hyperplanes (duplicates of an earlier candidate dropped).
+    """
+    others = [n for n in names if n != axis and not n.startswith("race_")]
+    sets = {"raw normal": [], "room free": [n for n in transect_held if n not in room],
+            "transects": list(transect_held), "everything held": others}
+    out: dict[str, list[str]] = {}
+    for k, v in sets.items():
+        if sorted(v) not in [sorted(w) for w in out.values()]:
+            out[k] = v
+    return out
+
+
+def walk_candidates(generator: Any, hp: Any, axis: str, candidates: Mapping[str, Sequence[str]],
+                    levels: Sequence[float], n_seeds: int, seed: int,
+                    measure: Callable[[Sequence[np.ndarray]], pd.DataFrame] | None = None) -> pd.DataFrame:
+    """:func:`readings_along` for each candidate, on the same seeds: one tidy table with a
+    ``candidate`` column.
+
+    Parameters
+    ----------
+    generator : object
+        ``sample(n, seed)`` and ``synthesize(z)`` (frontal renders).
+    hp : facebias.generate.hyperplanes.Hyperplanes
+        The fitted hyperplanes.
+    axis : str
+        The direction's attribute.
+    candidates : Mapping
+        Name -> held hyperplanes (:func:`candidate_sets`).
+    levels : Sequence of float
+        Decision values visited.
+    n_seeds : int
+        Seeds (the same for every candidate).
+    seed : int
+        Seed of the seeds.
+    measure : callable, optional
+        images -> readings (default: the machine annotators of :data:`READINGS`, on renders
+        upscaled to 256 px).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``candidate, seed, level``, the readings and ``detected``.
+    """
+    if measure is None:
+        from facebias.annotate.machine import label_images
+
+        def measure(images: Sequence[np.ndarray]) -> pd.DataFrame:
+            return label_images(list(images), list(READINGS), progress=False)
+
+    z = generator.sample(int(n_seeds), int(seed))
+    start = hp.values(z)[axis].to_numpy()
+    frames = []
+    for name, held in candidates.items():
+        step = candidate_step(hp.normals, hp.names, axis, list(held))
+        r = readings_along(z, step, start, levels, generator.synthesize, measure)
+        frames.append(r.assign(candidate=name))
+    out = pd.concat(frames, ignore_index=True)
+    return out[["candidate", *[c for c in out.columns if c != "candidate"]]]
+
+
+def gate_by_candidate(readings: pd.DataFrame, gate: SkinGate) -> pd.DataFrame:
+    """:func:`gate_table` per candidate of :func:`walk_candidates`' table (column
+    ``candidate`` first, candidates in their order of appearance)."""
+    frames = [gate_table(level_summary(g), gate).assign(candidate=name)
+              for name, g in readings.groupby("candidate", sort=False)]
+    out = pd.concat(frames, ignore_index=True)
+    return out[["candidate", *[c for c in out.columns if c != "candidate"]]]
+
+
+def gate_metrics(readings: pd.DataFrame, gate: SkinGate, candidates: Mapping[str, Sequence[str]],
+                 axis: str, chosen: str) -> dict[str, Any]:
+    """The metrics record of the gate: the declared gate, every candidate's held set, checks
+    (measured, bound, passed) and per-level summary, ``passes`` per candidate, ``any_passes``,
+    and ``chosen`` (the candidate the study uses) with its verdict.
+
+    Parameters
+    ----------
+    readings : pandas.DataFrame
+        :func:`walk_candidates`' table.
+    gate : SkinGate
+        The gate declared in advance.
+    candidates : Mapping
+        Name -> held hyperplanes.
+    axis : str
+        The direction's attribute (as named in the hyperplanes).
+    chosen : str
+        The candidate the transects use (a key of ``candidates``).
+
+    Returns
+    -------
+    dict
+        JSON-ready.
+    """
+    if chosen not in candidates:
+        raise ValueError(f"chosen candidate {chosen!r} is not one of {list(candidates)}")
+    table = gate_by_candidate(readings, gate)
+    out: dict[str, Any] = {"axis": axis, "gate": gate.as_dict(), "levels": sorted(set(readings["level"].astype(float))),
+                           "n_seeds": int(readings["seed"].nunique()), "chosen": chosen, "candidates": {}}
+    for name, g in readings.groupby("candidate", sort=False):
+        t = table[table["candidate"] == name]
+        summary = level_summary(g)
+        out["candidates"][name] = {
+            "held": list(candidates[name]), "passes": gate_passes(t),
+            "checks": [{k: (None if isinstance(v, float) and not np.isfinite(v) else v)
+                        for k, v in r.items() if k != "candidate"} for r in t.to_dict("records")],
+            "levels": {f"{c:+.2f}": {k: (None if not np.isfinite(v) else float(v)) for k, v in row.items()}
+                       for c, row in summary.iterrows()}}
+    out["any_passes"] = any(c["passes"] for c in out["candidates"].values())
+    out["chosen_passes"] = out["candidates"][chosen]["passes"]
+    return out
