@@ -82,16 +82,29 @@ def test_gender_spearman_finds_the_planted_response_and_not_a_null_one():
     assert abs(r0["spearman"]) < 0.15
 
 
-def test_orthogonalisation_drift_matches_the_planted_entanglement():
-    _, labels, hp = fitted()
-    d = checks.orthogonalisation_drift(LatentGenerator(), hp, c=1.5, n_seeds=200, seed=7, measure=measure,
-                                       reference=measure(LatentGenerator().sample(5000, 9), ["ita", "yaw_deg"]))
-    skin = d.set_index("attribute").loc["skin_tone"]
-    # raw step 3 decision units along ~N_GENDER moves z.N_SKIN by 0.6 * 3; ita = -10 z.N_SKIN, SD 10
-    assert skin["drift_raw"] == pytest.approx(-0.6 * 3.0, abs=0.15)
-    assert abs(skin["drift_orthogonal"]) < 0.1 and skin["reduction"] > 0.9
-    yaw = d.set_index("attribute").loc["yaw"]  # yaw is not entangled with gender: no drift either way
-    assert abs(yaw["drift_raw"]) < 0.1 and abs(yaw["drift_orthogonal"]) < 0.1
+def test_drift_readings_one_row_per_axis_direction_seed_and_attribute():
+    _, _, hp = fitted()
+    r = checks.drift_readings(LatentGenerator(), hp, {"gender": (-1.5, 1.5), "yaw": (-1.0, 2.0)}, n_seeds=30,
+                              seed=7, measure=measure)
+    assert len(r) == 2 * 2 * 30 * 3  # axes x directions x seeds x measured attributes
+    assert set(r["labeller"]) == {"p_male", "ita", "yaw_deg"}
+    assert r.loc[r["on_axis"], "attribute"].tolist() == r.loc[r["on_axis"], "axis"].tolist()
+    np.testing.assert_allclose(r["diff"], r["reading_hi"] - r["reading_lo"])
+    # the orthogonalised step holds every other hyperplane: its predicted change is 0 off the axis
+    off = r[~r["on_axis"] & (r["direction"] == "orthogonal")]
+    assert np.abs(off["predicted"]).max() < 1e-9
+    # the axis moved along its own direction: its hyperplane predicts a change in that direction
+    own = r[r["on_axis"] & (r["axis"] == "yaw")]
+    assert (own["predicted"] > 0).all()
+    # both steps move the axis' decision value by 1 per unit, so the orthogonalised step is 1 / cos as long
+    cos = r.loc[r["axis"] == "gender", "cos_raw_orthogonal"].iat[0]
+    zz = LatentGenerator().sample(1, 0)
+    step = checks.move_to(hp, zz, "gender", 1.0, True) - checks.move_to(hp, zz, "gender", 0.0, True)
+    assert np.linalg.norm(step) == pytest.approx(1 / cos) and cos < 0.99  # skin is entangled with gender
+    with pytest.raises(ValueError, match="lo 1.0 must be below hi"):
+        checks.drift_readings(LatentGenerator(), hp, {"gender": (1.0, 1.0)}, n_seeds=3, measure=measure)
+    with pytest.raises(ValueError, match="not a hyperplane"):
+        checks.drift_readings(LatentGenerator(), hp, {"hair": (-1.0, 1.0)}, n_seeds=3, measure=measure)
 
 
 def test_sequence_auc_tells_identity_kept_from_identity_lost():

@@ -52,14 +52,19 @@ def test_batest_means_over_races():
         {"bias": 0.03, "bias_after": 0.04, "planted": 0.04, "truth_error": 0.06})
 
 
-def test_gan_drift_picks_the_largest_finite_raw_drift():
-    d = {"orthogonality_max_error": 2e-15,
-         "drift": [{"drift_raw": 0.26, "drift_orthogonal": -0.03}, {"drift_raw": -0.55, "drift_orthogonal": 0.05},
-                   {"drift_raw": float("nan"), "drift_orthogonal": 9.0}, {"drift_raw": None, "drift_orthogonal": 9.0}]}
-    # the orthogonality error is a numerical identity of Gram-Schmidt, not a truth: no truth_error
-    assert H.headline("synthetic_dcgan", d) == {"bias": -0.55, "bias_after": 0.05}
-    # no finite drift at all: the columns are left out, not invented
-    assert H.headline("synthetic_dcgan", {**d, "drift": d["drift"][2:]}) == {}
+def test_gan_drift_is_the_median_over_every_resolved_cell():
+    """No cell is picked: the median |drift| over the cells whose raw interval excludes 0
+    (raw_resolved), hand-computed; unresolved and non-finite cells are left out."""
+    d = {"orthogonality_max_error": 1e-15,
+         "drift": [{"drift_raw": 0.26, "drift_orthogonal": -0.03, "raw_resolved": True},
+                   {"drift_raw": -0.55, "drift_orthogonal": 0.05, "raw_resolved": True},
+                   {"drift_raw": 0.40, "drift_orthogonal": 0.66, "raw_resolved": True},
+                   {"drift_raw": 3.0, "drift_orthogonal": 3.0, "raw_resolved": False},
+                   {"drift_raw": float("nan"), "drift_orthogonal": 9.0, "raw_resolved": True},
+                   {"drift_raw": None, "drift_orthogonal": 9.0, "raw_resolved": True}]}
+    assert H.headline("synthetic_dcgan", d) == {"bias": 0.40, "bias_after": 0.05}
+    # no resolved finite drift at all: the columns are left out, not invented
+    assert H.headline("synthetic_dcgan", {**d, "drift": d["drift"][3:]}) == {}
 
 
 def test_transects_coefficients_and_shares_of_checks():

@@ -95,7 +95,8 @@ def pipeline(tmp_path_factory):
     params["generate"].update(scale="smoke", n_transects=10)
     params["generate_dcgan"].update(scale="smoke", n_fit=300, n_candidates=10)
     params["synthetic"].update(n_check=8)
-    params["synthetic_dcgan"].update(n_samples=24, n_seeds=8, lever_n_labels=[60, None], lever_kinds=["ridge"])
+    params["synthetic_dcgan"].update(n_samples=24, n_seeds=8, lever_n_labels=[60, None], lever_kinds=["ridge"],
+                                     n_stability=8, n_boot=50, skin_gate_levels=[-1.5, 1.5])
     params["transects"].update(n_boot=5, n_train=64, epochs=1, n_observational=100, n_known_truth=20)
     params["transects_dcgan"].update(n_boot=5, n_train=64, n_probe=40, epochs=1, n_observational=60)
     params["hcic"].update(models=["sface"], n_boot=5)
@@ -216,12 +217,12 @@ def test_synthetic_faces(pipeline, tmp_path):
 def test_synth_on_the_dcgan_without_truth(pipeline):
     """`synth_dcgan`: the GAN has no truth(), so its hyperplanes come from machine labels of
     fit-set renders collected through the store; every product is written, with no true_*
-    column, skin-tone x gender groups and learned pose/light sequences."""
+    column, lighter / darker face x gender groups and learned pose/light sequences."""
     out = pipeline.root / "data" / "synthetic_dcgan"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["backend"] == "dcgan" and summary["labels"] == "machine"
     assert all(s.startswith("machine labeller") for s in summary["hyperplane_sources"].values())
-    assert summary["groups"] == "skin_gender" and summary["sequences"] == "latent"
+    assert summary["groups"] == "tone_gender" and summary["sequences"] == "latent"
     assert 0 < min(summary["n_labelled"].values()) <= 300
     images = pd.read_parquet(out / "hcic" / "images.parquet")
     assert not [c for c in images.columns if c.startswith("true_")]
@@ -250,7 +251,12 @@ def test_synthetic_dcgan_acceptance(pipeline):
             row["measured"] >= float(target) if op == ">=" else row["measured"] <= float(target)), key
     assert len(m["gender_levers"]) == 2 * 1 * 2  # n_labels x kinds x (raw, orthogonalised)
     assert {r["attribute"] for r in m["sequence_auc"]} == {"yaw", "light"}
-    for fig in ("labeller_agreement", "transects", "prototypes", "gender_levers", "orthogonalisation", "acceptance"):
+    # the skin gate: every candidate judged on the declared gate, the transects' direction among them
+    gate = m["skin_gate"]
+    assert gate["axis"] == "face_darkness" and "transects" in gate["candidates"]
+    assert gate["any_passes"] == any(c["passes"] for c in gate["candidates"].values())
+    for fig in ("labeller_agreement", "transects", "prototypes", "gender_levers", "orthogonalisation",
+                "labeller_stability", "no_face", "skin_gate", "acceptance"):
         assert pipeline.figure(f"synthetic_dcgan_{fig}").stat().st_size > 5000
 
 

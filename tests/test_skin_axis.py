@@ -187,6 +187,18 @@ def test_walk_candidates_and_metrics_judge_each_candidate():
 
 
 def test_candidate_sets_hand_case():
-    c = K.candidate_sets(["g", "s", "lum", "bg", "exp", "race_White"], "s", ["g", "bg", "exp"], room=("bg", "exp"))
-    assert c == {"raw normal": [], "room free": ["g"], "transects": ["g", "bg", "exp"],
+    c = K.candidate_sets(["g", "s", "lum", "bg", "exp", "race_White"], "s", ["g", "bg"], room=("bg", "exp"))
+    assert c == {"raw normal": [], "room free": ["g"], "transects": ["g", "bg"], "room held": ["g", "bg", "exp"],
                  "everything held": ["g", "lum", "bg", "exp"]}
+
+
+def test_held_attributes_leaves_collinear_and_named_planes_free():
+    from facebias.generate.build import held_attributes
+    from facebias.generate.hyperplanes import Hyperplanes
+
+    n = np.eye(5)
+    n[1] = [0.95, np.sqrt(1 - 0.95**2), 0, 0, 0]  # "lum": |cosine| 0.95 with the axis "s"
+    n[2] = [0.6, 0, 0.8, 0, 0]  # "exp": cosine 0.6, below the limit
+    hp = Hyperplanes(("s", "lum", "exp", "bg", "race_White"), n, np.zeros(5))
+    assert held_attributes(hp, ["s"]) == ["exp", "bg"]
+    assert held_attributes(hp, ["s"], follow=["exp", "absent"]) == ["bg"]

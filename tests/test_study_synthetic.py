@@ -165,16 +165,142 @@ def test_gender_lever_rows_default_fit_and_best():
         S.gender_lever_rows(_levers().drop(columns="orthogonal"), "ridge")
 
 
+# --------------------------------------------------------------------------- orthogonalisation in full
+DIM = 10
+_Q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(DIM, DIM)))
+N_GENDER = _Q[:, 0]
+N_SKIN = 0.6 * _Q[:, 0] + 0.8 * _Q[:, 1]  # a leak: entangled with gender (cos 0.6), and its hyperplane fits well
+N_AGE = 0.6 * _Q[:, 0] - 0.8 * _Q[:, 1]  # read along here, but its hyperplane is fitted on noise: captures nothing
+N_YAW = _Q[:, 2]
+
+
+class Latents:
+    """A generator whose images are its latents: the fake labellers read them directly."""
+
+    latent_dim = DIM
+
+    def sample(self, n, seed):
+        return np.random.default_rng(seed).normal(size=(n, DIM))
+
+    def synthesize(self, z):
+        return np.asarray(z, float)
+
+
+def _noise(z, sd):
+    """Labeller noise that depends only on the image (a deterministic labeller)."""
+    import hashlib
+
+    return np.array([np.random.default_rng(int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(),
+                                                           "little")).normal(0, sd) for row in z])
+
+
+def fake_measure(images, names):
+    z = np.asarray(images, float)
+    cols = {"p_male": 1 / (1 + np.exp(-2.0 * (z @ N_GENDER))) + _noise(z * 3, 0.05), "ita": -10.0 * (z @ N_SKIN) + _noise(z, 2.0),
+            "age_years": 10.0 * (z @ N_AGE) + _noise(z * 1.5, 2.0), "yaw_deg": 20.0 * (z @ N_YAW) + _noise(z * 2, 2.0)}
+    return pd.DataFrame({n: cols[n] for n in names})
+
+
+def _planted_hyperplanes():
+    from facebias.generate.hyperplanes import AttributeLabel, fit_from_labels
+
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(3000, DIM))
+    lab = fake_measure(z, ["p_male", "ita", "yaw_deg"])
+    labels = pd.DataFrame({"gender": lab["p_male"], "skin_tone": lab["ita"], "yaw": lab["yaw_deg"],
+                           "age": rng.normal(size=3000)})  # age labels: noise, so its hyperplane captures nothing
+    attrs = [AttributeLabel("gender", labeller="p_male"),
+             AttributeLabel("skin_tone", labeller="ita", sign=-1.0, transform="rank"),
+             AttributeLabel("age", labeller="age_years", transform="rank"),
+             AttributeLabel("yaw", labeller="yaw_deg", tau=0.0)]
+    return fit_from_labels(z, labels, attrs)
+
+
+def _planted_table(n_boot=400):
+    from facebias.generate.checks import drift_readings
+
+    hp = _planted_hyperplanes()
+    r = drift_readings(Latents(), hp, {"gender": (-1.5, 1.5), "yaw": (-1.5, 1.5)}, n_seeds=60, seed=7,
+                       measure=fake_measure)
+    sd = fake_measure(Latents().sample(5000, 9), ["p_male", "ita", "age_years", "yaw_deg"]).std(ddof=0).to_dict()
+    return hp, S.drift_table(r, sd, hp.scores, n_boot=n_boot, seed=3)
+
+
+def test_drift_table_removes_a_planted_leak_and_not_what_the_hyperplane_does_not_capture():
+    hp, t = _planted_table()
+    assert len(t) == 2 * 3 and not t["on_axis"].any()  # every axis x every other attribute
+    g = t[t["axis"] == "gender"].set_index("attribute")
+    skin = g.loc["skin_tone"]
+    # raw: 3 decision units along ~N_GENDER move z.N_SKIN by 0.6 * 3; ita = -10 z.N_SKIN (+ noise), SD ~10.2
+    assert skin["drift_raw"] == pytest.approx(-1.8 * 10 / skin["sd"], abs=0.1) and skin["raw_resolved"]
+    assert skin["drift_orthogonal_lo"] < 0 < skin["drift_orthogonal_hi"] and skin["reduction"] > 0.9
+    assert skin["verdict"] == "fell" and skin["change_hi"] < 0
+    # age is read along 0.6 N_GENDER - 0.8 N_1: the orthogonalised gender step cancels skin's N_1 part
+    # (u = n_g - 0.75 n_1), which doubles its projection on age's reading (0.6 -> 1.2); the age hyperplane,
+    # fitted on noise, captures none of it, so orthogonalising cannot remove it: the drift rises
+    age = g.loc["age"]
+    assert hp.scores["age"] < 0.02 and age["fit_r2"] == hp.scores["age"]
+    assert age["drift_raw"] == pytest.approx(1.8 * 10 / age["sd"], abs=0.1)
+    assert age["drift_orthogonal"] == pytest.approx(3.6 * 10 / age["sd"], abs=0.15)
+    assert age["verdict"] == "rose" and age["change_lo"] > 0 and age["reduction"] < -0.8
+    assert abs(age["predicted_orthogonal"]) < 1e-9  # the hyperplane says: no change (by construction)
+    # yaw is in no other normal's span: no raw drift to remove
+    assert not g.loc["yaw", "raw_resolved"] and abs(g.loc["yaw", "drift_raw"]) < 0.1
+    notes = S.drift_rise_notes(t)
+    age_note = [n for n in notes if n.startswith("**age along gender**")]
+    assert len(age_note) == 1 and "fit R² is 0.00" in age_note[0] and "beyond the bootstrap noise" in age_note[0]
+    assert not [n for n in notes if n.startswith("**skin_tone along gender**")]  # it fell: no note
+    grew = t[(t["change"] > 0) & (t["raw_resolved"] | (t["drift_orthogonal_lo"] > 0) | (t["drift_orthogonal_hi"] < 0))]
+    assert len(notes) == len(grew)  # one note per cell that grew where a drift exists, none picked
+    acc = S.drift_acceptance(t)
+    assert acc["drift_reduction"] == pytest.approx(age["reduction"]) and acc["drift_reduction_cell"] == "age along gender"
+    assert acc["drift_n_rose"] == 1 and acc["drift_n_cells"] == 6
+    assert acc["drift_n_resolved"] == int(t["raw_resolved"].sum()) >= 2
+
+
+def test_drift_table_intervals_are_the_seed_bootstrap_by_brute_force():
+    rng = np.random.default_rng(5)
+    n = 25
+    rows = []
+    for axis, attr, lab in (("g", "a", "la"), ("g", "b", "lb"), ("h", "a", "la")):
+        for direction, shift in (("raw", 1.0), ("orthogonal", 0.2)):
+            d = rng.normal(shift, 1.0, n)
+            d[rng.random(n) < 0.2] = np.nan  # seeds where the labeller found no face
+            rows.append(pd.DataFrame({"axis": axis, "lo": -1.0, "hi": 1.0, "direction": direction,
+                                      "cos_raw_orthogonal": 0.9, "seed": np.arange(n), "attribute": attr,
+                                      "labeller": lab, "on_axis": False, "diff": d, "predicted": 0.0}))
+    r = pd.concat(rows, ignore_index=True)
+    sd = {"la": 2.0, "lb": 0.5}
+    t = S.drift_table(r, sd, n_boot=300, seed=11, ci=0.9)
+    # brute force: the same index draws as facebias.stats.bootstrap_weights, a plain nanmean per replicate
+    boot = np.random.default_rng(11)
+    idx = [boot.integers(0, n, n) for _ in range(300)]
+    for _, row in t.iterrows():
+        x = {dr: r[(r["axis"] == row["axis"]) & (r["attribute"] == row["attribute"]) & (r["direction"] == dr)]
+             .sort_values("seed")["diff"].to_numpy() / sd[row["labeller"]] for dr in ("raw", "orthogonal")}
+        reps = {dr: np.array([np.nanmean(v[i]) if np.isfinite(v[i]).any() else np.nan for i in idx])
+                for dr, v in x.items()}
+        change = np.abs(reps["orthogonal"]) - np.abs(reps["raw"])
+        for key, rep in (("drift_raw", reps["raw"]), ("drift_orthogonal", reps["orthogonal"]), ("change", change)):
+            lo = np.nanquantile(rep, 0.05, method="lower")
+            hi = np.nanquantile(rep, 0.95, method="higher")
+            assert row[f"{key}_lo"] == pytest.approx(lo, abs=1e-12) and row[f"{key}_hi"] == pytest.approx(hi, abs=1e-12)
+        assert row["drift_raw"] == pytest.approx(np.nanmean(x["raw"]))
+        assert row["n_raw"] == np.isfinite(x["raw"]).sum()
+    with pytest.raises(ValueError, match="positive finite SD"):
+        S.drift_table(r, {"la": 2.0}, n_boot=10)
+    with pytest.raises(ValueError, match="n_boot"):
+        S.drift_table(r, sd, n_boot=0)
+    assert S.drift_table(r.assign(on_axis=r["attribute"] == "a"), sd, n_boot=10)["attribute"].tolist() == ["b"]
+
+
 def _drift():
-    return pd.DataFrame({"attribute": ["skin_tone", "age", "smile"], "labeller": ["ita", "age_years", "smile"],
-                         "drift_raw": [0.26, -0.41, np.nan], "drift_orthogonal": [-0.03, -0.05, 0.0],
-                         "reduction": [0.88, 0.88, np.nan]})
-
-
-def test_strongest_drift_is_the_largest_absolute_raw_drift():
-    assert S.strongest_drift(_drift())["attribute"] == "age"  # |-0.41| > 0.26; NaN skipped
-    with pytest.raises(ValueError, match="no finite drift_raw"):
-        S.strongest_drift(_drift().assign(drift_raw=np.nan))
+    """A full drift table of two axes: one leak removed, one rise, one unresolved, one on-axis row left out."""
+    return pd.DataFrame({"axis": ["gender", "gender", "gender", "yaw"], "attribute": ["skin_tone", "age", "smile", "gender"],
+                         "labeller": ["ita", "age_years", "smile", "p_male"], "on_axis": False,
+                         "drift_raw": [0.26, 0.41, 0.02, np.nan], "drift_orthogonal": [-0.03, 0.65, 0.01, 0.0],
+                         "reduction": [0.88, -0.59, 0.5, np.nan], "raw_resolved": [True, True, False, False],
+                         "verdict": ["fell", "rose", "unchanged", "unchanged"]})
 
 
 def _seq_auc():
@@ -184,11 +310,13 @@ def _seq_auc():
 def test_backend_measurements_and_summary_under_the_schema():
     det = {"n": 24, "detect_rate": 0.96, "median_impostor": 0.21}
     main, best = S.gender_lever_rows(_levers(), "ridge")
-    leak = S.strongest_drift(_drift())
-    measured = S.backend_measurements(det, main, best, leak, _seq_auc())
+    drift = S.drift_acceptance(_drift())
+    assert drift["drift_reduction"] == -0.59 and drift["drift_reduction_cell"] == "age along gender"  # the worst
+    measured = S.backend_measurements(det, main, best, drift, _seq_auc())
     assert measured == {"detect_rate": 0.96, "median_impostor": 0.21, "gender_spearman": 0.7,
                         "gender_spearman_best": 0.9, "gender_spearman_within_seed": 0.4,
-                        "drift_reduction": 0.88, "yaw_auc": 0.95, "light_auc": 0.8}
+                        "drift_reduction": -0.59, "drift_halved_share": 0.5, "drift_n_rose": 1,
+                        "yaw_auc": 0.95, "light_auc": 0.8}
     table = target_table(measured, [("detect_rate", "YuNet", 0.95, ">="), ("median_impostor", "SFace", 0.30, "<="),
                                     ("gender_spearman", "rho", 0.85, ">="), ("gender_spearman_best", "best", 0.85, ">="),
                                     ("gender_spearman_within_seed", "within", None, ""),
@@ -202,8 +330,13 @@ def test_backend_measurements_and_summary_under_the_schema():
                                hcic_images=pd.DataFrame(index=range(136)), groups=["LM", "LF", "DM", "DF"],
                                orthogonality_error=latent.orthogonality_error(hp.normals), table=table,
                                detection=det, levers=_levers(), drift=_drift(), sequence_auc=_seq_auc(),
-                               labeller_rho=S.labeller_spearman(labels))
+                               labeller_rho=S.labeller_spearman(labels), drift_params={"n_seeds": 60},
+                               labeller_checks={"stability": [{"labeller": "ita", "spearman": 0.9}]},
+                               skin_gate={"axis": "face_darkness", "gate": {}, "any_passes": False,
+                                          "chosen_passes": False, "candidates": {}})
     check_metrics(head, "synthetic_dcgan_details")
+    assert head["orthogonalisation"] == {"n_seeds": 60, "on_axis": []}
+    assert head["labeller_checks"]["stability"][0]["labeller"] == "ita"
     assert head["source"] == "synthetic (dcgan generator, no truth; machine labels)"
     assert head["n_labelled"] == {"gender": 219, "skin_tone": 300} and type(head["n_labelled"]["gender"]) is int
     assert head["hyperplane_r2"] == {"gender": 0.5, "skin_tone": 0.7}
@@ -213,5 +346,5 @@ def test_backend_measurements_and_summary_under_the_schema():
     assert acc["detect_rate"] == {"measured": 0.96, "target": ">= 0.95", "met": True}
     assert acc["gender_spearman"]["met"] is False and acc["gender_spearman_within_seed"]["met"] is None
     assert head["labeller_spearman"] == {"p_male": {"p_male": 1.0, "ita": -1.0}, "ita": {"p_male": -1.0, "ita": 1.0}}
-    assert [r["attribute"] for r in head["drift"]] == ["skin_tone", "age", "smile"]
+    assert [r["attribute"] for r in head["drift"]] == ["skin_tone", "age", "smile", "gender"]
     assert head["detection"] == det and head["detection"] is not det

