@@ -35,11 +35,14 @@
 # * DVC stage `hcic_dcgan`: the **DCGAN** (`data/synthetic_dcgan/hcic`; a real learned
 #   generator, no ground truth): 20 seeds × 4 groups × 17 = 1,360 renders at 64 px. Paper 000's
 #   race × gender prototypes need a race labeller and none ships offline, so the groups are
-#   what is **measured**: lighter / darker skin tone (the two sides of the skin-tone hyperplane
-#   fitted to the ITA machine labeller) × gender (the p_male labeller): LM LF DM DF — *not race*.
+#   what is **measured**: lighter / darker **face** (the two sides of the `face_darkness`
+#   hyperplane fitted to −ITA of face-skin pixels; it fails the skin gate of `synthetic_dcgan`,
+#   so it is not called skin tone) × gender (the p_male labeller): LM LF DM DF — *not race*.
 #   Pose and light sequences step along the learned yaw / light directions. No annotator has
 #   rated these images, so the pair labels are the **intended** ones (same seed = same
-#   identity) and the HCIC, realism-filter and annotator sections are skipped. Human votes
+#   identity) and the HCIC, realism-filter and annotator sections are skipped; the synth
+#   stage's seed filter read a **measured** signal (a face detector's confidence), and the
+#   own-group checks below are **simulations** (simulated panels), labelled so. Human votes
 #   exported from the annotation store (store schema, e.g. from `data/real/annotations`) can be
 #   passed as `pair_votes` / `image_votes`: then HCIC labels are used as on the procedural data.
 #
@@ -48,7 +51,7 @@
 # **toy simulated system** (`facebias.studies.hcic.simulate_embeddings`) with planted worse
 # recognition of the groups in the section's `toy_noise`. No FR model here is scored against
 # labels it produced: identity labels are intended or human; the groups come from other models
-# (skin tone, gender). Every number below is about these substitutes; the paper's headline
+# (face darkness, gender). Every number below is about these substitutes; the paper's headline
 # findings can only be checked with its data (`facebias.datasets.causalface`) and models.
 #
 # Conventions: scores are cosine similarities and a pair **matches iff s > t**
@@ -105,8 +108,10 @@ SYSTEMS = [*models, "toy"]
 FIXED = {**H.MODEL_THRESHOLDS, "toy": cfg.t_fixed}
 CENTRE = H.centre_levels(images)
 group_kind = summary.get("groups") or ("race_gender" if "race" in images.columns
-                                       else "skin_gender" if "skin" in images.columns else "group")
+                                       else "tone_gender" if "tone" in images.columns else "group")
 group_desc = H.GROUP_DESCRIPTIONS.get(group_kind, "the images table's group column")
+if summary.get("config", {}).get("tone_axis") and group_kind == "tone_gender":  # name the axis the data used
+    group_desc += f" (tone axis: {summary['config']['tone_axis']})"
 
 votes_pair = pd.read_parquet(root / pair_votes) if pair_votes else None
 votes_image = pd.read_parquet(root / image_votes) if image_votes else None
@@ -267,7 +272,8 @@ display(pd.concat({s: d.set_index(["attribute", "level"])["delta"] for s, d in d
 # that sets the threshold at low FMR. Their number and HCIC are reported apart (above and in
 # the metrics' `self_pairs`). Triangles: the fixed threshold of each model. Each (attribute,
 # group) cell has only a few hundred non-self pairs, so an FMR below 10 / (the cell's
-# impostor count) is not resolved (`metrics.enough_impostors`). Under HCIC labels,
+# impostor count) is not resolved (`metrics.enough_impostors`): such a rate is null and
+# flagged `resolved: false`, drawn as no bar and never claimed. Under HCIC labels,
 # same-prototype pairs that the annotators judged different become *impostors* with high
 # similarities; at low FMR they set the threshold, so the FNMR there reflects the
 # annotations as much as the model; the intended-label results separate the two.
@@ -337,6 +343,9 @@ for ax, s in zip(axes[0], SYSTEMS, strict=True):
         x = np.array([GROUPS.index(g) for g in tab.index]) - (0.2 if MAIN != "intended" else 0) + off
         ax.bar(x, tab["fnmr_group"], w, color=[COLOR[g] for g in tab.index], hatch=hatch, edgecolor="k", lw=0.3,
                yerr=plots.interval_err(tab["fnmr_group"], tab["fnmr_group_lo"], tab["fnmr_group_hi"]), capsize=3)
+        for xi, v in zip(x, tab["fnmr_group"], strict=True):
+            if not np.isfinite(v):  # too few impostors for the FMR target: no bar, said so
+                ax.text(xi, 0.0, "unresolved", rotation=90, ha="center", va="bottom", fontsize=7, color="0.4")
     ax.set_xticks(range(len(GROUPS)), GROUPS)
     ax.set_title(f"{s}: FNMR at FMR = {fmr:g}", fontsize=10)
     ax.set_ylabel("FNMR (95 % prototype bootstrap CI)")
@@ -346,6 +355,41 @@ fig.tight_layout()
 plots.stamp(fig, stamp)
 plots.save(fig, fig_dir / f"{name}_fnmr_by_group.png")
 plt.close(fig)
+
+# %% [markdown]
+# ### Group differences, tested
+# Overlapping or separated intervals are not a test. Per system, on the main labels
+# (`H.group_rate_tests`): each group's genuine and impostor counts; FNMR at FMR `fmr` (own
+# threshold) and FNMR / FMR at the system's fixed threshold with their error counts; a
+# `resolved` flag per rate (at least 10 / FMR impostors, `metrics.enough_impostors`, for every
+# rate that rests on impostors); and every pair of groups tested: a prototype-cluster
+# bootstrap of the difference (`n_boot_test` replicates, thresholds re-estimated in each),
+# its percentile interval and two-sided p-value, Holm-adjusted over the pairs of each
+# statistic; a pair **differs** iff both rates are resolved and the adjusted p < `alpha`.
+# `p_z` is the two-proportion z test at the fixed threshold, which treats the pairs of one
+# prototype as independent (they are not): shown beside, not used to decide.
+
+# %%
+group_tests = {s: H.group_rate_tests(kept, f"score_{s}", LABEL_SETS[MAIN], fmr=fmr, threshold=FIXED[s],
+                                     order=GROUPS, n_boot=cfg.n_boot_test, alpha=cfg.alpha, seed=seed,
+                                     missing="drop") for s in SYSTEMS}
+print(f"{label_title(MAIN)}; FNMR at FMR {fmr:g} and at each system's fixed threshold; {cfg.n_boot_test} "
+      f"prototype-cluster bootstrap replicates, Holm over the pairs, alpha {cfg.alpha:g}")
+rate_cols = ["n_genuine", "n_impostor", "fnmr_at_fmr", "fnmr_at_fmr_lo", "fnmr_at_fmr_hi", "resolved_fnmr_at_fmr",
+             "n_false_non_match", "fnmr_at_threshold", "n_false_match", "fmr_at_threshold", "resolved_fmr_at_threshold"]
+display(pd.concat({s: t.rates.set_index("group")[rate_cols] for s, t in group_tests.items()}).round(4))  # noqa: F821
+display(pd.concat({s: t.differences.set_index(["statistic", "group_a", "group_b"])  # noqa: F821
+                   for s, t in group_tests.items()}).round(4))
+for s, t in group_tests.items():
+    d = t.differences
+    for stat in H.DIFFERENCE_STATISTICS:
+        sub = d[d["statistic"] == stat]
+        hits = ", ".join(f"{r.group_a} vs {r.group_b} ({r.diff:+.3f}, adjusted p {r.p_holm:.2g})"
+                         for r in sub[sub["differs"]].itertuples()) or "none"
+        print(f"{s} {stat}: {int(sub['resolved'].sum())} of {len(sub)} pairs resolved; differ: {hits}")
+    unresolved = t.rates.loc[~t.rates["resolved_fnmr_at_fmr"], "group"].tolist()
+    if unresolved:
+        print(f"{s}: FNMR at FMR {fmr:g} unresolved for {', '.join(unresolved)} (too few impostors): no claim")
 
 # %% [markdown]
 # FNMR at the target FMR in each attribute × group cell (Fig. 6 read at one FMR; each cell on
@@ -450,8 +494,12 @@ if matrix is not None:
     plt.close(fig)
 
 # %% [markdown]
-# ### The group-independence test exercised: a planted own-group effect (Fig. 4 on known truth)
-# On a simulated panel the test above is circular: the votes come from the truth, and the
+# ### SIMULATION — the group-independence test exercised: a planted own-group effect (Fig. 4 on known truth)
+# **Everything in this section is a simulation**: simulated panels with a planted effect, never
+# people, on every backend. On the DCGAN the panel's "truth" is itself computed from the
+# generator's latents (no one has rated these faces), so nothing here is a finding about
+# annotators or about the faces; it checks the test's power and calibration. The metrics
+# file labels it so (`own_group_check.simulated`). On a simulated panel the test above is circular: the votes come from the truth, and the
 # panel has no group effect unless one is planted, so "no group effect found" says nothing
 # about the method. Here the same test runs on panels of known own-group effect
 # (`own_group_effects`; 0 = the null): each panel member perceives another group's pair
@@ -501,16 +549,16 @@ else:
         ax.set_title(f"{attr}, same seed, effect {big:g}", fontsize=9)
     axes[1].legend(fontsize=7, ncol=2)
     axes[1].set_ylabel("share of responses")
-    fig.suptitle(f"{backend} faces: simulated panels with a planted own-group effect (not the paper's annotators)",
-                 fontsize=10)
+    fig.suptitle(f"SIMULATION on {backend} faces: simulated panels with a planted own-group effect (truth "
+                 f"computed from the latents; not annotators, not a finding)", fontsize=10)
     fig.tight_layout(rect=(0, 0.01, 1, 0.95))
     plots.stamp(fig, stamp)
     plots.save(fig, fig_dir / f"{name}_own_group_check.png")
     plt.close(fig)
 
 # %% [markdown]
-# ### Fig. 3 (c) exercised: gender votes by group with a planted own-group effect
-# Fig. 3 (c) shows the gender answers per group ("perceptions track the manipulations"). On the
+# ### SIMULATION — Fig. 3 (c) exercised: gender votes by group with a planted own-group effect
+# A simulation too (`own_group_image_check.simulated` in the metrics). Fig. 3 (c) shows the gender answers per group ("perceptions track the manipulations"). On the
 # simulated panel that too is circular unless an own-group effect is planted. Here panels of
 # the same composition as above (`own_group_majority_share` from the first group) answer the
 # gender question on every image (truth: the generator's P(male)) with no effect (the null)
@@ -548,7 +596,7 @@ else:
                                                  f": p = {row.p:.2g} ({row.stratum})"))
     axes[0].set_ylabel("share of responses")
     axes[0].legend(fontsize=7, ncol=2)
-    fig.suptitle(f"Fig. 3 (c) on {backend} faces: simulated panels, {GROUPS[0]} = "
+    fig.suptitle(f"SIMULATION: Fig. 3 (c) on {backend} faces, simulated panels, {GROUPS[0]} = "
                  f"{cfg.own_group_majority_share:.0%} of the panel (not the paper's annotators)", fontsize=10)
     fig.tight_layout(rect=(0, 0.06, 1, 0.94))
     plots.stamp(fig, stamp)
@@ -627,22 +675,33 @@ else:
     plt.close(fig)
 
 # %% [markdown]
-# ## The human seed filter (Sec. 3.1): realism and group agreement judged by the panel
+# ## The seed filter (Sec. 3.1): simulated panel (procedural) or measured signal (no truth)
 # The paper draws 1,000 seeds, keeps **300** whose prototypes a human annotator judged
 # realistic and true to their intended race and gender, then picks 100 by max-min selection on
-# face meshes. The synth stage does the same, *before* max-min
-# (`facebias.generate.build.candidate_seed_filter`): the simulated panel rates every candidate
-# prototype on realism (000's uncanny scale; truth `realism_truth` of the latent, or the
-# backend's own) and on group agreement (a 5-point scale of ours; truth: the generator's share
-# of the intended race and gender, `H.intended_group_agreement`; skipped on a backend without
-# that truth, e.g. the DCGAN); the votes go through a temporary annotation store
-# (`facebias.annotate.AnnotationStore`, source `simulated`) and `H.human_seed_filter` reads the
-# scores back (a seed is acceptable iff every prototype scores uncanny < 0.8 and agreement
-# >= 0.5; ranked by its worst prototype) and keeps the best `generate.seed_filter_keep` share
-# (0.3, the paper's 300/1,000, at least `n_seeds`); max-min then picks `n_seeds` of the kept
-# ones only. **Sizes**: default scale 200 candidates -> 60 kept -> 20 selected (the paper's two
-# ratios, 0.3 and 1/3, at a fifth of its size); `scale: paper` 1,000 -> 300 -> 100. This section
-# reads what the stage recorded (`summary.json`, `hcic/seed_filter.parquet`).
+# face meshes. The synth stage filters too, *before* max-min
+# (`facebias.generate.build.candidate_seed_filter`), in one of two ways, and says which:
+#
+# * **Procedural renderer (a SIMULATION)**: a simulated panel rates every candidate prototype on
+#   realism (000's uncanny scale; truth `realism_truth` of the latent, or the backend's own) and
+#   on group agreement (a 5-point scale of ours; truth: the generator's share of the intended
+#   race and gender, `H.intended_group_agreement`); the votes go through a temporary
+#   annotation store (source `simulated`) and `H.human_seed_filter` reads the scores back (a
+#   seed is acceptable iff every prototype scores uncanny < 0.8 and agreement >= 0.5; ranked
+#   by its worst prototype). Which seeds fail is set by the truth we wrote.
+# * **A backend without truth (the DCGAN): measured**. No panel can rate these images and
+#   nothing is read from the latent: the realism signal is YuNet's face confidence on the
+#   frontal render enlarged to 256 px (`facebias.annotate.seed_filter.face_confidence`); a
+#   seed is acceptable iff every prototype reaches YuNet's operating score, ranked by its
+#   least face-like prototype (`measured_seed_filter`). It measures how face-like a detector
+#   finds the render (noise, blur, broken faces lower it), not human realism; the group
+#   question is not asked.
+#
+# Either way the best `generate.seed_filter_keep` share is kept (0.3, the paper's 300/1,000,
+# at least `n_seeds`) and max-min picks `n_seeds` of the kept ones only. **Sizes**: default
+# scale 200 candidates -> 60 kept -> 20 selected (the paper's two ratios, 0.3 and 1/3, at a
+# fifth of its size); `scale: paper` 1,000 -> 300 -> 100. This section reads what the stage
+# recorded (`summary.json`, `hcic/seed_filter.parquet`); products made before the measured
+# filter existed are labelled as the simulation they were.
 
 # %%
 seed_filter = None
@@ -653,31 +712,42 @@ if stage_sf is None:
 else:
     seed_filter = H.seed_filter_funnel(summary["hcic"], paper=(cfg.seed_filter_candidates, cfg.seed_filter_keep,
                                                                 100))
-    print(f"seed filter ({backend}): {seed_filter['n_candidates']} candidates -> {seed_filter['n_kept_by_filter']} "
-          f"kept -> {seed_filter['n_selected']} by max-min (paper {cfg.seed_filter_candidates} -> "
-          f"{cfg.seed_filter_keep} -> 100); acceptable {seed_filter['n_acceptable']}, with an uncanny prototype "
-          f"{seed_filter['n_unrealistic']}, with a group mismatch {seed_filter['n_group_mismatch']}; "
+    sf_label = "SIMULATION" if seed_filter["simulated"] else "measured"
+    print(f"seed filter ({backend}, {sf_label}): {seed_filter['n_candidates']} candidates -> "
+          f"{seed_filter['n_kept_by_filter']} kept -> {seed_filter['n_selected']} by max-min (paper "
+          f"{cfg.seed_filter_candidates} -> {cfg.seed_filter_keep} -> 100); acceptable {seed_filter['n_acceptable']}, "
+          f"not realistic {seed_filter['n_unrealistic']}, with a group mismatch {seed_filter['n_group_mismatch']}; "
           f"questions {seed_filter['questions']}" +
           (f"; group question skipped: {seed_filter['group_question_skipped']}"
            if seed_filter["group_question_skipped"] else ""))
+    print("realism signal:", seed_filter["realism_signal"])
     print("rule:", seed_filter["rule"])
     sf_path = data / "seed_filter.parquet"
     if sf_path.exists():
         sf = pd.read_parquet(sf_path)
         display(sf.sort_values("rank").head(10).round(3))  # noqa: F821
         fig, ax = plt.subplots(figsize=(9, 4))
-        for kept_, colour, lab in ((True, "tab:blue", "kept"), (False, "tab:red", "dropped")):
-            part = sf[sf["kept"] == kept_]
-            ax.scatter(part["max_uncanny"], part["min_group_match"] if part["min_group_match"].notna().any()
-                       else np.zeros(len(part)), s=12, c=colour, label=f"{lab} ({len(part)})")
-        ax.axvline(0.8, color="grey", lw=0.8, ls="--")
-        if "seed_filter/group_match" in seed_filter["questions"]:
-            ax.axhline(0.5, color="grey", lw=0.8, ls="--")
-        ax.set(xlabel="worst prototype's uncanny score (mean of the panel's votes)",
-               ylabel="worst group-match score" + ("" if "seed_filter/group_match" in seed_filter["questions"]
-                                                  else " (not asked)"),
-               title=f"Seed filter before max-min: {seed_filter['n_candidates']} candidates -> "
-                     f"{seed_filter['n_kept_by_filter']} kept -> {seed_filter['n_selected']} selected")
+        if "min_face_confidence" in sf.columns:  # measured: one signal, no group question
+            bins = np.linspace(0, 1, 41)
+            for kept_, colour, lab in ((True, "tab:blue", "kept"), (False, "tab:red", "dropped")):
+                part = sf[sf["kept"] == kept_]
+                ax.hist(part["min_face_confidence"], bins=bins, color=colour, alpha=0.6, label=f"{lab} ({len(part)})")
+            ax.axvline(H.FACE_SCORE_THRESHOLD, color="grey", lw=0.8, ls="--")
+            ax.set(xlabel="least face-like prototype: YuNet face confidence (measured on the render)",
+                   ylabel="candidate seeds")
+        else:  # the simulated panel
+            for kept_, colour, lab in ((True, "tab:blue", "kept"), (False, "tab:red", "dropped")):
+                part = sf[sf["kept"] == kept_]
+                ax.scatter(part["max_uncanny"], part["min_group_match"] if part["min_group_match"].notna().any()
+                           else np.zeros(len(part)), s=12, c=colour, label=f"{lab} ({len(part)})")
+            ax.axvline(0.8, color="grey", lw=0.8, ls="--")
+            if "seed_filter/group_match" in seed_filter["questions"]:
+                ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+            ax.set(xlabel="worst prototype's uncanny score (mean of the SIMULATED panel's votes)",
+                   ylabel="worst group-match score" + ("" if "seed_filter/group_match" in seed_filter["questions"]
+                                                      else " (not asked)"))
+        ax.set_title(f"Seed filter before max-min ({sf_label}): {seed_filter['n_candidates']} candidates -> "
+                     f"{seed_filter['n_kept_by_filter']} kept -> {seed_filter['n_selected']} selected", fontsize=10)
         ax.legend(fontsize=7)
         fig.tight_layout(rect=(0, 0.06, 1, 1))
         plots.stamp(fig, stamp)
@@ -695,6 +765,11 @@ else:
 # * **Planted toy-system bias** (worse FNMR for the `toy_noise` groups): guaranteed by
 #   construction: the analysis reads back noise we planted; it shows the pipeline (labels,
 #   per-group thresholds, bootstrap) carries a planted difference through, not a finding.
+# * **Group differences of the real models** (`group_differences`): a **real test**: each pair
+#   of groups is tested with a prototype-cluster bootstrap (Holm over the pairs), which could
+#   find no difference; it finds a planted one and rarely a null one on toy tables
+#   (tests/test_hcic_group_tests.py). A rate with too few impostors is unresolved and carries
+#   no claim.
 # * **HCIC labels vs intended labels**: the panel votes from a dissimilarity truth we wrote
 #   (`pair_dissimilarity`), so how many intended-same pairs become "different" is a property
 #   of that truth and the panel's noise (calibrated to the paper's per-pair SD ~0.3), not
@@ -714,16 +789,22 @@ else:
 #   independent); on 20 null panels of equally gendered faces it rejects at most 3 and every
 #   planted panel (tests/test_study_hcic.py). On the procedural faces a null rejection would
 #   mean the groups' gender truth itself differs in clarity.
-# * **Seed filter** (synth stage, before max-min): reads back the realism and group truth
-#   through a noisy panel, so which seeds fail is by construction; what it exercises is the
-#   store round trip, the rule and that max-min only sees the kept seeds (tested in
-#   `tests/test_generate_seed_filter.py` with planted uncanny and wrong-group candidates).
+# * **Seed filter** (synth stage, before max-min), a **SIMULATION** here: it reads back the
+#   realism and group truth through a noisy simulated panel, so which seeds fail is by
+#   construction; what it exercises is the store round trip, the rule and that max-min only
+#   sees the kept seeds (tested in `tests/test_generate_seed_filter.py` with planted uncanny
+#   and wrong-group candidates).
 # * **Not reproduced**: the paper's human answers, its models (SFNet-20 / ResNet-34) and the
 #   four causes of Supp. 18 (a judgement by eye).
 #
-# On the DCGAN (`hcic_dcgan`) there are no votes: the labels are the intended ones, and only
-# the similarity ordering of the real models and the own-group check (simulated votes on a
-# dissimilarity from the DCGAN's latents) run; the rest is skipped and listed in `skipped`.
+# On the DCGAN (`hcic_dcgan`) there are no votes: the labels are the intended ones. What runs:
+# the similarity ordering and the per-group error rates of the real models with their
+# group differences tested (measured on a learned generator; the groups are what the
+# generation stage's axis measures, see the provenance line); the seed filter, **measured**
+# (a face detector's confidence on each render: nothing simulated, nothing read from the
+# latent); and the own-group checks, which are **SIMULATIONS** (simulated votes on a
+# dissimilarity computed from the DCGAN's latents, labelled so in every figure title and in
+# the metrics). The rest is skipped and listed in `skipped`.
 
 # %% [markdown]
 # ## Metrics for DVC
@@ -736,7 +817,7 @@ head = H.summarise(
     ordering=ordering, fnmr_tables=fnmr_tables, intended_tables=intended_tables, cell_tables=cell_tables,
     kept=kept, delta=delta, consistency=None if matrix is None else (sd, consistency),
     independence=None if matrix is None else chi, self_pairs=SELF, own_group=own_group,
-    seed_filter=seed_filter, own_group_image=own_group_image)
+    seed_filter=seed_filter, own_group_image=own_group_image, group_tests=group_tests)
 write_study_metrics(root / reports_dir / "metrics", name, head, "hcic")
 print(f"done in {time.time() - t0:.0f} s (embedding: " + ", ".join(f"{m} {t:.0f} s" for m, t in timing.items()) + ")")
 {k: head[k] for k in ("backend", "labels", "groups", "similarity_by_relation", "failure_to_enrol")}

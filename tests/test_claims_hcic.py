@@ -19,7 +19,7 @@ from facebias.claims.hcic import (
     MAIN,
     MODELS,
     PLANTED_TOY_GROUPS,
-    SKIN_TONE_CAVEAT,
+    FACE_DARKNESS_CAVEAT,
     T_HCIC,
 )
 
@@ -39,7 +39,19 @@ def _v(mode: str, agree: float | None, disagree: float | None) -> float | None:
 
 def _rate(fnmr: float | None, lo: float | None, hi: float | None) -> dict:
     return {"fnmr": fnmr, "lo": lo, "hi": hi, "threshold": None if fnmr is None else 0.5,
-            "n_genuine": 300, "n_impostor": 1200}
+            "n_genuine": 300, "n_impostor": 1200, "resolved": fnmr is not None}
+
+
+def _tests(mode: str, backend: str) -> dict:
+    """group_differences of one model: one pair of groups differs (agree), none (disagree), or
+    every pair unresolved (null)."""
+    groups = GROUPS[backend]
+    pairs = {f"{a}-{b}": {"diff": 0.1, "p_holm": 0.5, "resolved": mode != "null", "differs": False}
+             for i, a in enumerate(groups) for b in groups[i + 1:]}
+    if mode == "agree":
+        pairs[f"{groups[0]}-{groups[-1]}"].update(p_holm=0.001, differs=True)
+    return {"labels": T_HCIC if backend == "main" else "intended",
+            "tests": {"fnmr_at_fmr": pairs, "fnmr_at_threshold": {}, "fmr_at_threshold": {}}}
 
 
 def _fnmr(mode: str, backend: str) -> dict:
@@ -73,7 +85,7 @@ def hcic_metrics(mode: str, backend: str) -> dict:
     out = {"backend": "procedural" if backend == "main" else "dcgan", "groups": list(groups),
            "similarity_by_relation": sim, "fnmr_at_fmr": {m: {label: _fnmr(mode, backend)} for m in MODELS},
            "fnmr_at_fmr_intended_labels": {"toy": toy}, "fnmr_at_fmr_by_attribute": by_attr,
-           "delta_attr_extension": delta}
+           "delta_attr_extension": delta, "group_differences": {m: _tests(mode, backend) for m in MODELS}}
     if backend == "main":
         sd = _v(mode, 0.3, 0.5)
         out["per_pair_sd"] = {"median": sd, "by_attribute": {a: sd for a in ATTRIBUTES}}
@@ -117,6 +129,50 @@ def test_unresolved_rates_by_attribute_stay_unresolved(tmp_path):
         assert r[key].verdict == "unresolved" and r[key].detail == "8 checks unresolved"
 
 
+def test_a_rate_flagged_unresolved_is_unresolved_even_with_a_number(tmp_path):
+    """Issue 29: the claims read the ``resolved`` flags, not only null values: a per-group FNMR
+    written as a number but flagged unresolved (too few impostors) gives no verdict."""
+    d = write_metrics(tmp_path, "agree")
+    for name, label in ((MAIN, T_HCIC), (GAN, "intended")):
+        m = json.loads((d / name).read_text())
+        for model in MODELS:
+            for row in m["fnmr_at_fmr"][model][label].values():
+                row["resolved"] = False
+        for per_model in m["fnmr_at_fmr_by_attribute"].values():
+            for per_group in per_model.values():
+                for row in per_group.values():
+                    row["resolved"] = False
+        (d / name).write_text(json.dumps(m))
+    r = {x.claim.key: x for x in evaluate_all(CLAIMS, d)}
+    for key in ("hcic.white_lowest_fnmr_sface", "hcic.white_lowest_fnmr_dlib", "hcic.attribute_fnmr",
+                "hcic.attribute_fnmr.dcgan"):
+        assert r[key].verdict == "unresolved", (key, r[key].verdict)
+    assert all(v == [None] for v in r["hcic.white_lowest_fnmr_sface.dcgan"].measured.cells.values())
+
+
+def test_groups_differ_is_tested_not_read_off_intervals(tmp_path):
+    """'Clear biases' reads the tested differences: separated-looking intervals without a
+    pair that differs is 'disagrees'; overlapping ones with a pair that differs 'agrees'; a
+    test on other labels than the claim's (e.g. HCIC at another t) is unresolved."""
+    d = write_metrics(tmp_path, "agree")  # agree: separated intervals and one pair differing
+    for name in (MAIN, GAN):
+        m = json.loads((d / name).read_text())
+        for t in m["group_differences"].values():
+            for row in t["tests"]["fnmr_at_fmr"].values():
+                row["differs"] = False
+        (d / name).write_text(json.dumps(m))
+    r = {x.claim.key: x for x in evaluate_all(CLAIMS, d)}
+    assert r["hcic.groups_differ"].verdict == r["hcic.groups_differ.dcgan"].verdict == "disagrees"
+    d = write_metrics(tmp_path / "b", "disagree")  # overlapping intervals
+    m = json.loads((d / GAN).read_text())
+    m["group_differences"]["sface"]["tests"]["fnmr_at_fmr"]["LM-DF"]["differs"] = True
+    m["group_differences"]["dlib"]["labels"] = "0.2"
+    (d / GAN).write_text(json.dumps(m))
+    r = {x.claim.key: x for x in evaluate_all(CLAIMS, d)}
+    assert (r["hcic.groups_differ.dcgan"].verdict, r["hcic.groups_differ.dcgan"].detail) == (
+        "agrees", "1 of 1 cells; 1 check unresolved")
+
+
 def test_white_lowest_is_partly_when_one_group_is_not_worse(tmp_path):
     d = write_metrics(tmp_path, "agree")
     m = json.loads((d / MAIN).read_text())
@@ -134,7 +190,8 @@ def test_a_model_the_run_did_not_score_is_unresolved_not_an_error(tmp_path):
     d = write_metrics(tmp_path, "agree")
     for name in (MAIN, GAN):
         m = json.loads((d / name).read_text())
-        for key in ("similarity_by_relation", "fnmr_at_fmr", "fnmr_at_fmr_by_attribute", "delta_attr_extension"):
+        for key in ("similarity_by_relation", "fnmr_at_fmr", "fnmr_at_fmr_by_attribute", "delta_attr_extension",
+                    "group_differences"):
             del m[key]["dlib"]
         (d / name).write_text(json.dumps(m))
     r = {x.claim.key: x for x in evaluate_all(CLAIMS, d)}
@@ -142,7 +199,7 @@ def test_a_model_the_run_did_not_score_is_unresolved_not_an_error(tmp_path):
         assert r[key].verdict == "unresolved", (key, r[key].verdict, r[key].detail)
     assert r["hcic.similarity_order_sface"].verdict == "agrees"
     assert r["hcic.white_lowest_fnmr_sface"].verdict == "agrees"
-    # SFace separated, dlib unresolved: judged on what is resolved, and the detail says what is not
+    # SFace tested, dlib unresolved: judged on what is resolved, and the detail says what is not
     assert (r["hcic.groups_differ"].verdict, r["hcic.groups_differ"].detail) == (
         "agrees", "1 of 1 cells; 1 check unresolved")
 
@@ -206,9 +263,10 @@ def test_the_toy_system_is_by_construction_and_its_plant_is_the_params():
     assert all(c.kind is Kind.BY_CONSTRUCTION and "planted" in c.evidence for c in toy)
 
 
-def test_dcgan_skin_groups_are_measured_on_a_learned_generator_and_say_what_they_are():
-    """Issue 29: the DCGAN's skin-tone groups are mostly exposure; every claim on them says so."""
-    assert "cosine -0.93" in SKIN_TONE_CAVEAT
+def test_dcgan_tone_groups_are_measured_on_a_learned_generator_and_say_what_they_are():
+    """Issue 29: the DCGAN's lighter / darker groups are face darkness, not skin tone (the
+    direction fails the skin gate); every claim on them says so."""
+    assert "face darkness" in FACE_DARKNESS_CAVEAT and "skin_gate" in FACE_DARKNESS_CAVEAT
     for c in CLAIMS:
         if c.backend != "dcgan":
             continue
@@ -217,7 +275,7 @@ def test_dcgan_skin_groups_are_measured_on_a_learned_generator_and_say_what_they
         else:
             assert c.kind is Kind.LEARNED, c.key
         if "attribute_similarity" not in c.key:  # per model, not per group
-            assert SKIN_TONE_CAVEAT in c.evidence, c.key
+            assert FACE_DARKNESS_CAVEAT in c.evidence, c.key
 
 
 def test_the_papers_race_ranking_is_not_compared_with_skin_tone_groups():

@@ -122,15 +122,82 @@ def test_null_world_keeps_every_acceptable_candidate():
     assert table["kept"].all() and summary["n_kept_by_filter"] == N_CAND
 
 
-def test_without_group_truth_only_realism_is_asked():
-    """A backend without truth (the DCGAN's case): the group question is skipped and said so,
-    and the planted uncanny candidates are still dropped (the wrong-group ones cannot be)."""
-    z, _ = _candidates(plant=True)
-    table, summary = candidate_seed_filter(object(), z, list(GROUPS), "race_gender", CFG)
-    assert summary["questions"] == ["seed_filter/uncanny"] and "no truth" in summary["group_question_skipped"]
+class NoTruth:
+    """A backend without truth (the DCGAN's case): the procedural renderer's pixels, but no
+    ``truth``, so nothing but the renders can say how realistic a prototype is."""
+
+    def __init__(self, size: int = 64):
+        self._gen = ProceduralGenerator(size=size, seed=0)
+        self.latent_dim = self._gen.latent_dim
+
+    def sample(self, n, seed):
+        return self._gen.sample(n, seed)
+
+    def synthesize(self, latents, yaw=None, light=None):
+        return self._gen.synthesize(latents, yaw=yaw, light=light)
+
+
+def _noisy(image: np.ndarray, sd: float = 40.0, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.clip(image + rng.normal(0, sd, image.shape), 0, 255).astype(np.uint8)
+
+
+def test_measured_realism_ranks_degraded_renders_below_clean_ones():
+    """The measured signal (YuNet's face confidence on the render enlarged to 256 px) of a
+    64 px face falls when the face is degraded: every noisy (SD 40 grey levels) and every
+    blurred (Gaussian SD 2.5 px) render scores below its clean original, and the clean ones
+    pass the realism threshold that the noisy ones fail."""
+    import cv2
+
+    from facebias.annotate.seed_filter import FACE_SCORE_THRESHOLD, face_confidence
+
+    gen = ProceduralGenerator(size=64, seed=0)
+    clean = list(gen.synthesize(gen.sample(6, seed=1)))
+    c = face_confidence(clean)
+    n = face_confidence([_noisy(im, seed=k) for k, im in enumerate(clean)])
+    b = face_confidence([cv2.GaussianBlur(im, (0, 0), 2.5) for im in clean])
+    assert (n < c).all() and (b < c).all()
+    assert (c >= FACE_SCORE_THRESHOLD).all() and (n < FACE_SCORE_THRESHOLD).all()
+    assert face_confidence([np.full((64, 64, 3), 128, np.uint8)])[0] == 0  # no face at all
+
+
+def test_without_truth_the_filter_measures_the_renders_not_the_latent():
+    """A backend without truth (the DCGAN's case): no panel and no latent norm. Candidates 0-4
+    have one prototype rendered with heavy noise: dropped. Candidates 5-9 have one prototype
+    at 1.6x the typical latent norm (``realism_truth`` 0.90, which the simulated filter drops)
+    but clean renders: kept like any other, because nothing is read from the latent. The
+    summary says the signal is measured, not simulated."""
+    gen = NoTruth()
+    n_cand, groups = 12, list(GROUPS)
+    z = gen.sample(n_cand * len(groups), seed=3)
+    far = np.arange(5, 10) * len(groups) + 1
+    z[far] *= 1.6 * np.sqrt(z.shape[1]) / np.linalg.norm(z[far], axis=1, keepdims=True)
+    assert realism_truth(z[far]).min() > 0.8  # the simulated filter would call these uncanny
+    images = list(gen.synthesize(z))
+    for i in range(5):
+        k = i * len(groups) + 2
+        images[k] = _noisy(images[k], seed=k)
+    cfg = SynthConfig(scale="smoke", n_candidates=n_cand, n_seeds=2, seed_filter_keep=7 / n_cand)
+    table, summary = candidate_seed_filter(gen, z, groups, "race_gender", cfg, images=images)
+    assert set(table.loc[~table["acceptable"], "seed"]) == set(range(5))
+    assert set(table.loc[table["kept"], "seed"]) == set(range(5, n_cand))
+    assert summary["realism_source"] == "measured" and summary["simulated"] is False
+    assert summary["questions"] == [] and summary["n_votes"] == 0 and "YuNet" in summary["realism_signal"]
+    assert "no truth" in summary["group_question_skipped"] and "group match" not in summary["rule"]
     assert table["min_group_match"].isna().all() and table["group_ok"].all()
-    assert not set(table.loc[table["kept"], "seed"]) & set(UNCANNY)
-    assert "group match" not in summary["rule"]
+    assert summary["n_unrealistic"] == 5 and summary["n_kept_by_filter"] == 7
+    # without images the stage renders the frontal prototypes itself: the same pixels, the same
+    # scores, so the clean-image filter is the same as with the given clean renders
+    clean_table, _ = candidate_seed_filter(gen, z, groups, "race_gender", cfg)
+    given, _ = candidate_seed_filter(gen, z, groups, "race_gender", cfg, images=list(gen.synthesize(z)))
+    pd.testing.assert_frame_equal(clean_table, given)
+
+
+def test_the_simulated_filter_is_labelled_a_simulation():
+    z, truth = _candidates(plant=False)
+    _, summary = candidate_seed_filter(TruthLookup(truth), z, list(GROUPS), "race_gender", CFG)
+    assert summary["realism_source"] == "simulated" and summary["simulated"] is True
+    assert summary["realism_signal"].startswith("SIMULATION") and "realism_truth(latent)" in summary["realism_signal"]
 
 
 def test_keep_share_is_validated_and_raised_to_n_seeds():

@@ -307,10 +307,10 @@ def test_hcic(pipeline):
 
 def test_hcic_on_the_dcgan(pipeline):
     """`hcic_dcgan`: the same notebook on the DCGAN's products; groups from the data
-    (measured skin tone x gender), intended labels (no votes), figures named by backend."""
+    (lighter / darker face x gender), intended labels (no votes), figures named by backend."""
     m = pipeline.metrics("hcic_dcgan_details")
     assert m["backend"] == "dcgan" and m["labels"] == "intended"
-    assert m["groups"] == ["LM", "LF", "DM", "DF"] and m["group_kind"] == "skin_gender"
+    assert m["groups"] == ["LM", "LF", "DM", "DF"] and m["group_kind"] == "tone_gender"
     assert "not race" in m["provenance"] and "labels: intended" in m["provenance"]
     assert set(m["failure_to_enrol_by_group"]["sface"]) == {"LM", "LF", "DM", "DF", "all"}
     assert m["upscale"]["min_size"] == 256

@@ -231,7 +231,7 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
        "failure_to_enrol_by_group similarity_by_relation fnmr_at_fmr fnmr_at_fmr_intended_labels "
        "fnmr_at_fmr_by_attribute fixed_threshold_rates delta_attr_extension skipped",
        optional="hcic_label_counts realism_filter per_pair_sd group_independence self_pairs own_group_check seed_filter "
-                "own_group_image_check",
+                "own_group_image_check group_differences",
        paths="similarity_by_relation/*/same_prototype similarity_by_relation/*/same_group "
              "similarity_by_relation/*/different_group similarity_by_relation/*/ordered "
              "fnmr_at_fmr_intended_labels/toy/*/fnmr"),

@@ -1,6 +1,13 @@
 """Paper 000's human seed filter (Sec. 3.1: 1,000 candidate seeds -> 300 judged realistic and
-true to their intended race and gender, before max-min selection), on a simulated panel and
-through the annotation store.
+true to their intended race and gender, before max-min selection), in two forms:
+
+* :func:`human_seed_filter`: a **simulated panel** rates each prototype through the
+  annotation store, its answers drawn from a realism truth (the backend's, or
+  :func:`facebias.annotate.simulate.realism_truth` of the latent) and the generator's group
+  truth. A simulation: it needs truth, so it runs on the procedural renderer only.
+* :func:`measured_seed_filter`: on a backend without truth (the DCGAN) the realism signal is
+  **measured** on the render, :func:`face_confidence` (YuNet's face score); nothing is
+  simulated and nothing is read from the latent.
 
 It lives here, not in :mod:`facebias.studies.hcic` (which re-exports it), because the
 generation stage (:mod:`facebias.generate.build`) runs it on the candidate prototypes before
@@ -9,6 +16,7 @@ max-min selection, and the generation layer does not import the studies.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +26,9 @@ import pandas as pd
 from facebias.annotate.scales import SCALES_000, Scale
 from facebias.validate import require_columns
 
-__all__ = ["SEED_FILTER_SCALES", "intended_group_agreement", "human_seed_filter", "seed_filter_rule"]
+__all__ = ["SEED_FILTER_SCALES", "intended_group_agreement", "human_seed_filter", "seed_filter_rule",
+           "REALISM_DETECTOR", "FACE_SCORE_THRESHOLD", "FACE_SCORE_FLOOR", "face_confidence",
+           "measured_seed_filter", "measured_seed_filter_rule"]
 
 #: The seed filter's two questions (000, Sec. 3.1): realism on 000's uncanny scale, and whether
 #: the prototype shows its intended race and gender (a scale of ours; the paper gives none).
@@ -176,7 +186,155 @@ def human_seed_filter(prototypes: pd.DataFrame, n_keep: int, store_path: str | P
     out["group_ok"] = out["min_group_match"] >= 0.5 if ask_group else True
     out["acceptable"] = out["realistic"] & out["group_ok"]
     out["worst"] = out["max_uncanny"] + ((1 - out["min_group_match"]) if ask_group else 0.0)
+    return _rank_and_keep(out, n_keep)
+
+
+def _rank_and_keep(out: pd.DataFrame, n_keep: int) -> pd.DataFrame:
+    """``out`` (one row per seed with ``acceptable``, ``worst`` and ``seed``) with ``rank``
+    (acceptable first, then by ``worst`` ascending, ties by seed) and ``kept`` (the first
+    ``n_keep``): the one ranking of both seed filters."""
     order = out.sort_values(["acceptable", "worst", "seed"], ascending=[False, True, True], kind="stable").index
     out["rank"] = pd.Series(np.arange(len(out)), index=order)
     out["kept"] = out["rank"] < int(n_keep)
     return out
+
+
+# --------------------------------------------------------------------------- measured realism
+#: The face detector whose confidence is the measured realism signal (:func:`face_confidence`).
+REALISM_DETECTOR = "yunet"
+#: A prototype is realistic iff the detector's confidence reaches this: YuNet's own operating
+#: score (:class:`facebias.faces.detect.YuNetDetector`'s default), the one at which the study's
+#: face recognisers find (and so enrol) a face.
+FACE_SCORE_THRESHOLD = 0.6
+#: Detector score floor of :func:`face_confidence` (lower scores read as no face, 0).
+FACE_SCORE_FLOOR = 0.01
+_DETECTORS: dict[float, Any] = {}
+
+
+def face_confidence(images: Sequence[np.ndarray], min_size: int = 256) -> np.ndarray:
+    """The measured realism signal of the seed filter on a backend without truth: YuNet's
+    confidence that each image shows a face.
+
+    Each image is first enlarged so its shorter side is ``min_size`` (bicubic,
+    :func:`facebias.faces.images.upscale`, the rule of the embedding path: the DCGAN draws
+    64 px faces); the signal is the highest score among YuNet's plausible detections
+    (:func:`facebias.faces.detect.plausible_detections`), run with a score floor of
+    :data:`FACE_SCORE_FLOOR` so that weak faces get a graded score; 0 where none is found.
+    It measures how face-like the detector finds the render (noise, blur, a broken face
+    lower it), not human realism: no panel has rated these images.
+
+    Parameters
+    ----------
+    images : sequence of numpy.ndarray
+        (H, W, 3) RGB uint8 renders.
+    min_size : int, default 256
+        Shorter side, in pixels, that smaller images are enlarged to (0 = as drawn).
+
+    Returns
+    -------
+    numpy.ndarray
+        (n,) float64 scores in [0, 1] (a detector probability; 0 = no face).
+
+    Raises
+    ------
+    ValueError
+        For an image that is not RGB / gray uint8, or a negative ``min_size``.
+    """
+    from facebias.faces.detect import load_detector
+    from facebias.faces.images import as_rgb_uint8, upscale
+
+    if int(min_size) < 0:
+        raise ValueError(f"min_size: must be >= 0, got {min_size!r}")
+    if FACE_SCORE_FLOOR not in _DETECTORS:
+        _DETECTORS[FACE_SCORE_FLOOR] = load_detector(REALISM_DETECTOR, score_threshold=FACE_SCORE_FLOOR)
+    det = _DETECTORS[FACE_SCORE_FLOOR]
+    out = np.zeros(len(images))
+    for i, im in enumerate(images):
+        rgb = as_rgb_uint8(np.asarray(im))
+        found = det.detect(upscale(rgb, int(min_size)) if min_size else rgb)
+        out[i] = max((d.score for d in found), default=0.0)
+    return out
+
+
+def measured_seed_filter_rule(threshold: float = FACE_SCORE_THRESHOLD) -> str:
+    """The rule :func:`measured_seed_filter` applies, in words (for summaries).
+
+    Parameters
+    ----------
+    threshold : float, default :data:`FACE_SCORE_THRESHOLD`
+        Least detector confidence of a realistic prototype.
+
+    Returns
+    -------
+    str
+        One sentence.
+
+    Examples
+    --------
+    >>> measured_seed_filter_rule(0.6).split(" (")[0]
+    'a seed is acceptable iff every prototype has YuNet face confidence >= 0.6'
+    """
+    return (f"a seed is acceptable iff every prototype has YuNet face confidence >= {threshold:g} (measured on "
+            "the frontal render enlarged to 256 px; no panel, no latent norm); seeds ranked acceptable first, "
+            "then by 1 - min confidence, ties by seed; the first n_keep kept")
+
+
+def measured_seed_filter(prototypes: pd.DataFrame, n_keep: int,
+                         threshold: float = FACE_SCORE_THRESHOLD) -> pd.DataFrame:
+    """000's seed filter on a **measured** realism signal (a backend without truth, e.g. the
+    DCGAN): no simulated panel and nothing computed from the latent.
+
+    A seed is acceptable iff **every** prototype's ``face_confidence`` (e.g.
+    :func:`face_confidence`) is at least ``threshold``; seeds are ranked acceptable first,
+    then by ``worst`` = 1 - min confidence (ties by seed), and the first ``n_keep`` kept
+    (:func:`measured_seed_filter_rule`). The group question (does the prototype show its
+    intended group?) is not asked: without truth or votes there is nothing to answer it.
+
+    Parameters
+    ----------
+    prototypes : pandas.DataFrame
+        One row per candidate prototype: ``seed`` and ``face_confidence`` (in [0, 1]).
+    n_keep : int
+        Seeds kept (1..number of seeds).
+    threshold : float, default :data:`FACE_SCORE_THRESHOLD`
+        Least confidence of a realistic prototype, in [0, 1].
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per seed: ``seed, n_prototypes, min_face_confidence, min_group_match``
+        (NaN: not asked), ``realistic, group_ok`` (True: not asked), ``acceptable, worst,
+        rank, kept``.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, a confidence outside [0, 1] or NaN, or a bad ``n_keep`` or
+        ``threshold``.
+
+    Examples
+    --------
+    >>> p = pd.DataFrame({"seed": [0, 0, 1, 1, 2, 2], "face_confidence": [0.9, 0.2, 0.9, 0.8, 0.95, 0.7]})
+    >>> measured_seed_filter(p, n_keep=2)[["seed", "min_face_confidence", "acceptable", "rank", "kept"]]
+       seed  min_face_confidence  acceptable  rank   kept
+    0     0                  0.2       False     2  False
+    1     1                  0.8        True     0   True
+    2     2                  0.7        True     1   True
+    """
+    require_columns(prototypes, ["seed", "face_confidence"], "prototypes")
+    conf = prototypes["face_confidence"].to_numpy(dtype=np.float64)
+    if not ((conf >= 0) & (conf <= 1)).all():
+        raise ValueError("prototypes: face_confidence must lie in [0, 1] (no NaN)")
+    if not 0 <= float(threshold) <= 1:
+        raise ValueError(f"threshold: must lie in [0, 1], got {threshold!r}")
+    n_seeds = prototypes["seed"].nunique()
+    if not 1 <= int(n_keep) <= n_seeds:
+        raise ValueError(f"n_keep must lie in 1..{n_seeds} (the seeds), got {n_keep}")
+    g = prototypes.groupby("seed", sort=True)["face_confidence"]
+    out = pd.DataFrame({"n_prototypes": g.size(), "min_face_confidence": g.min()}).reset_index()
+    out["min_group_match"] = np.nan
+    out["realistic"] = out["min_face_confidence"] >= float(threshold)
+    out["group_ok"] = True
+    out["acceptable"] = out["realistic"]
+    out["worst"] = 1 - out["min_face_confidence"]
+    return _rank_and_keep(out, n_keep)

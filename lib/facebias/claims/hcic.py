@@ -2,7 +2,7 @@
 
 ``main``: the procedural renderer with race × gender groups (WM WF BM BF AM AF) and HCIC
 labels from the simulated panel (``hcic_details.json``); ``dcgan``: the learned generator,
-groups lighter / darker side of a learned skin-tone direction × gender (LM LF DM DF) and the
+groups lighter / darker side of a learned face-darkness direction × gender (LM LF DM DF) and the
 intended labels, no votes (``hcic_dcgan_details.json``). The same statement of the paper
 measured on both is two claims with the same quote, keys ``hcic.<name>`` and
 ``hcic.<name>.dcgan``.
@@ -10,7 +10,10 @@ measured on both is two claims with the same quote, keys ``hcic.<name>`` and
 SFace and dlib are real, photo-trained models; the "toy" system is simulated with planted
 extra noise on two groups (``hcic.toy_noise`` / ``hcic_dcgan.toy_noise``). Every claim reads
 one draw (the committed world: the study takes minutes per seed). A rate the data cannot
-resolve (fewer than 10/FMR impostors) is null in the metrics and unresolved here.
+resolve (fewer than 10/FMR impostors) is null in the metrics with ``resolved`` false, and every
+claim reads that flag: a cell on an unresolved rate is unresolved, never a number. Group
+differences are tested (``group_differences``: a prototype-cluster bootstrap of each pair's
+difference, Holm-adjusted), not read off overlapping intervals.
 The paper has no numeric table (its results are figures), so only the per-pair SD has a paper value.
 """
 
@@ -20,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from facebias.claims.caveats import (
-    SKIN_TONE_CAVEAT,  # issue 29: what the DCGAN's skin-tone groups are
+    FACE_DARKNESS_CAVEAT,  # issue 29: what the DCGAN's lighter / darker groups are
 )
 from facebias.claims.core import (
     Claim,
@@ -31,11 +34,10 @@ from facebias.claims.core import (
     Order,
     Sign,
     Within,
-    _ok,
     as_value,
 )
 
-__all__ = ["CLAIMS", "MODELS", "PLANTED_TOY_GROUPS", "SKIN_TONE_CAVEAT", "T_HCIC", "by_backend"]
+__all__ = ["CLAIMS", "MODELS", "PLANTED_TOY_GROUPS", "FACE_DARKNESS_CAVEAT", "T_HCIC", "by_backend"]
 
 MAIN, GAN = "hcic_details.json", "hcic_dcgan_details.json"
 FILES = {"main": MAIN, "dcgan": GAN}
@@ -82,6 +84,12 @@ def _mean(vals: Sequence[Value]) -> Value:
     return None if not vals or any(v is None for v in vals) else sum(vals) / len(vals)  # type: ignore[arg-type]
 
 
+def _fnmr(row: Mapping[str, Any]) -> Value:
+    """A per-group FNMR row's value: None when its ``resolved`` flag is false (too few
+    impostors for the FMR target) or the value is missing."""
+    return None if row.get("resolved") is False else as_value(row.get("fnmr"))
+
+
 def _rates(m: Metrics, backend: str, model: str) -> Mapping[str, Mapping[str, Any]]:
     """Per group FNMR rows at the FMR target: with the paper's HCIC labels (t = 0.3) on the
     main backend, with the intended labels on the DCGAN (no votes)."""
@@ -102,7 +110,7 @@ def _similarity(backend: str, model: str) -> Callable[[Metrics], Measured]:
 
 def _white_lowest(model: str) -> Callable[[Metrics], Measured]:
     def measure(m: Metrics) -> Measured:
-        r = {g: as_value(v["fnmr"]) for g, v in _rates(m, "main", model).items()}
+        r = {g: _fnmr(v) for g, v in _rates(m, "main", model).items()}
         white = [r.get(g) for g in WHITE]
         worse = None if any(v is None for v in white) else max(white)  # type: ignore[type-var]
         return Measured.one({f"{g} − max(WM, WF)": _diff(r.get(g), worse) for g in OTHERS})
@@ -111,25 +119,26 @@ def _white_lowest(model: str) -> Callable[[Metrics], Measured]:
 
 def _per_group(model: str) -> Callable[[Metrics], Measured]:
     def measure(m: Metrics) -> Measured:
-        return Measured.one({g: as_value(v["fnmr"]) for g, v in sorted(_rates(m, "dcgan", model).items())})
+        return Measured.one({g: _fnmr(v) for g, v in sorted(_rates(m, "dcgan", model).items())})
     return measure
 
 
-def _separation(backend: str) -> Callable[[Metrics], Measured]:
-    """Per model: the worst group's lower bound minus the best group's upper bound (groups
-    ranked by their FNMR; positive: their intervals are separated)."""
+def _tested(backend: str) -> Callable[[Metrics], Measured]:
+    """Per model: how many pairs of groups differ in FNMR at the FMR target, tested
+    (``group_differences``: prototype-cluster bootstrap of each difference, Holm-adjusted
+    over the pairs; a pair differs iff its adjusted p < alpha). None when the model was not
+    tested on the claim's labels or no pair is resolved (both rates resolved)."""
+    want = T_HCIC if backend == "main" else "intended"
+
     def measure(m: Metrics) -> Measured:
         cells: dict[str, Value] = {}
         for model in MODELS:
-            rows = _rates(m, backend, model)
-            ok = {g: r for g, r in rows.items() if all(_ok(r[k]) for k in ("fnmr", "lo", "hi"))}
-            if len(ok) < len(rows) or len(ok) < 2:
-                cells[f"{_NAMES[model]}: worst − best group"] = None
-                continue
-            worst = max(ok, key=lambda g: ok[g]["fnmr"])
-            best = min(ok, key=lambda g: ok[g]["fnmr"])
-            cells[f"{_NAMES[model]}: {worst} (worst) lower bound − {best} (best) upper bound"] = float(
-                ok[worst]["lo"] - ok[best]["hi"])
+            t = (m(FILES[backend], "group_differences", None) or {}).get(model) or {}
+            pairs = (t.get("tests") or {}).get("fnmr_at_fmr") or {}
+            resolved = [r for r in pairs.values() if r.get("resolved") is True]
+            ok = t.get("labels") == want and resolved
+            cells[f"{_NAMES[model]}: pairs of groups that differ"] = (
+                float(sum(bool(r.get("differs")) for r in resolved)) if ok else None)
         return Measured.one(cells)
     return measure
 
@@ -137,7 +146,7 @@ def _separation(backend: str) -> Callable[[Metrics], Measured]:
 def _toy(backend: str) -> Callable[[Metrics], Measured]:
     def measure(m: Metrics) -> Measured:
         t = m(FILES[backend], "fnmr_at_fmr_intended_labels/toy")
-        r = {g: as_value(v["fnmr"]) for g, v in t.items()}
+        r = {g: _fnmr(v) for g, v in t.items()}
         planted = PLANTED_TOY_GROUPS[backend]
         rest = [r[g] for g in r if g not in planted]
         top = None if not rest or any(v is None for v in rest) else max(rest)  # type: ignore[type-var]
@@ -162,7 +171,7 @@ def _attribute_fnmr(backend: str) -> Callable[[Metrics], Measured]:
         cells: dict[str, Value] = {}
         for model in MODELS:
             by = m(FILES[backend], "fnmr_at_fmr_by_attribute").get(model) or {}
-            mean = {a: _mean([as_value(r["fnmr"]) for r in by.get(a, {}).values()]) for a in (*MORE, *LESS)}
+            mean = {a: _mean([_fnmr(r) for r in by.get(a, {}).values()]) for a in (*MORE, *LESS)}
             for a in MORE:
                 for b in LESS:
                     cells[f"{_NAMES[model]}: {a} − {b}"] = _diff(mean[a], mean[b])
@@ -212,7 +221,7 @@ def _claims() -> tuple[Claim, ...]:
                   "different-group pairs on the DCGAN's 1,360 images (64 px enlarged to 256 px)",
                   (GAN,), _similarity("dcgan", model), Order(("same prototype", "same group", "different group")),
                   Kind.LEARNED,
-                  SKIN_TONE_CAVEAT + f"; {_GAN_LABELS}; {name} is a real model, the faces a learned generator's",
+                  FACE_DARKNESS_CAVEAT + f"; {_GAN_LABELS}; {name} is a real model, the faces a learned generator's",
                   backend="dcgan", fmt=".2f"),
         ]
     # ---- per-group error rates (Fig. 6, abstract)
@@ -223,7 +232,7 @@ def _claims() -> tuple[Claim, ...]:
                   f"{name}: FNMR at FMR 1 % per group, each group's own threshold, labels from HCIC (the simulated "
                   "panel's trimmed mean, same identity iff HCIC <= 0.3, the paper's t_hcic); each cell is a Black "
                   "or East Asian group's FNMR minus the higher White FNMR (positive: worse than both White groups). "
-                  "Point estimates: the prototype-bootstrap intervals are in hcic.groups_differ",
+                  "Point estimates: the tested differences are in hcic.groups_differ",
                   (MAIN,), _white_lowest(model), Sign(+1), Kind.REAL_TEST,
                   f"{name} is a real model and nothing about race is planted in it; the renderer draws race and "
                   "gender as shape and albedo, so any group difference is the model's reading of the renders "
@@ -235,22 +244,24 @@ def _claims() -> tuple[Claim, ...]:
                   NotComparable("the DCGAN's groups are lighter / darker side of a learned direction × gender, not "
                                 "race: the paper ranks Black and East Asian against White, not by skin tone"),
                   Kind.LEARNED,
-                  SKIN_TONE_CAVEAT + f"; {_GAN_LABELS}",
+                  FACE_DARKNESS_CAVEAT + f"; {_GAN_LABELS}",
                   backend="dcgan", fmt=".3f"),
         ]
-    sep = ("per model, FNMR at FMR 1 % per group with 95 % prototype-cluster bootstrap intervals (200 replicates): "
-           "the worst group's lower bound minus the best group's upper bound (positive: the two are separated; "
-           "'clear biases' declared as separated intervals)")
+    sep = ("per model, FNMR at FMR 1 % per group (each group's own threshold; a rate needs 10/FMR = 1,000 "
+           "impostors, else unresolved) and every pair of groups tested: a prototype-cluster bootstrap of the "
+           "difference (hcic.n_boot_test replicates, thresholds re-estimated per replicate), Holm-adjusted over the "
+           "pairs; the cell is the number of pairs whose adjusted p < 0.05 ('clear biases' declared as at least "
+           "one pair differing; not read off overlapping intervals)")
     out += [
         Claim("hcic.groups_differ", "000", Q_BIAS, W_BIAS, sep + "; HCIC labels at t_hcic 0.3",
-              (MAIN,), _separation("main"), Sign(+1), Kind.REAL_TEST,
+              (MAIN,), _tested("main"), Sign(+1), Kind.REAL_TEST,
               "real models on the renders, nothing planted in them; with about 250–300 genuine pairs and 1,250 "
-              "impostors per group the intervals are wide, so differences can fail to resolve",
-              fmt="+.3f"),
+              "impostors per group the test has little power, so differences can fail to show",
+              fmt=".0f"),
         Claim("hcic.groups_differ.dcgan", "000", Q_BIAS, W_BIAS, sep + "; intended labels",
-              (GAN,), _separation("dcgan"), Sign(+1), Kind.LEARNED,
-              SKIN_TONE_CAVEAT + f"; {_GAN_LABELS}",
-              backend="dcgan", fmt="+.3f"),
+              (GAN,), _tested("dcgan"), Sign(+1), Kind.LEARNED,
+              FACE_DARKNESS_CAVEAT + f"; {_GAN_LABELS}",
+              backend="dcgan", fmt=".0f"),
     ]
     # ---- the toy system: planted bias read back
     toy = ("the toy system (simulated embeddings with planted extra noise on two groups): FNMR at FMR 1 % per "
@@ -265,7 +276,7 @@ def _claims() -> tuple[Claim, ...]:
               "recovered of hcic_dcgan are this system's",
               (GAN,), _toy("dcgan"), Sign(+1), Kind.BY_CONSTRUCTION,
               "the toy system's extra noise on DF and LM is planted (hcic_dcgan.toy_noise) and read back: it checks "
-              "the FNMR-at-FMR code, not the paper nor the DCGAN (" + SKIN_TONE_CAVEAT + ")",
+              "the FNMR-at-FMR code, not the paper nor the DCGAN (" + FACE_DARKNESS_CAVEAT + ")",
               backend="dcgan", fmt="+.3f"),
     ]
     # ---- annotator consistency (Sec. 4.1, Supp. Fig. 13)
@@ -294,7 +305,7 @@ def _claims() -> tuple[Claim, ...]:
               fmt="+.3f"),
         Claim("hcic.attribute_fnmr.dcgan", "000", Q_ATTR, W_ATTR, attr_fnmr,
               (GAN,), _attribute_fnmr("dcgan"), Sign(+1), Kind.LEARNED,
-              SKIN_TONE_CAVEAT + "; pose and lighting are steps along learned yaw and light directions, age and "
+              FACE_DARKNESS_CAVEAT + "; pose and lighting are steps along learned yaw and light directions, age and "
               f"expression along learned age and smile directions; {_GAN_LABELS}",
               backend="dcgan", fmt="+.3f"),
         Claim("hcic.attribute_similarity", "000", Q_ATTR, W_ATTR, attr_sim,

@@ -137,6 +137,8 @@ class SynthConfig:
     n_transects: int | None = None  # (default 100, paper 1,000); None: from scale
     transect_axes: Mapping[str, Sequence[float]] = field(default_factory=lambda: {
         "skin_tone": (-1.5, 1.7), "hair_length": (-1.5, 1.0), "gender": (-1.75, 1.75)})
+    # hyperplanes the transects and tone prototypes let follow the axes (held_attributes)
+    transect_follow: Sequence[str] = ()
     # 000: prototypes, sequences, pairs
     groups: str = "auto"  # race_gender (race hyperplanes), tone_gender, auto: race_gender if present
     tone_axis: str = "skin_tone"  # tone_gender: the hyperplane whose two sides are the L / D groups
@@ -335,17 +337,23 @@ def _frontal(n: int) -> pd.DataFrame:
 COLLINEAR_COSINE = 0.8
 
 
-def held_attributes(hp: Hyperplanes, axes: Sequence[str]) -> list[str]:
+def held_attributes(hp: Hyperplanes, axes: Sequence[str], follow: Sequence[str] = ()) -> list[str]:
     """The hyperplanes a move along ``axes`` holds at the seed's decision values.
 
-    Every hyperplane that is not an axis (nor a ``race_*`` one-vs-all plane), except one whose
-    normal is nearly collinear with an axis (|cosine| > :data:`COLLINEAR_COSINE`): that one
-    measures nearly the same thing and follows the axis. On the DCGAN, face luminance and
-    face darkness (-ITA) have cosine about -0.93: holding luminance fixed would push the
-    darkness step into the little that separates them, a colour cast at constant L*
-    (:mod:`facebias.studies.skin_axis` measures both). Background, exposure and white balance
-    are held (their cosines with face darkness are below the limit), so the room does not
-    darken with the face. No pair of the procedural hyperplanes comes near the limit.
+    Every hyperplane that is not an axis (nor a ``race_*`` one-vs-all plane), except
+
+    * one whose normal is nearly collinear with an axis (|cosine| > :data:`COLLINEAR_COSINE`):
+      it measures nearly the same thing and follows the axis. On the DCGAN, face luminance and
+      face darkness (-ITA) have cosine about -0.93: holding luminance fixed would push the
+      darkness step into the little that separates them, a colour cast at constant L*;
+    * the ones named in ``follow`` (``generate.transect_follow``): readings that contain the
+      axis itself. On the DCGAN's tight 64 px crops the face fills most of the image, so the
+      whole-image exposure and white balance darken and shift with the face; holding them
+      while the face darkens forces the rest of the image the other way, and the step leaves
+      the faces the GAN draws (:mod:`facebias.studies.skin_axis` walks every variant and
+      prints what each one moves).
+
+    No pair of the procedural hyperplanes comes near the cosine limit.
 
     Parameters
     ----------
@@ -353,6 +361,8 @@ def held_attributes(hp: Hyperplanes, axes: Sequence[str]) -> list[str]:
         The fitted hyperplanes.
     axes : Sequence of str
         The attributes moved.
+    follow : Sequence of str, default ()
+        Hyperplanes left free to follow the axes (names absent from ``hp`` are ignored).
 
     Returns
     -------
@@ -360,7 +370,7 @@ def held_attributes(hp: Hyperplanes, axes: Sequence[str]) -> list[str]:
         Hyperplane names in ``hp.names`` order.
     """
     normals, _ = hp.select(list(axes))
-    return [n for n in hp.names if n not in axes and not n.startswith("race_")
+    return [n for n in hp.names if n not in axes and n not in follow and not n.startswith("race_")
             and np.abs(normals @ hp.select([n])[0][0]).max() <= COLLINEAR_COSINE]
 
 
@@ -374,7 +384,7 @@ def plan_transects(gen: Any, hp: Hyperplanes, cfg: SynthConfig) -> tuple[np.ndar
     axes = list(cfg.transect_axes)
     grids = [np.asarray(cfg.transect_axes[a], float) for a in axes]
     normals, offsets = hp.select(axes)
-    others = held_attributes(hp, axes)
+    others = held_attributes(hp, axes, cfg.transect_follow)
     fixed = hp.select(others)[0] if others else None
     seeds = gen.sample(cfg.n_transects, seed=cfg.seed + 3)
     shape = tuple(len(g) for g in grids)
@@ -450,7 +460,7 @@ def _prototypes(z: np.ndarray, hp: Hyperplanes, cfg: SynthConfig, groups: str = 
                                fixed=s_n)
     axes = [cfg.tone_axis, "gender"]
     normals, offsets = hp.select(axes)
-    held = list(dict.fromkeys(_neutral_attributes(hp, seq) + held_attributes(hp, axes)))
+    held = list(dict.fromkeys(_neutral_attributes(hp, seq) + held_attributes(hp, axes, cfg.transect_follow)))
     grid = latent.transect(neutral, normals, offsets, [[-cfg.c_race, cfg.c_race], [-cfg.c_gender, cfg.c_gender]],
                            orthogonal=True, fixed=hp.select(held)[0])
     return {g: grid["LD".index(g[0]), "FM".index(g[1])] for g in TONE_GROUPS}
@@ -625,26 +635,41 @@ def _with_truth(gen: Any, z: np.ndarray, table: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([table, gen.truth(z).add_prefix("true_").reset_index(drop=True)], axis=1)
 
 
-def candidate_prototypes(gen: Any, flat: np.ndarray, groups: Sequence[str], kind: str) -> tuple[pd.DataFrame, str]:
+def candidate_prototypes(gen: Any, flat: np.ndarray, groups: Sequence[str], kind: str,
+                         images: Sequence[np.ndarray] | None = None,
+                         min_size: int = 256) -> tuple[pd.DataFrame, str]:
     """The seed filter's items: one row per candidate prototype (``flat``: candidate ``i``'s
-    group ``g`` at ``i * len(groups) + g``) with ``item_id, seed, group``, the group's columns,
-    ``true_uncanny`` (the backend's ``uncanny`` truth, else
-    :func:`facebias.annotate.simulate.realism_truth` of the latent) and, where the backend's
-    truth gives the intended race and gender, ``group_match``
-    (:func:`facebias.annotate.seed_filter.intended_group_agreement`). Returns the table and
-    why the group question is skipped (``""`` when it is asked)."""
-    from facebias.annotate.seed_filter import intended_group_agreement
+    group ``g`` at ``i * len(groups) + g``) with ``item_id, seed, group`` and the group's
+    columns, and the realism signal the filter reads:
+
+    * a backend **with truth** (the procedural renderer): ``true_uncanny`` for the simulated
+      panel (the backend's ``uncanny`` truth, else
+      :func:`facebias.annotate.simulate.realism_truth` of the latent: a simulation) and,
+      where the truth gives the intended race and gender, ``group_match``
+      (:func:`facebias.annotate.seed_filter.intended_group_agreement`);
+    * a backend **without truth** (the DCGAN): ``face_confidence``, **measured** on the
+      frontal renders (:func:`facebias.annotate.seed_filter.face_confidence`, enlarged to
+      ``min_size``): ``images`` in the order of ``flat``, rendered here when None. Nothing is
+      read from the latent.
+
+    Returns the table and why the group question is skipped (``""`` when it is asked)."""
+    from facebias.annotate.seed_filter import face_confidence, intended_group_agreement
     from facebias.annotate.simulate import realism_truth
 
     columns = group_table(kind)
     n = len(flat) // len(groups)
     rows = pd.DataFrame([{"item_id": f"cand{i:05d}_{g}", "seed": i, "group": g, **columns[g]}
                          for i in range(n) for g in groups])
+    if not hasattr(gen, "truth"):
+        if images is None:
+            images = render(gen, np.asarray(flat), _frontal(len(flat)), desc="seed-filter prototypes")
+        if len(images) != len(rows):
+            raise ValueError(f"candidate_prototypes: {len(images)} images for {len(rows)} prototypes")
+        rows["face_confidence"] = face_confidence(images, min_size=min_size)
+        return rows, "the backend has no truth, so no intended-group truth (and no panel: realism is measured)"
     rows = _with_truth(gen, flat, rows)
     rows["true_uncanny"] = (rows["true_uncanny"] if "true_uncanny" in rows.columns
                             else realism_truth(np.asarray(flat)))
-    if not hasattr(gen, "truth"):
-        return rows, "the backend has no truth, so no intended-group truth for the panel"
     try:
         rows["group_match"] = intended_group_agreement(rows).to_numpy()
     except ValueError as err:
@@ -653,38 +678,62 @@ def candidate_prototypes(gen: Any, flat: np.ndarray, groups: Sequence[str], kind
 
 
 def candidate_seed_filter(gen: Any, flat: np.ndarray, groups: Sequence[str], kind: str,
-                          cfg: SynthConfig, eligible: np.ndarray | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """000's human seed filter on the candidate prototypes, before max-min selection: the
-    simulated panel rates every prototype of the ``eligible`` candidates (bool, one per
-    candidate; default all; the stage passes those whose prototypes all gave a face mesh, as
-    max-min needs one) (:func:`candidate_prototypes`) through a temporary annotation store
-    (:func:`facebias.annotate.seed_filter.human_seed_filter`) and the best
-    :attr:`SynthConfig.n_kept_by_filter` seeds (at most the eligible ones) are kept. Returns
-    the per-seed table (rated candidates) and a summary (sizes, rule, what was asked)."""
-    from facebias.annotate.seed_filter import human_seed_filter, seed_filter_rule
+                          cfg: SynthConfig, eligible: np.ndarray | None = None,
+                          images: Sequence[np.ndarray] | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """000's seed filter on the candidate prototypes, before max-min selection, keeping the
+    best :attr:`SynthConfig.n_kept_by_filter` seeds (at most the eligible ones) of the
+    ``eligible`` candidates (bool, one per candidate; default all; the stage passes those
+    whose prototypes all gave a face mesh, as max-min needs one) (:func:`candidate_prototypes`):
+
+    * backend with truth (procedural): a **simulated panel** rates every prototype through a
+      temporary annotation store (:func:`facebias.annotate.seed_filter.human_seed_filter`),
+      from the backend's realism and group truth: a simulation, said so in the summary;
+    * backend without truth (the DCGAN): the realism signal is **measured**, YuNet's face
+      confidence on the frontal render (``images``, in the order of ``flat``; rendered when
+      None) (:func:`facebias.annotate.seed_filter.measured_seed_filter`); no panel, no latent
+      norm.
+
+    Returns the per-seed table (rated candidates) and a summary (sizes, rule, the realism
+    signal and whether it is simulated)."""
+    from facebias.annotate.seed_filter import (
+        FACE_SCORE_THRESHOLD,
+        human_seed_filter,
+        measured_seed_filter,
+        measured_seed_filter_rule,
+        seed_filter_rule,
+    )
     from facebias.annotate.simulate import Panel
 
-    items, skipped = candidate_prototypes(gen, flat, groups, kind)
     n_cand = len(flat) // len(groups)
     eligible = np.ones(n_cand, bool) if eligible is None else np.asarray(eligible, dtype=bool)
     if eligible.shape != (n_cand,) or not eligible.any():
         raise ValueError(f"candidate_seed_filter: eligible must be {n_cand} bools with at least one True")
+    items, skipped = candidate_prototypes(gen, flat, groups, kind, images=images)
     items = items[eligible[items["seed"].to_numpy()]].reset_index(drop=True)
     n_keep = min(cfg.n_kept_by_filter, int(eligible.sum()))
-    with tempfile.TemporaryDirectory() as tmp:
-        table = human_seed_filter(items.drop(columns=["group_match"], errors="ignore") if skipped else items,
-                                  n_keep, Path(tmp) / "seed_filter.sqlite", Panel(seed=cfg.seed + 5),
-                                  n_votes=cfg.seed_filter_votes)
+    measured = "face_confidence" in items.columns
+    if measured:
+        table = measured_seed_filter(items, n_keep, threshold=FACE_SCORE_THRESHOLD)
+        realism = {"realism_source": "measured", "simulated": False,
+                   "realism_signal": (f"YuNet face confidence on the frontal render enlarged to 256 px (bicubic); "
+                                      f"realistic iff >= {FACE_SCORE_THRESHOLD:g}"),
+                   "questions": [], "n_votes": 0, "rule": measured_seed_filter_rule(FACE_SCORE_THRESHOLD)}
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            table = human_seed_filter(items.drop(columns=["group_match"], errors="ignore") if skipped else items,
+                                      n_keep, Path(tmp) / "seed_filter.sqlite", Panel(seed=cfg.seed + 5),
+                                      n_votes=cfg.seed_filter_votes)
+        truth = ("the backend's uncanny truth" if "uncanny" in gen.truth(flat[:1]).columns
+                 else "realism_truth(latent), a function of the latent's norm")
+        realism = {"realism_source": "simulated", "simulated": True,
+                   "realism_signal": f"SIMULATION: a simulated panel's uncanny votes, drawn from {truth}",
+                   "questions": ["seed_filter/uncanny"] + ([] if skipped else ["seed_filter/group_match"]),
+                   "n_votes": cfg.seed_filter_votes, "rule": seed_filter_rule(group=not skipped)}
     share = int(round(cfg.seed_filter_keep * cfg.n_candidates))
     summary = {"n_candidates": n_cand, "n_rated": int(eligible.sum()), "keep_share": float(cfg.seed_filter_keep),
                "n_kept_by_filter": int(table["kept"].sum()),
                "raised_to_n_seeds": bool(share < cfg.n_seeds),
-               "questions": ["seed_filter/uncanny"] + ([] if skipped else ["seed_filter/group_match"]),
-               "group_question_skipped": skipped or None,
-               "realism_truth": "backend" if hasattr(gen, "truth") and "uncanny" in
-               gen.truth(flat[:1]).columns else "realism_truth(latent)",
-               "n_votes": cfg.seed_filter_votes,
-               "rule": seed_filter_rule(group=not skipped),
+               "group_question_skipped": skipped or None, **realism,
                "n_acceptable": int(table["acceptable"].sum()),
                "n_unrealistic": int((~table["realistic"]).sum()),
                "n_group_mismatch": int((~table["group_ok"]).sum()),
@@ -732,7 +781,7 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
     # the panel rates the candidates whose prototypes all gave a face mesh (max-min needs one)
     with_mesh = np.isfinite(mesh_arr).all(axis=(1, 2))
     sf_table, sf_summary = candidate_seed_filter(gen, flat, groups, kind, cfg,
-                                                 eligible=with_mesh if with_mesh.any() else None)
+                                                 eligible=with_mesh if with_mesh.any() else None, images=frontal)
     _save_table(sf_table, out / "hcic" / "seed_filter.parquet")
     kept = np.isin(np.arange(len(cand)), sf_table.loc[sf_table["kept"], "seed"].to_numpy())
     chosen = select_seeds(cand, mesh_arr, cfg.n_seeds, eligible=kept)
