@@ -527,12 +527,12 @@ bounds = {"face_b": [gate.min_face_b], "ita": list(gate.ita_range)}
 fig, axes = plt.subplots(1, len(panels), figsize=(15, 3.3))
 for k, (cand, g) in enumerate(walk.groupby("candidate", sort=False)):
     lv = skin_axis.level_summary(g)
-    for ax, (col, label) in zip(axes, panels, strict=True):
+    for ax, (col, _) in zip(axes, panels, strict=True):
         ax.plot(lv.index, lv[col], "o-", color=f"C{k}", label=cand, lw=2.2 if cand == "transects" else 1.2)
-for ax, (col, label) in zip(axes, panels, strict=True):
+for ax, (col, title) in zip(axes, panels, strict=True):
     for b in bounds.get(col, []):
         ax.axhline(b, color="k", ls="--", lw=0.8)
-    ax.set(xlabel=f"{tone} decision value", title=label)
+    ax.set(xlabel=f"{tone} decision value", title=title)
 axes[0].legend(fontsize=7)
 fig.suptitle(f"walks along the {tone} direction ({skin_gate['n_seeds']} seeds; dashed: the gate's bounds)", fontsize=10)
 fig.tight_layout()

@@ -115,7 +115,7 @@ def test_browser_in_chromium_slider_changes_the_face(browser_page, voila, screen
 def test_browser_on_the_dcgan_in_chromium(browser_page, voila, screenshots, tmp_path):
     """The same notebook with backend = "dcgan": hyperplanes fitted on machine labels of the
     GAN's renders, sliders over them, the labellers' readings under the image; moving the
-    skin-tone slider re-renders the face and its reading."""
+    face-darkness slider re-renders the face and its reading."""
     src = (ROOT / "notebooks" / "transect_browser.py").read_text()
     src = src.replace('backend = "procedural"', 'backend = "dcgan"').replace("n_fit = 1500", "n_fit = 200")
     assert 'backend = "dcgan"' in src and "n_fit = 200" in src
@@ -125,12 +125,14 @@ def test_browser_on_the_dcgan_in_chromium(browser_page, voila, screenshots, tmp_
     page.goto(voila(nb), timeout=120_000)
     page.wait_for_selector(".widget-slider", timeout=300_000)
     page.wait_for_selector("text=/labellers: ita/", timeout=180_000)
-    # one slider per GAN hyperplane (gender, skin tone, age, smile, luminance, yaw, light) + the grid range
-    assert page.locator(".widget-slider").count() == 7 + 1
+    # one slider per GAN hyperplane + the grid range
+    from facebias.generate.hyperplanes import MACHINE_ATTRIBUTES
+
+    assert page.locator(".widget-slider").count() == len(MACHINE_ATTRIBUTES) + 1
     before = _img_src(page)
     reading = page.inner_text(".widget-html-content >> text=/labellers: /")
     page.screenshot(path=str(screenshots / "transect_browser_dcgan_before.png"))
-    page.locator(".widget-slider [role=slider]").nth(1).focus()  # skin_tone
+    page.locator(".widget-slider [role=slider]").nth(1).focus()  # face_darkness
     for _ in range(8):
         page.keyboard.press("ArrowRight")
     page.wait_for_function("prev => document.querySelector('.widget-image').src !== prev",

@@ -15,11 +15,11 @@ from metrics_fixtures import valid
 from facebias.claims import Kind, NotComparable, evaluate_all
 from facebias.claims.hcic import (
     CLAIMS,
+    FACE_DARKNESS_CAVEAT,
     GAN,
     MAIN,
     MODELS,
     PLANTED_TOY_GROUPS,
-    FACE_DARKNESS_CAVEAT,
     T_HCIC,
 )
 

@@ -98,7 +98,7 @@ def pipeline(tmp_path_factory):
     params["synthetic_dcgan"].update(n_samples=24, n_seeds=8, lever_n_labels=[60, None], lever_kinds=["ridge"],
                                      n_stability=8, n_boot=50, skin_gate_levels=[-1.5, 1.5])
     params["transects"].update(n_boot=5, n_train=64, epochs=1, n_observational=100, n_known_truth=20)
-    params["transects_dcgan"].update(n_boot=5, n_train=64, n_probe=40, epochs=1, n_observational=60)
+    params["transects_dcgan"].update(n_boot=5, n_train=64, n_probe=40, epochs=1, n_observational=60, n_held_out=50)
     params["hcic"].update(models=["sface"], n_boot=5)
     params["hcic_dcgan"].update(models=["sface"], n_boot=5)
     params["rapid_experiment"].update(p_sweep=[0.5, 0.8], sweep_queries_per_group=8, semi_fractions=[0.0, 0.5, 1.0])
@@ -287,7 +287,8 @@ def test_transects_on_the_dcgan(pipeline):
                                                   "observational_with_shortcut"}
     c = m["pruning"]["transects"]
     assert c["n"] == m["n_images"]["transects"] > 0 and c["no_face"] + c["ambiguous"] + c["kept"] == c["n"]
-    assert {"gender", "skin_tone", "light"} <= set(m["labeller_agreement"]["transects"])
+    tone = yaml.safe_load((ROOT / "params.yaml").read_text())["generate_dcgan"]["tone_axis"]
+    assert {"gender", tone, "light"} <= set(m["labeller_agreement"]["transects"])
     for fig in ("examples", "group_errors", "paired", "coefficients"):
         assert pipeline.figure(f"transects_dcgan_{fig}").stat().st_size > 10_000
     assert "runtime_s" not in m

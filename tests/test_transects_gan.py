@@ -439,7 +439,9 @@ def test_gan_params_derive_the_probe_size_the_sides_and_the_planted_effect():
     assert T.gan_params(_gan(shortcut_female_high=False), axes)["confounding_by_gender_side"] == [0.6, -0.6]
     assert p["simulated_effect"] == {"light_incongruent": T.PLANTED_SHORTCUT_EFFECT}
     assert p["transect_axes"] == {a: list(v) for a, v in axes.items()}
-    assert set(p) - {"confounding_by_gender_side", "simulated_effect", "transect_axes"} == set(_GAN_CONFIG) - {"labeller"}
+    assert set(p) - {"confounding_by_gender_side", "simulated_effect", "transect_axes"} == \
+        set(T.GANTransectsConfig.__dataclass_fields__) - {"labeller"}
+    assert p["plan_history"] == [] and p["alpha"] == 0.05 and p["accuracy_target"] == 0.85
     for bad, match in (({"probe_c": 1.0}, "unknown key"), ({"n_train": "100"}, "transects_dcgan.n_train"),
                        ({"shortcut_c": [2.0, 0.5]}, "lo < hi"), ({"confounding": -1.0}, "transects_dcgan.confounding"),
                        ({"shortcut_flip": 0}, "true or false"), ({"embedder": "arcface"}, "transects_dcgan.embedder")):
@@ -493,7 +495,8 @@ def gan_summary():
         observational_agreement={}, observational_correlation=T.within_group_correlation(
             frames["values"], "skin_tone", "light", "gender"),
         training={c: T.training_accuracy(np.full(100, 0.9), np.ones(100, int)) for c in clfs},
-        sface_enrolled=enrolled, models=models, transects=kept_tr, observational=kept_obs, group_tables=group_tables)
+        sface_enrolled=enrolled, models=models, transects=kept_tr, observational=kept_obs, group_tables=group_tables,
+        confounds={c: T.confound_analysis(kept_tr, f"e_{c}", "light", n_boot=50, seed=0) for c in clfs})
     return m, frames, models
 
 
@@ -510,6 +513,13 @@ def test_summarise_gan_flags_the_planted_shortcut_and_not_the_null(gan_summary):
     assert planted["observational_skin_significant_confounded_sign"]
     assert not null["experimental_shortcut_significant_planted_sign"]
     assert not null["observational_skin_significant_confounded_sign"]
+    # the confound analysis and the pattern flags are stored per classifier, as computed
+    for c in ("planted", "null"):
+        conf = m["classifiers"][c]["confounds"]
+        assert set(conf["tests"]) == {"gender_x_skin", "skin_x_incongruent", "confounds", "skin"}
+        assert set(conf["skin_by_gender"]) >= {"women", "men"} and conf["alpha"] == 0.05
+        assert m["classifiers"][c]["pattern_without_cause"] == T.pattern_without_cause(m["headline"][c], "light")
+    assert m["classifiers"]["planted"]["pattern_without_cause"]["learned_shortcut"]
     # the headline row is the coefficient table's row of the same model
     coef = m["classifiers"]["planted"]["coefficients"]["experimental"]["coef"]["light_incongruent"]
     row = m["headline"]["planted"]["experimental"]["light_incongruent"]
@@ -554,3 +564,190 @@ def test_summarise_gan_writes_strict_json_in_the_notebook_order(gan_summary, tmp
                         observational_agreement={}, observational_correlation={}, training={}, sface_enrolled=[],
                         models={"planted": {}}, transects=pd.DataFrame(), observational=pd.DataFrame(),
                         group_tables={})
+
+
+# --------------------------------------------------------------------------- the confounds the data show (issue 29)
+def _transect_world(seed, effects, interactions=None, n_transects=150):
+    """Transects read by the noisy gender labeller (:func:`_perceived`), and a simulated
+    classifier with planted ``effects`` and ``interactions`` (worlds.gender_classifier: an
+    interaction beta adds ``4 beta (x_a - 1/2)(x_b - 1/2)`` to the error log-odds, so
+    ``("gender_male", "skin_dark"): beta`` makes dark skin cost ``-2 beta`` among women and
+    ``+2 beta`` among men) whose errors are in ``e``."""
+    rng = np.random.default_rng(seed)
+    tr = _transect_table(n_transects)
+    kept, _ = T.gan_analysis_frame(tr, _perceived(tr["gender_c"].to_numpy(), rng), "light")
+    p = simulated_gender_classifier(kept.assign(gender=kept["p_labeller"]), effects, base=-1.5, seed=seed + 100,
+                                    interactions=interactions)
+    kept["e"] = T.errors(p, kept["gender_male"])
+    return kept
+
+
+def test_nested_lr_test_agrees_with_statsmodels():
+    """The likelihood-ratio statistic of gender x skin added to main effects + incongruence
+    (the test issue 29 ran by hand) against statsmodels' unpenalised Logit on the same
+    design, and the 3-df test of every skin term."""
+    import statsmodels.api as sm
+    from scipy.stats import chi2
+
+    kept = _transect_world(3, {"light_incongruent": 2.0}, {("gender_male", "skin_dark"): 0.6})
+    tests = T.confound_tests(kept, "e", "light")
+    e = kept["e"].to_numpy(float)
+
+    def llf(X):
+        return sm.Logit(e, sm.add_constant(X.astype(float), has_constant="add")).fit(disp=0).llf
+
+    for name, X0, X1 in (("gender_x_skin", T.confound_design(kept, "light", ()),
+                          T.confound_design(kept, "light", ("gender_x_skin",))),
+                         ("skin", T.confound_design(kept, "light", (), skin=False), T.confound_design(kept, "light"))):
+        stat = 2 * (llf(X1) - llf(X0))
+        assert tests[name]["stat"] == pytest.approx(stat, rel=1e-4, abs=1e-4), name
+        assert tests[name]["p_value"] == pytest.approx(chi2.sf(stat, X1.shape[1] - X0.shape[1]), rel=1e-3)
+    coef = sm.Logit(e, sm.add_constant(T.confound_design(kept, "light", ("gender_x_skin",)).astype(float))).fit(
+        disp=0).params["gender_male:skin_dark"]
+    assert tests["gender_x_skin"]["coef"]["gender_male:skin_dark"] == pytest.approx(coef, abs=1e-3)
+    assert [tests[k]["df"] for k in ("gender_x_skin", "skin_x_incongruent", "confounds", "skin")] == [1, 1, 2, 3]
+
+
+def test_a_planted_gender_by_skin_interaction_is_caught():
+    """Planted: dark skin costs -1.5 log-odds among women and +1.5 among men (beta 0.75),
+    nothing on skin on average, plus the shortcut. The main-effects skin coefficient
+    averages it away; the gender x skin test rejects, each gender's skin effect is
+    significant with its planted sign and near its planted size, and the transects do not
+    "clear skin"."""
+    kept = _transect_world(1, {"light_incongruent": 2.0}, {("gender_male", "skin_dark"): 0.75}, n_transects=300)
+    out = T.confound_analysis(kept, "e", "light", n_boot=200, seed=0)
+    assert out["tests"]["gender_x_skin"]["reject"] and out["tests"]["skin"]["reject"]
+    assert out["tests"]["gender_x_skin"]["p_value"] < 1e-6
+    women, men = out["skin_by_gender"]["women"], out["skin_by_gender"]["men"]
+    assert women["significant"] and women["coef"] < 0 and men["significant"] and men["coef"] > 0
+    for row, planted in ((women, -1.5), (men, 1.5)):  # L2 (C = 1) shrinks a little; 3 bootstrap SDs
+        assert abs(row["coef"] - planted) < 3 * row["sd"], (row, planted)
+    assert out["clears_skin"] is False
+    # the main-effects model alone sees no skin effect: the interaction is what it hides
+    main = T.fit_if_possible(T.gan_design(kept, "light"), kept["e"], n_boot=200, seed=0)
+    assert not T.coef_row(main, "skin_dark")["significant"]
+
+
+def test_a_planted_skin_by_incongruence_interaction_is_caught_and_not_taken_for_gender_by_skin():
+    kept = _transect_world(2, {"light_incongruent": 2.0}, {("skin_dark", "light_incongruent"): 0.75},
+                           n_transects=300)
+    tests = T.confound_tests(kept, "e", "light")
+    assert tests["skin_x_incongruent"]["reject"] and tests["skin_x_incongruent"]["coef"][
+        "skin_dark:light_incongruent"] > 0
+    assert not tests["gender_x_skin"]["reject"]
+
+
+def test_without_an_interaction_the_tests_hold_their_level():
+    """200 worlds with the shortcut planted and nothing on skin: each test rejects at about
+    its 5% level. Binomial(200, 0.05): P(> 18 rejections) = 0.3% per test, while a test
+    that rejected 15% of nulls would exceed 18 with probability 0.985."""
+    rejections = {"gender_x_skin": 0, "skin_x_incongruent": 0, "confounds": 0, "skin": 0}
+    for seed in range(1000, 1200):
+        tests = T.confound_tests(_transect_world(seed, {"light_incongruent": 2.0}), "e", "light")
+        for k in rejections:
+            rejections[k] += tests[k]["reject"]
+    assert all(v <= 18 for v in rejections.values()), rejections
+
+
+def test_the_null_world_clears_skin():
+    """No skin effect planted: the transects clear skin in (nearly) every world; 5 worlds,
+    each with three chances of a false flag at 5%: at most one world may fail."""
+    cleared = [T.confound_analysis(_transect_world(s, {"light_incongruent": 2.0}), "e", "light", n_boot=200,
+                                   seed=s)["clears_skin"] for s in range(5)]
+    assert sum(cleared) >= 4, cleared
+
+
+def test_skin_by_gender_contrasts_are_the_replicates_contrasts():
+    """Per gender, the contrast's interval is the percentile interval of the replicates'
+    contrast (facebias.stats.percentile_interval), and a missing term counts as 0."""
+    from facebias.stats import percentile_interval
+
+    kept = _transect_world(4, {"light_incongruent": 2.0}, {("gender_male", "skin_dark"): 0.5})
+    res = T.fit_if_possible(T.confound_design(kept, "light"), kept["e"], n_boot=50, seed=1)
+    out = T.skin_by_gender(res, "light")
+    i = {n: k for k, n in enumerate(res.names)}
+    men = res.replicates[:, i["skin_dark"]] + res.replicates[:, i["gender_male:skin_dark"]] \
+        + 0.5 * res.replicates[:, i["skin_dark:light_incongruent"]]
+    lo, hi = percentile_interval(men[:, None])
+    assert out["men"]["ci"] == pytest.approx([lo[0], hi[0]], rel=1e-12)
+    assert out["women_congruent"]["coef"] == pytest.approx(res.coef[i["skin_dark"]])
+    only_main = T.fit_if_possible(T.confound_design(kept, "light", ()), kept["e"], n_boot=20, seed=1)
+    flat = T.skin_by_gender(only_main, "light")
+    assert flat["women"]["coef"] == flat["men"]["coef"] == pytest.approx(only_main.coef[1])
+    with pytest.raises(ValueError, match="skin_dark"):
+        T.skin_by_gender(T.fit_if_possible(T.confound_design(kept, "light", (), skin=False), kept["e"], 5, 0), "light")
+
+
+def test_confound_analysis_of_a_classifier_without_errors_is_unresolved():
+    kept = _transect_world(0, {})
+    kept["e"] = 0.0
+    out = T.confound_analysis(kept, "e", "light", n_boot=5, seed=0)
+    assert out["tests"] is None and out["model"] is None and out["clears_skin"] is None
+
+
+def test_pattern_without_cause_reads_the_headline():
+    """The observational pattern (skin shrinks once the shortcut is recorded, a significant
+    observational shortcut) with and without a shortcut learned on the transects."""
+    pattern = _headline(_row(0.0, False), _row(0.3, True), _row(0.05, False))
+    pattern["observational_with_shortcut"]["light_incongruent"] = _row(0.3, True)
+    f = T.pattern_without_cause(pattern, "light")
+    assert f["pattern_without_cause"] and f["skin_shrinks"] and not f["learned_shortcut"]
+    learned = dict(pattern, experimental={**pattern["experimental"], "light_incongruent": _row(0.8, True)})
+    assert T.pattern_without_cause(learned, "light")["pattern_without_cause"] is False
+    missing = T.pattern_without_cause({}, "light")
+    assert missing["pattern_without_cause"] is None and missing["skin_shrinks"] is None
+
+
+# --------------------------------------------------------------------------- held-out accuracy (issue 29)
+def test_held_out_accuracy_separates_congruent_from_incongruent_renders():
+    """A classifier that reads only the shortcut (high end: female) is right on every
+    congruent render (women at the high end, men at the low end) and wrong on every
+    incongruent one (men at the high end), whatever the gender cue; a perfect one is right
+    everywhere. The rows' k / n are counts of the table."""
+    gen, hp = StubGenerator(), stub_hyperplanes()
+    _, table = T.make_shortcut_training_set(gen, 400, seed=2, shortcut="light", one_sided=True,
+                                            c_gender=(0.2, 1.0), normals=hp)
+    shortcut_only = np.where(table["light_c"] > 0, 0.3, 0.8)
+    acc = T.held_out_accuracy(shortcut_only, table, "light", bins=(0.2, 0.6, 1.0))
+    assert acc["congruent"]["accuracy"] == 1.0 and acc["incongruent"]["accuracy"] == 0.0
+    men_high = int(((table["y_male"] == 1) & (table["light_c"] > 0)).sum())
+    assert acc["incongruent"]["n"] == men_high and acc["all"]["k"] == 400 - men_high
+    assert acc["congruent |gender| in [0.2, 0.6)"]["n"] + acc["congruent |gender| in [0.6, 1]"]["n"] == 400 - men_high
+    lo, hi = acc["congruent"]["ci"]
+    assert lo < 1.0 == hi  # Wilson: the interval of k = n stops short of 1 below
+    perfect = T.held_out_accuracy(table["y_male"].to_numpy(float), table, "light")
+    assert {r["accuracy"] for r in perfect.values()} == {1.0}
+    with pytest.raises(ValueError, match="bins"):
+        T.held_out_accuracy(shortcut_only, table, "light", bins=(1.0, 0.2))
+
+
+def test_plan_history_is_parsed_and_matches_the_committed_values():
+    """Every change of the analysis plan made after a result was seen is in params.yaml,
+    and the committed value of each changed key is its last 'after'."""
+    from facebias.io import load_params
+
+    cfg = T.GANTransectsConfig.from_params(load_params(ROOT / "params.yaml", "transects_dcgan"))
+    history = {h["key"]: h for h in cfg.plan_history}
+    assert history["n_observational"]["before"] == 1000 and history["confounding"]["before"] == 0.6
+    for key, h in history.items():  # the last change of each key
+        assert getattr(cfg, key) == pytest.approx(h["after"]), h
+    assert all(h["why"].strip() for h in cfg.plan_history)
+    for bad in ([{"key": "n_train", "before": 1}], [{"key": "nope", "before": 1, "after": 2, "why": "x"}]):
+        with pytest.raises(ValueError, match="plan_history"):
+            _gan(plan_history=bad)
+
+
+def test_the_cnn_options_learn_an_easy_cue_and_reject_bad_values():
+    """A cosine schedule and a wider net still learn a cue a CNN cannot miss (male = a bright
+    left half), and bad options raise."""
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(64, int), np.ones(64, int)]
+    imgs = rng.integers(60, 120, (128, 16, 16, 3)).astype(np.uint8)
+    imgs[y == 1, :, :8] += 100
+    for kw in ({"schedule": "cosine"}, {"width": 4}):
+        cnn = train_shortcut_classifier(imgs, y, epochs=15, seed=0, size=16, threads=1, flip=False, **kw)
+        assert ((predict_p_male(cnn, imgs) > 0.5) == y).mean() > 0.95, kw
+    with pytest.raises(ValueError, match="schedule"):
+        train_shortcut_classifier(imgs, y, epochs=1, size=16, schedule="step")
+    with pytest.raises(ValueError, match="width"):
+        train_shortcut_classifier(imgs, y, epochs=1, size=16, width=0)

@@ -3,7 +3,7 @@ says the same thing."""
 
 from __future__ import annotations
 
-__all__ = ["FACE_DARKNESS_CAVEAT", "SKIN_TONE_CAVEAT"]
+__all__ = ["FACE_DARKNESS_CAVEAT"]
 
 #: Issue 29: what the DCGAN's lighter / darker groups are. Every DCGAN claim about them says
 #: it in its evidence; the gate's measured values are in ``synthetic_dcgan_details.json``
@@ -13,6 +13,3 @@ FACE_DARKNESS_CAVEAT = (
     "-ITA of face-skin pixels; no variant of it passes the skin gate declared in advance "
     "(synthetic_dcgan skin_gate: the dark end leaves the real-skin ITA range), so it is face darkness, "
     "not skin tone, and a paper's skin-tone statement is compared with a face-darkness measurement")
-
-#: The former name, kept while the registries move to :data:`FACE_DARKNESS_CAVEAT`.
-SKIN_TONE_CAVEAT = FACE_DARKNESS_CAVEAT

@@ -31,26 +31,31 @@ def _prep(images: Any, size: int):
     return (x / 255.0 - 0.5) / 0.25
 
 
-def _build_cnn(size: int):
+def _build_cnn(size: int, width: int = 8):
     from torch import nn
 
+    w = int(width)
     return nn.Sequential(
-        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 1),
+        nn.Conv2d(3, w, 3, padding=1), nn.BatchNorm2d(w), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(w, 2 * w, 3, padding=1), nn.BatchNorm2d(2 * w), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(2 * w, 4 * w, 3, padding=1), nn.BatchNorm2d(4 * w), nn.ReLU(), nn.MaxPool2d(2),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4 * w, 1),
     )
 
 
 def train_shortcut_classifier(images: Any, y_male: Any, epochs: int = 10, seed: int = 0,
                               batch: int = 64, size: int = 64, lr: float = 3e-3,
-                              threads: int | None = None, flip: bool = True):
-    """Train a small CNN gender classifier (CPU): 3 conv blocks on ``size`` px inputs, one
-    logit = P(male), binary cross-entropy, Adam. As in 004, every batch is drawn with equal
+                              threads: int | None = None, flip: bool = True, schedule: str = "constant",
+                              width: int = 8):
+    """Train a small CNN gender classifier (CPU): 3 conv blocks (``width``, 2 x ``width``,
+    4 x ``width`` channels, each conv + batch norm + ReLU + 2 x 2 max pool) on ``size`` px
+    inputs, global average pool, one logit = P(male), binary cross-entropy, Adam. As in 004, every batch is drawn with equal
     numbers of male and female images (with replacement within each class); horizontal
     flips augment (``flip=False`` turns them off: a flip mirrors a left-right cue such as
     the GAN's light-asymmetry direction, and would erase that shortcut). ``epochs`` x
-    ceil(n / batch) steps. Deterministic given ``seed`` (torch
+    ceil(n / batch) steps at learning rate ``lr`` (``schedule="cosine"``: decayed to 0 along
+    a half cosine over the steps, so the last steps average out the batch noise instead of
+    leaving the weights wherever the last large step put them). Deterministic given ``seed`` (torch
     threads default to the CPUs this process may use). Returns the model in eval mode with
     ``input_size`` set. Whatever the training set teaches, it learns: a set where hair
     tracks gender gives a hair shortcut
@@ -76,6 +81,10 @@ def train_shortcut_classifier(images: Any, y_male: Any, epochs: int = 10, seed: 
         torch CPU threads (default: the CPUs this process may use).
     flip : bool, default True
         Augment with random horizontal flips.
+    schedule : {"constant", "cosine"}, default "constant"
+        Learning-rate schedule over the ``epochs * ceil(n / batch)`` steps.
+    width : int, default 8
+        Channels of the first conv block (>= 1).
 
     Returns
     -------
@@ -87,7 +96,7 @@ def train_shortcut_classifier(images: Any, y_male: Any, epochs: int = 10, seed: 
     ------
     ValueError
         If the images are not uint8 (n, h, w, 3), ``y_male`` is not one label per image,
-        a class is missing, or ``batch < 2``.
+        a class is missing, ``batch < 2``, ``width < 1`` or ``schedule`` is unknown.
     """
     import torch
 
@@ -99,17 +108,23 @@ def train_shortcut_classifier(images: Any, y_male: Any, epochs: int = 10, seed: 
         raise ValueError("training needs both male and female images")
     if batch < 2:
         raise ValueError(f"batch must be >= 2, got {batch}")
+    if int(width) < 1:
+        raise ValueError(f"width must be >= 1, got {width}")
+    if schedule not in ("constant", "cosine"):
+        raise ValueError(f"schedule must be 'constant' or 'cosine', got {schedule!r}")
     torch.set_num_threads(threads or usable_cpus())
     torch.manual_seed(seed)
     x = _prep(images, size)
     yt = torch.from_numpy(y).float()
-    model = _build_cnn(size)
+    model = _build_cnn(size, width)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     g = torch.Generator().manual_seed(seed)
     pos_t, neg_t = torch.from_numpy(pos), torch.from_numpy(neg)
     steps = int(np.ceil(len(y) / batch))
     half = batch // 2
+    total = max(1, int(epochs) * steps)
+    sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total) if schedule == "cosine" else None)
     model.train()
     for _ in range(int(epochs)):
         for _ in range(steps):
@@ -123,6 +138,8 @@ def train_shortcut_classifier(images: Any, y_male: Any, epochs: int = 10, seed: 
             loss = loss_fn(model(xb)[:, 0], yt[idx])
             loss.backward()
             opt.step()
+            if sched is not None:
+                sched.step()
     model.eval()
     model.input_size = size
     return model

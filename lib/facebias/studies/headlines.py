@@ -24,8 +24,8 @@ a max or a share of booleans.
 from __future__ import annotations
 
 import math
-import statistics
 import os
+import statistics
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any

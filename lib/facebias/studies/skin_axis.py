@@ -192,7 +192,9 @@ def level_summary(readings: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for c, g in readings.groupby("level", sort=True):
         det = g[g["detected"]]
-        med = (lambda col, d=det: float(d[col].median()) if len(d) else float("nan"))
+        def med(col: str, d: pd.DataFrame = det) -> float:
+            return float(d[col].median()) if len(d) else float("nan")
+
         rows.append({"level": float(c), "n": len(g), "n_detected": len(det), "detect_rate": float(g["detected"].mean()),
                      "face_L": med("face_luminance"), "face_a": med("face_a_star"), "face_b": med("face_b_star"),
                      "ita": med("ita"), "border_L": float(g["border_luminance"].mean()),

