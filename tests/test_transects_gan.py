@@ -229,9 +229,9 @@ def test_the_analysis_recovers_a_planted_shortcut_and_its_observational_misattri
         assert flags["experimental_shortcut_significant_planted_sign_clusters"], seed
         # the estimate is near the planted 2 (the full one-hot coding splits it, and L2 shrinks)
         assert 1.2 < 2 * head["experimental"]["light_incongruent"]["coef"] < 2.6, seed
-        assert flags["observational_skin_significant_confounded_sign"], seed  # skin blamed
-        assert flags["observational_with_shortcut_reduces_skin"], seed
-        missed += not flags["observational_with_shortcut_skin_ci_covers_0"]
+        assert flags["observational_tone_significant_confounded_sign"], seed  # skin blamed
+        assert flags["observational_with_shortcut_reduces_tone"], seed
+        missed += not flags["observational_with_shortcut_tone_ci_covers_0"]
     assert missed <= 1
 
 
@@ -244,27 +244,27 @@ def test_the_analysis_finds_nothing_where_nothing_is_planted():
     for seed in range(10):
         head, _, _ = _study({}, seed=seed)
         false_pos += bool(head["experimental"]["light_incongruent"]["significant"])
-        false_pos += bool(head["observational"]["skin_dark"]["significant"])
+        false_pos += bool(head["observational"]["tone_dark"]["significant"])
     assert false_pos <= 3
 
 
 def test_a_skin_effect_is_not_taken_for_the_shortcut():
     """Planted on skin, not the shortcut: the experiment finds skin and not the shortcut."""
-    head, flags, _ = _study({"skin_dark": 2.0}, seed=2)
+    head, flags, _ = _study({"tone_dark": 2.0}, seed=2)
     assert not flags["experimental_shortcut_significant_planted_sign"]
     assert not head["experimental"]["light_incongruent"]["significant"]
-    assert head["experimental"]["skin_dark"]["significant"] and head["experimental"]["skin_dark"]["coef"] > 0
-    assert not flags["experimental_skin_ci_covers_0"]
+    assert head["experimental"]["tone_dark"]["significant"] and head["experimental"]["tone_dark"]["coef"] > 0
+    assert not flags["experimental_tone_ci_covers_0"]
 
 
 def test_group_tables_with_the_shortcut_attribute():
     _, _, kept = _study({"light_incongruent": 2.0}, n_transects=60, n_obs=200)
     lv = T.gan_levels("light")
-    g = T.group_errors(kept, "e_sim", by=("gender", "skin", "light"), levels=lv)
+    g = T.group_errors(kept, "e_sim", by=("gender", "tone", "light"), levels=lv)
     assert list(g["group"]) == ["LF-lo", "LF-hi", "DF-lo", "DF-hi", "LM-lo", "LM-hi", "DM-lo", "DM-hi"]
     assert g["n"].sum() == len(kept) and g["k"].sum() == int(kept["e_sim"].sum())
     pairs = T.paired_groups(g, levels=lv)
-    assert len(pairs) == 12 and set(pairs["attribute"]) == {"gender", "skin", "light"}
+    assert len(pairs) == 12 and set(pairs["attribute"]) == {"gender", "tone", "light"}
     light = pairs[pairs["attribute"] == "light"]
     assert set(light["x_group"]) == {"LF-lo", "DF-lo", "LM-lo", "DM-lo"} and set(light["shared"]) == {"LF", "DF", "LM", "DM"}
     # the procedural labels are unchanged
@@ -278,14 +278,14 @@ def test_gan_analysis_frame_prunes_no_face_and_ambiguous_readings():
     kept, counts = T.gan_analysis_frame(tr, p, "light")
     assert counts == {"n": 8, "no_face": 1, "ambiguous": 3, "kept": 4}
     assert list(kept["gender_male"]) == [0, 1, 1, 0]
-    assert list(kept["skin_dark"]) == [1, 1, 1, 1] and list(kept["light_high"]) == [0, 1, 0, 1]
+    assert list(kept["tone_dark"]) == [1, 1, 1, 1] and list(kept["light_high"]) == [0, 1, 0, 1]
     assert list(kept["light_incongruent"]) == [1, 1, 0, 0]  # F at low, M at high: the other gender's level
     other, _ = T.gan_analysis_frame(tr, p, "light", female_high=False)
     assert list(other["light_incongruent"]) == [0, 0, 1, 1]
     with pytest.raises(ValueError, match="probabilities"):
         T.gan_analysis_frame(tr, p * 2, "light")
     X = T.gan_design(kept, "light")
-    assert list(X.columns) == ["gender_female", "gender_male", "skin_light", "skin_dark", "light_low", "light_high",
+    assert list(X.columns) == ["gender_female", "gender_male", "tone_light", "tone_dark", "light_low", "light_high",
                                "light_congruent", "light_incongruent"]
     assert (X.sum(axis=1) == 4).all()
 
@@ -366,11 +366,11 @@ def _row(coef, significant):
 def _headline(incongruent, skin_obs, skin_obs_with, skin_exp="small"):
     """Hand-built :func:`T.shortcut_headline` output for the shortcut "light"."""
     skin_exp = _row(0.05, False) if skin_exp == "small" else skin_exp
-    exp = {"light_incongruent": incongruent, "light_high": _row(0.1, False), "skin_dark": skin_exp,
+    exp = {"light_incongruent": incongruent, "light_high": _row(0.1, False), "tone_dark": skin_exp,
            "gender_male": _row(0.0, False)}
     return {"experimental": exp, "experimental_clusters": dict(exp),
-            "observational": {"skin_dark": skin_obs, "gender_male": _row(0.0, False)},
-            "observational_with_shortcut": {**exp, "skin_dark": skin_obs_with}}
+            "observational": {"tone_dark": skin_obs, "gender_male": _row(0.0, False)},
+            "observational_with_shortcut": {**exp, "tone_dark": skin_obs_with}}
 
 
 def test_shortcut_recovered_flags_planted_true_and_null_false():
@@ -382,14 +382,14 @@ def test_shortcut_recovered_flags_planted_true_and_null_false():
     assert T.shortcut_recovered(planted, "light", confounding=-0.6) == {
         "experimental_shortcut_significant_planted_sign": True,
         "experimental_shortcut_significant_planted_sign_clusters": True,
-        "observational_skin_significant_confounded_sign": True,
-        "observational_with_shortcut_reduces_skin": True,
-        "experimental_skin_ci_covers_0": True,
-        "observational_with_shortcut_skin_ci_covers_0": True,
+        "observational_tone_significant_confounded_sign": True,
+        "observational_with_shortcut_reduces_tone": True,
+        "experimental_tone_ci_covers_0": True,
+        "observational_with_shortcut_tone_ci_covers_0": True,
     }
     # the same headline read against a positive confounding: skin has the wrong sign
-    assert T.shortcut_recovered(planted, "light", 0.6)["observational_skin_significant_confounded_sign"] is False
-    assert T.shortcut_recovered(planted, "light", 0.0)["observational_skin_significant_confounded_sign"] is None
+    assert T.shortcut_recovered(planted, "light", 0.6)["observational_tone_significant_confounded_sign"] is False
+    assert T.shortcut_recovered(planted, "light", 0.0)["observational_tone_significant_confounded_sign"] is None
     null = _headline(_row(0.8, False), _row(-0.3, False), _row(0.3, True), skin_exp=_row(0.4, True))
     flags = T.shortcut_recovered(null, "light", -0.6)
     assert flags == {k: False for k in flags}
@@ -399,9 +399,9 @@ def test_shortcut_recovered_flags_planted_true_and_null_false():
     missing = _headline(None, None, _row(-0.05, False), skin_exp=None)
     flags = T.shortcut_recovered(missing, "light", -0.6)
     assert flags["experimental_shortcut_significant_planted_sign"] is None
-    assert flags["observational_skin_significant_confounded_sign"] is None
-    assert flags["observational_with_shortcut_reduces_skin"] is None
-    assert flags["experimental_skin_ci_covers_0"] is None
+    assert flags["observational_tone_significant_confounded_sign"] is None
+    assert flags["observational_with_shortcut_reduces_tone"] is None
+    assert flags["experimental_tone_ci_covers_0"] is None
 
 
 def test_coef_row_reads_one_covariate_of_an_error_model():
@@ -482,7 +482,7 @@ def gan_summary():
     kept_tr, kept_obs = frames["transects"], frames["observational"]
     clfs = ["planted", "null"]
     models = {c: T.shortcut_error_models(kept_tr, kept_obs, f"e_{c}", "light", n_boot=200, seed=0) for c in clfs}
-    levels, by = T.gan_levels("light"), ("gender", "skin", "light")
+    levels, by = T.gan_levels("light"), ("gender", "tone", "light")
     group_tables = {ds: {c: T.group_errors(f, f"e_{c}", by=by, levels=levels) for c in clfs}
                     for ds, f in (("observational", kept_obs), ("transects", kept_tr))}
     tab = frames["table"].assign(read=frames["table"]["light_c"] + rng.normal(0, 1, len(frames["table"])))
@@ -510,14 +510,14 @@ def test_summarise_gan_flags_the_planted_shortcut_and_not_the_null(gan_summary):
         assert m["planted_recovered"][c] == T.shortcut_recovered(m["headline"][c], "light", 0.6)
     planted, null = m["planted_recovered"]["planted"], m["planted_recovered"]["null"]
     assert planted["experimental_shortcut_significant_planted_sign"]
-    assert planted["observational_skin_significant_confounded_sign"]
+    assert planted["observational_tone_significant_confounded_sign"]
     assert not null["experimental_shortcut_significant_planted_sign"]
-    assert not null["observational_skin_significant_confounded_sign"]
+    assert not null["observational_tone_significant_confounded_sign"]
     # the confound analysis and the pattern flags are stored per classifier, as computed
     for c in ("planted", "null"):
         conf = m["classifiers"][c]["confounds"]
-        assert set(conf["tests"]) == {"gender_x_skin", "skin_x_incongruent", "confounds", "skin"}
-        assert set(conf["skin_by_gender"]) >= {"women", "men"} and conf["alpha"] == 0.05
+        assert set(conf["tests"]) == {"gender_x_tone", "tone_x_incongruent", "confounds", "tone"}
+        assert set(conf["tone_by_gender"]) >= {"women", "men"} and conf["alpha"] == 0.05
         assert m["classifiers"][c]["pattern_without_cause"] == T.pattern_without_cause(m["headline"][c], "light")
     assert m["classifiers"]["planted"]["pattern_without_cause"]["learned_shortcut"]
     # the headline row is the coefficient table's row of the same model
@@ -571,7 +571,7 @@ def _transect_world(seed, effects, interactions=None, n_transects=150):
     """Transects read by the noisy gender labeller (:func:`_perceived`), and a simulated
     classifier with planted ``effects`` and ``interactions`` (worlds.gender_classifier: an
     interaction beta adds ``4 beta (x_a - 1/2)(x_b - 1/2)`` to the error log-odds, so
-    ``("gender_male", "skin_dark"): beta`` makes dark skin cost ``-2 beta`` among women and
+    ``("gender_male", "tone_dark"): beta`` makes dark skin cost ``-2 beta`` among women and
     ``+2 beta`` among men) whose errors are in ``e``."""
     rng = np.random.default_rng(seed)
     tr = _transect_table(n_transects)
@@ -589,23 +589,23 @@ def test_nested_lr_test_agrees_with_statsmodels():
     import statsmodels.api as sm
     from scipy.stats import chi2
 
-    kept = _transect_world(3, {"light_incongruent": 2.0}, {("gender_male", "skin_dark"): 0.6})
+    kept = _transect_world(3, {"light_incongruent": 2.0}, {("gender_male", "tone_dark"): 0.6})
     tests = T.confound_tests(kept, "e", "light")
     e = kept["e"].to_numpy(float)
 
     def llf(X):
         return sm.Logit(e, sm.add_constant(X.astype(float), has_constant="add")).fit(disp=0).llf
 
-    for name, X0, X1 in (("gender_x_skin", T.confound_design(kept, "light", ()),
-                          T.confound_design(kept, "light", ("gender_x_skin",))),
-                         ("skin", T.confound_design(kept, "light", (), skin=False), T.confound_design(kept, "light"))):
+    for name, X0, X1 in (("gender_x_tone", T.confound_design(kept, "light", ()),
+                          T.confound_design(kept, "light", ("gender_x_tone",))),
+                         ("tone", T.confound_design(kept, "light", (), tone=False), T.confound_design(kept, "light"))):
         stat = 2 * (llf(X1) - llf(X0))
         assert tests[name]["stat"] == pytest.approx(stat, rel=1e-4, abs=1e-4), name
         assert tests[name]["p_value"] == pytest.approx(chi2.sf(stat, X1.shape[1] - X0.shape[1]), rel=1e-3)
-    coef = sm.Logit(e, sm.add_constant(T.confound_design(kept, "light", ("gender_x_skin",)).astype(float))).fit(
-        disp=0).params["gender_male:skin_dark"]
-    assert tests["gender_x_skin"]["coef"]["gender_male:skin_dark"] == pytest.approx(coef, abs=1e-3)
-    assert [tests[k]["df"] for k in ("gender_x_skin", "skin_x_incongruent", "confounds", "skin")] == [1, 1, 2, 3]
+    coef = sm.Logit(e, sm.add_constant(T.confound_design(kept, "light", ("gender_x_tone",)).astype(float))).fit(
+        disp=0).params["gender_male:tone_dark"]
+    assert tests["gender_x_tone"]["coef"]["gender_male:tone_dark"] == pytest.approx(coef, abs=1e-3)
+    assert [tests[k]["df"] for k in ("gender_x_tone", "tone_x_incongruent", "confounds", "tone")] == [1, 1, 2, 3]
 
 
 def test_a_planted_gender_by_skin_interaction_is_caught():
@@ -614,34 +614,34 @@ def test_a_planted_gender_by_skin_interaction_is_caught():
     averages it away; the gender x skin test rejects, each gender's skin effect is
     significant with its planted sign and near its planted size, and the transects do not
     "clear skin"."""
-    kept = _transect_world(1, {"light_incongruent": 2.0}, {("gender_male", "skin_dark"): 0.75}, n_transects=300)
+    kept = _transect_world(1, {"light_incongruent": 2.0}, {("gender_male", "tone_dark"): 0.75}, n_transects=300)
     out = T.confound_analysis(kept, "e", "light", n_boot=200, seed=0)
-    assert out["tests"]["gender_x_skin"]["reject"] and out["tests"]["skin"]["reject"]
-    assert out["tests"]["gender_x_skin"]["p_value"] < 1e-6
-    women, men = out["skin_by_gender"]["women"], out["skin_by_gender"]["men"]
+    assert out["tests"]["gender_x_tone"]["reject"] and out["tests"]["tone"]["reject"]
+    assert out["tests"]["gender_x_tone"]["p_value"] < 1e-6
+    women, men = out["tone_by_gender"]["women"], out["tone_by_gender"]["men"]
     assert women["significant"] and women["coef"] < 0 and men["significant"] and men["coef"] > 0
     for row, planted in ((women, -1.5), (men, 1.5)):  # L2 (C = 1) shrinks a little; 3 bootstrap SDs
         assert abs(row["coef"] - planted) < 3 * row["sd"], (row, planted)
-    assert out["clears_skin"] is False
+    assert out["clears_tone"] is False
     # the main-effects model alone sees no skin effect: the interaction is what it hides
     main = T.fit_if_possible(T.gan_design(kept, "light"), kept["e"], n_boot=200, seed=0)
-    assert not T.coef_row(main, "skin_dark")["significant"]
+    assert not T.coef_row(main, "tone_dark")["significant"]
 
 
 def test_a_planted_skin_by_incongruence_interaction_is_caught_and_not_taken_for_gender_by_skin():
-    kept = _transect_world(2, {"light_incongruent": 2.0}, {("skin_dark", "light_incongruent"): 0.75},
+    kept = _transect_world(2, {"light_incongruent": 2.0}, {("tone_dark", "light_incongruent"): 0.75},
                            n_transects=300)
     tests = T.confound_tests(kept, "e", "light")
-    assert tests["skin_x_incongruent"]["reject"] and tests["skin_x_incongruent"]["coef"][
-        "skin_dark:light_incongruent"] > 0
-    assert not tests["gender_x_skin"]["reject"]
+    assert tests["tone_x_incongruent"]["reject"] and tests["tone_x_incongruent"]["coef"][
+        "tone_dark:light_incongruent"] > 0
+    assert not tests["gender_x_tone"]["reject"]
 
 
 def test_without_an_interaction_the_tests_hold_their_level():
     """200 worlds with the shortcut planted and nothing on skin: each test rejects at about
     its 5% level. Binomial(200, 0.05): P(> 18 rejections) = 0.3% per test, while a test
     that rejected 15% of nulls would exceed 18 with probability 0.985."""
-    rejections = {"gender_x_skin": 0, "skin_x_incongruent": 0, "confounds": 0, "skin": 0}
+    rejections = {"gender_x_tone": 0, "tone_x_incongruent": 0, "confounds": 0, "tone": 0}
     for seed in range(1000, 1200):
         tests = T.confound_tests(_transect_world(seed, {"light_incongruent": 2.0}), "e", "light")
         for k in rejections:
@@ -649,53 +649,53 @@ def test_without_an_interaction_the_tests_hold_their_level():
     assert all(v <= 18 for v in rejections.values()), rejections
 
 
-def test_the_null_world_clears_skin():
+def test_the_null_world_clears_tone():
     """No skin effect planted: the transects clear skin in (nearly) every world; 5 worlds,
     each with three chances of a false flag at 5%: at most one world may fail."""
     cleared = [T.confound_analysis(_transect_world(s, {"light_incongruent": 2.0}), "e", "light", n_boot=200,
-                                   seed=s)["clears_skin"] for s in range(5)]
+                                   seed=s)["clears_tone"] for s in range(5)]
     assert sum(cleared) >= 4, cleared
 
 
-def test_skin_by_gender_contrasts_are_the_replicates_contrasts():
+def test_tone_by_gender_contrasts_are_the_replicates_contrasts():
     """Per gender, the contrast's interval is the percentile interval of the replicates'
     contrast (facebias.stats.percentile_interval), and a missing term counts as 0."""
     from facebias.stats import percentile_interval
 
-    kept = _transect_world(4, {"light_incongruent": 2.0}, {("gender_male", "skin_dark"): 0.5})
+    kept = _transect_world(4, {"light_incongruent": 2.0}, {("gender_male", "tone_dark"): 0.5})
     res = T.fit_if_possible(T.confound_design(kept, "light"), kept["e"], n_boot=50, seed=1)
-    out = T.skin_by_gender(res, "light")
+    out = T.tone_by_gender(res, "light")
     i = {n: k for k, n in enumerate(res.names)}
-    men = res.replicates[:, i["skin_dark"]] + res.replicates[:, i["gender_male:skin_dark"]] \
-        + 0.5 * res.replicates[:, i["skin_dark:light_incongruent"]]
+    men = res.replicates[:, i["tone_dark"]] + res.replicates[:, i["gender_male:tone_dark"]] \
+        + 0.5 * res.replicates[:, i["tone_dark:light_incongruent"]]
     lo, hi = percentile_interval(men[:, None])
     assert out["men"]["ci"] == pytest.approx([lo[0], hi[0]], rel=1e-12)
-    assert out["women_congruent"]["coef"] == pytest.approx(res.coef[i["skin_dark"]])
+    assert out["women_congruent"]["coef"] == pytest.approx(res.coef[i["tone_dark"]])
     only_main = T.fit_if_possible(T.confound_design(kept, "light", ()), kept["e"], n_boot=20, seed=1)
-    flat = T.skin_by_gender(only_main, "light")
+    flat = T.tone_by_gender(only_main, "light")
     assert flat["women"]["coef"] == flat["men"]["coef"] == pytest.approx(only_main.coef[1])
-    with pytest.raises(ValueError, match="skin_dark"):
-        T.skin_by_gender(T.fit_if_possible(T.confound_design(kept, "light", (), skin=False), kept["e"], 5, 0), "light")
+    with pytest.raises(ValueError, match="tone_dark"):
+        T.tone_by_gender(T.fit_if_possible(T.confound_design(kept, "light", (), tone=False), kept["e"], 5, 0), "light")
 
 
 def test_confound_analysis_of_a_classifier_without_errors_is_unresolved():
     kept = _transect_world(0, {})
     kept["e"] = 0.0
     out = T.confound_analysis(kept, "e", "light", n_boot=5, seed=0)
-    assert out["tests"] is None and out["model"] is None and out["clears_skin"] is None
+    assert out["tests"] is None and out["model"] is None and out["clears_tone"] is None
 
 
 def test_pattern_without_cause_reads_the_headline():
-    """The observational pattern (skin shrinks once the shortcut is recorded, a significant
+    """The observational pattern (tone shrinks once the shortcut is recorded, a significant
     observational shortcut) with and without a shortcut learned on the transects."""
     pattern = _headline(_row(0.0, False), _row(0.3, True), _row(0.05, False))
     pattern["observational_with_shortcut"]["light_incongruent"] = _row(0.3, True)
     f = T.pattern_without_cause(pattern, "light")
-    assert f["pattern_without_cause"] and f["skin_shrinks"] and not f["learned_shortcut"]
+    assert f["pattern_without_cause"] and f["tone_shrinks"] and not f["learned_shortcut"]
     learned = dict(pattern, experimental={**pattern["experimental"], "light_incongruent": _row(0.8, True)})
     assert T.pattern_without_cause(learned, "light")["pattern_without_cause"] is False
     missing = T.pattern_without_cause({}, "light")
-    assert missing["pattern_without_cause"] is None and missing["skin_shrinks"] is None
+    assert missing["pattern_without_cause"] is None and missing["tone_shrinks"] is None
 
 
 # --------------------------------------------------------------------------- held-out accuracy (issue 29)

@@ -209,16 +209,16 @@ def test_interaction_test_on_another_backends_design():
     sm = pytest.importorskip("statsmodels.api")
     rng = np.random.default_rng(4)
     n = 2400
-    df = pd.DataFrame({"gender_male": rng.integers(0, 2, n), "skin_dark": rng.integers(0, 2, n),
+    df = pd.DataFrame({"gender_male": rng.integers(0, 2, n), "tone_dark": rng.integers(0, 2, n),
                        "light_high": rng.integers(0, 2, n)})
-    design = T.gan_design(df, "light", ("gender", "skin", "shortcut"))
-    pairs = (("gender", "light"), ("gender", "skin"), ("skin", "light"))
-    cols = {"gender": "gender_male", "skin": "skin_dark", "light": "light_high"}
-    g, s, h = df["gender_male"], df["skin_dark"], df["light_high"]
+    design = T.gan_design(df, "light", ("gender", "tone", "shortcut"))
+    pairs = (("gender", "light"), ("gender", "tone"), ("tone", "light"))
+    cols = {"gender": "gender_male", "tone": "tone_dark", "light": "light_high"}
+    g, s, h = df["gender_male"], df["tone_dark"], df["light_high"]
     for logit, separable in ((-1.5 + 0.8 * g - h, True), (-1.5 + 1.5 * (2 * g - 1) * (2 * h - 1), False)):
         df["e"] = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
         r = T.interaction_test(df, "e", pairs, binary=cols, design=design)
-        X = sm.add_constant(df[["gender_male", "skin_dark", "light_high"]].astype(float))
+        X = sm.add_constant(df[["gender_male", "tone_dark", "light_high"]].astype(float))
         Xi = X.assign(a=g * h, b=g * s, c=s * h)
         lr = 2 * (sm.Logit(df["e"], Xi).fit(disp=0).llf - sm.Logit(df["e"], X).fit(disp=0).llf)
         assert r["stat"] == pytest.approx(lr, abs=1e-3)

@@ -224,7 +224,7 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
     _s("transects_dcgan_details", "backend provenance labeller covariates params n_images pruning labeller_agreement "
        "observational_within_gender_correlation training headline planted_recovered classifiers",
        "interaction_test",
-       paths="headline/*/experimental headline/*/observational/skin_dark labeller/model labeller/gender "
+       paths="headline/*/experimental headline/*/observational/tone_dark labeller/model labeller/gender "
              "planted_recovered/*"),
     _s("hcic_details", "backend source provenance labels label_description groups group_kind group_description n_images "
        "n_pairs n_cross_group_pairs fmr_target n_boot bootstrap_unit fixed_thresholds upscale failure_to_enrol "

@@ -161,7 +161,7 @@ def _transects(d: Mapping[str, Any]) -> dict[str, Any]:
 def _transects_dcgan(d: Mapping[str, Any]) -> dict[str, Any]:
     clf = next(iter(d["headline"]))  # the trained shortcut classifier comes first
     exp = _at(d, "headline", clf, "experimental") or {}
-    shortcut = next((k for k in exp if k not in ("skin_dark", "gender_male") and not k.endswith("_high")), None)
+    shortcut = next((k for k in exp if k not in ("tone_dark", "gender_male") and not k.endswith("_high")), None)
     flags = _at(d, "planted_recovered", clf) or {}
     planted = {k: v for k, v in flags.items() if k in SHORTCUT_PLANTED_FLAGS}  # not the reported-only flags
     return {"bias": _at(exp, shortcut, "coef"), "recovered": _share(planted)}
@@ -200,11 +200,11 @@ def _rapid(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 #: The flags of :func:`facebias.studies.transects.shortcut_recovered` that check something
-#: planted in the shortcut CNN's training set; its skin flags are reported, not planted.
+#: planted in the shortcut CNN's training set; its tone flags are reported, not planted.
 SHORTCUT_PLANTED_FLAGS = ("experimental_shortcut_significant_planted_sign",
                           "experimental_shortcut_significant_planted_sign_clusters",
-                          "observational_skin_significant_confounded_sign",
-                          "observational_with_shortcut_reduces_skin")
+                          "observational_tone_significant_confounded_sign",
+                          "observational_with_shortcut_reduces_tone")
 
 
 #: kind -> (what each column means, the function reading them from the details dict).

