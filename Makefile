@@ -9,7 +9,7 @@ export DVC_NO_ANALYTICS := 1
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: reproduce tracked-data test lint bench gpu-check gpu-bench lab venv clean system-data plots browse annotate
+.PHONY: reproduce tracked-data test lint bench profile gpu-check gpu-bench lab venv clean system-data plots browse annotate
 
 venv: $(STAMP)
 
@@ -61,6 +61,13 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_stylegan2.py
 	$(BIN)/python benchmarks/bench_rapid.py
 	$(BIN)/python benchmarks/bench_compute.py
+
+# where the time goes: wall + CPU per test file and per DVC stage (each forced on its own), a
+# no-op dvc repro, and cProfile's top functions of the 3 slowest notebook stages; printed and
+# written to build/profile/profile.json. PROFILE_ARGS="--only tests" (or stages, hotspots) runs a part.
+PROFILE_ARGS ?=
+profile: $(STAMP) tracked-data
+	$(BIN)/python benchmarks/profile.py $(PROFILE_ARGS)
 
 # StyleGAN2 on CUDA (fp32 equals the CPU, fp16 close): needs a GPU; the tests never do
 gpu-check: $(STAMP)
