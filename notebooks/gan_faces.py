@@ -377,7 +377,9 @@ plots.save(fig, fig_dir / f"{name}_labeller_stability.png")
 # that read related things, and what their agreement says (on the fit set where it has both
 # readings, else on the stability sample's bicubic readings). No human votes exist for these
 # renders; where the store gets them (`generate.labels: store`), the same table compares
-# labellers with people.
+# labellers with people. A third skin-colour labeller, the Monk Skin Tone palette, needs the
+# face's a\* as well, which the fit set does not store: its agreement with ITA and luminance
+# is under the skin gate below, on the walks' readings.
 
 # %%
 cols = list(labels.columns)
@@ -540,6 +542,58 @@ plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_skin_gate.png")
 
 # %% [markdown]
+# ### A third skin-colour labeller: the Monk Skin Tone palette
+# ITA and face L\* are two readings of the same face-skin pixels. A third labeller reads
+# those pixels against a published scale of skin colours: the nearest of the ten swatches of
+# the Monk Skin Tone (MST) scale (Ellis Monk / Google, CC BY 4.0; 1 lightest, 10 darkest) to
+# the face's L\*, a\*, b\*, in CIE76 ΔE (`facebias.annotate.palette`, the project's own code;
+# `labeller_checks.palette_agreement`). No render is added: these are the walks' readings
+# above, every candidate, detected faces.
+#
+# * **Agreement**: Spearman ρ of the MST index with ITA and with face L\*, sign-corrected so
+#   that agreeing is positive (darker swatch, lower ITA, lower L\*), with a bootstrap over
+#   seeds (the renders of one seed share a latent). The three read the same pixels, so a high
+#   ρ only says the readings are consistent, not that any of them reads skin.
+# * **Distance**: a face whose nearest swatch is more than `FAR_DELTA_E` ΔE away has a colour
+#   that no step of the scale resembles (on that scale, not a skin colour: a cast, an
+#   underexposed face). Per level of each candidate: the median MST index, the median ΔE and
+#   the share of faces that far, i.e. whether the dark end of a walk is any skin colour of
+#   the scale. The scale's own swatches are printed with their ITA, to set against the gate's
+#   ITA range. Its steps are uneven (the widest gap between adjacent swatches is printed): a
+#   face half-way across a wide gap can be more than `FAR_DELTA_E` from both swatches, so a
+#   far face whose colour lies between two neighbouring swatches is between steps of the
+#   scale, while a far face with a grey or blue cast (b\* near or below 0) is off it.
+
+# %%
+from facebias.annotate.machine import ita_degrees  # noqa: E402
+from facebias.annotate.palette import FAR_DELTA_E, MONK_SKIN_TONES, swatches_lab  # noqa: E402
+
+sw_lab = swatches_lab()
+display(pd.DataFrame({"hex": MONK_SKIN_TONES, "L*": sw_lab[:, 0], "a*": sw_lab[:, 1], "b*": sw_lab[:, 2],  # noqa: F821
+                      "ITA°": ita_degrees(sw_lab[:, 0], sw_lab[:, 2])},
+                     index=pd.RangeIndex(1, len(MONK_SKIN_TONES) + 1, name="MST")).round(1))
+sw_gap = np.linalg.norm(np.diff(sw_lab, axis=0), axis=1)
+print(f"widest step of the scale: MST {int(sw_gap.argmax()) + 1} -> {int(sw_gap.argmax()) + 2}, "
+      f"{sw_gap.max():.1f} ΔE (a colour half-way is {sw_gap.max() / 2:.1f} ΔE from both)")
+palette = LC.palette_agreement(walk, far_delta_e=FAR_DELTA_E, n_boot=n_boot, seed=seed + 9, cluster="seed")
+display(pd.DataFrame(palette["agreement"]).round(3))  # noqa: F821
+palette_levels = LC.palette_by_level(walk, ["candidate", "level"], far_delta_e=FAR_DELTA_E)
+cand_order = list(dict.fromkeys(walk["candidate"]))
+for col in ("median_mst_index", "median_delta_e", "share_far"):
+    print(col)
+    display(palette_levels.pivot(index="level", columns="candidate", values=col)  # noqa: F821
+            .reindex(columns=cand_order).round(2))
+chosen_lv = palette_levels[palette_levels["candidate"] == skin_gate["chosen"]].set_index("level")
+print(f"{palette['n_measured']} faces measured on {palette['n']} walk renders; nearest swatch farther than "
+      f"{palette['far_delta_e']:g} ΔE for {palette['n_far']} "
+      f"({np.nan if palette['share_far'] is None else palette['share_far']:.0%}). Along the "
+      f"{skin_gate['chosen']} candidate, lightest level {chosen_lv.index[0]:+.2f}: median MST "
+      f"{chosen_lv['median_mst_index'].iloc[0]:g}, ΔE {chosen_lv['median_delta_e'].iloc[0]:.1f}, far "
+      f"{chosen_lv['share_far'].iloc[0]:.0%}; darkest level {chosen_lv.index[-1]:+.2f}: median MST "
+      f"{chosen_lv['median_mst_index'].iloc[-1]:g}, ΔE {chosen_lv['median_delta_e'].iloc[-1]:.1f}, far "
+      f"{chosen_lv['share_far'].iloc[-1]:.0%}")
+
+# %% [markdown]
 # ## Acceptance table (issue 15's targets; measured here, not asserted by a test)
 
 # %%
@@ -591,6 +645,8 @@ head = S.summarise_backend(
         "no_face_by_level": by_level.to_dict("records"), "no_face_by_group": by_group.to_dict("records"),
         "no_face_level_difference": level_diff.to_dict("records"), "selection": selection.to_dict("records"),
         "selection_summary": selection_summary,
+        "palette": {**palette, "sample": "skin-gate walks (every candidate, every level)",
+                    "by_level": palette_levels.to_dict("records")},
         "gender_control": f"circular: scored by {gender_lab}, the labeller the gender direction was fitted on",
         "validation_path": "human votes through the annotation store"},
     skin_gate=skin_gate)
