@@ -563,6 +563,12 @@ plots.save(fig, fig_dir / f"{name}_skin_gate.png")
 #   face half-way across a wide gap can be more than `FAR_DELTA_E` from both swatches, so a
 #   far face whose colour lies between two neighbouring swatches is between steps of the
 #   scale, while a far face with a grey or blue cast (b\* near or below 0) is off it.
+#
+# The gate's ITA range was declared (`synthetic_dcgan.skin_gate`) before this palette was
+# read, and it is not moved after seeing it: the swatch table shows which published swatches
+# fall outside that range, so a dark end near a dark swatch can still fail the gate's ITA
+# check. The axis is named by the declared gate; the palette reading is shown beside it, as a
+# second opinion, not as a new gate.
 
 # %%
 from facebias.annotate.machine import ita_degrees  # noqa: E402
