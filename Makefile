@@ -67,7 +67,7 @@ bench: $(STAMP)
 # written to build/profile/profile.json. PROFILE_ARGS="--only tests" (or stages, hotspots) runs a part.
 PROFILE_ARGS ?=
 profile: $(STAMP) tracked-data
-	$(BIN)/python benchmarks/profile.py $(PROFILE_ARGS)
+	$(BIN)/python benchmarks/time_profile.py $(PROFILE_ARGS)
 
 # StyleGAN2 on CUDA (fp32 equals the CPU, fp16 close): needs a GPU; the tests never do
 gpu-check: $(STAMP)

@@ -1,6 +1,6 @@
 """pytest plugin of ``make profile``: wall and CPU seconds per test file.
 
-Loaded with ``-p pytest_profile`` (``benchmarks/`` on ``sys.path``); it writes one JSON file
+Loaded with ``-p pytest_profile`` (``benchmarks/plugins/`` on ``sys.path``); it writes one JSON file
 per process (each pytest-xdist worker, or the main process) into ``$FACEBIAS_PROFILE_DIR``:
 ``{file: {"wall": s, "cpu": s, "tests": n}}``. A file's time is the sum over its tests of
 setup + call + teardown, so module and session fixtures count for the file whose test first

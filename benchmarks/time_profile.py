@@ -2,7 +2,7 @@
 
 Prints, and writes to ``build/profile/profile.json``:
 
-* **tests**: wall and CPU seconds per test file (``benchmarks/pytest_profile.py``), from one
+* **tests**: wall and CPU seconds per test file (``benchmarks/plugins/pytest_profile.py``), from one
   run of the README's test command (``pytest -n 2 --dist loadfile``), and the run's wall time;
 * **stages**: wall and CPU seconds of every DVC stage, each run on its own with
   ``dvc repro --single-item --force`` in pipeline order (CPU: the stage's processes, user +
@@ -14,9 +14,9 @@ Prints, and writes to ``build/profile/profile.json``:
 
 Usage::
 
-    python benchmarks/profile.py                 # everything (about as long as test + reproduce)
-    python benchmarks/profile.py --only tests    # one part: tests | stages | hotspots
-    python benchmarks/profile.py --only hotspots --stage transects_dcgan
+    python benchmarks/time_profile.py                 # everything (about as long as test + reproduce)
+    python benchmarks/time_profile.py --only tests    # one part: tests | stages | hotspots
+    python benchmarks/time_profile.py --only hotspots --stage transects_dcgan
 
 Times are measured on this machine as it is (other load included): compare runs made on the
 same machine, and say which.
@@ -68,8 +68,10 @@ def table(rows: list[dict[str, Any]], cols: list[str], title: str) -> str:
 def profile_tests(workers: int) -> dict[str, Any]:
     """One run of the suite as ``make test`` runs it, with the per-file plugin loaded."""
     with tempfile.TemporaryDirectory() as tmp:
+        # only the plugin's folder goes on the path (it reaches every subprocess, kernels included):
+        # a module there must not shadow the standard library (a "profile.py" breaks cProfile)
         env = dict(os.environ, FACEBIAS_PROFILE_DIR=tmp,
-                   PYTHONPATH=os.pathsep.join([str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH", "")]))
+                   PYTHONPATH=os.pathsep.join([str(ROOT / "benchmarks" / "plugins"), os.environ.get("PYTHONPATH", "")]))
         run = timed([str(BIN / "pytest"), "-q", "-n", str(workers), "--dist", "loadfile", "-p", "pytest_profile"],
                     env=env)
         files: dict[str, dict[str, float]] = {}
