@@ -9,7 +9,7 @@ export DVC_NO_ANALYTICS := 1
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: reproduce tracked-data test lint bench profile gpu-check gpu-bench lab venv clean system-data plots browse annotate
+.PHONY: reproduce tracked-data test test-fast lint bench profile gpu-check gpu-bench lab venv clean system-data plots browse annotate
 
 venv: $(STAMP)
 
@@ -41,10 +41,17 @@ tracked-data:
 	|| echo "note: data/real/annotations differs from data.dvc: 'dvc commit data.dvc' records new votes, 'dvc pull data.dvc' fetches recorded ones"
 
 # test files spread over TEST_WORKERS processes (pytest-xdist; whole files, so module fixtures
-# such as the DVC pipeline run once); TEST_WORKERS=0 runs them in this process
+# such as the DVC pipeline run once); TEST_WORKERS=0 runs them in this process. Files are
+# handed out longest first (tests/conftest.py orders them by their slow(seconds=) marker;
+# --no-loadscope-reorder keeps xdist from re-sorting them by test count). test-fast leaves
+# the modules marked slow out, for iteration; make test (and CI) runs everything.
 TEST_WORKERS ?= 2
+PYTEST_XDIST = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: $(STAMP)
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -q $(PYTEST_XDIST)
+
+test-fast: $(STAMP)
+	$(BIN)/pytest -q $(PYTEST_XDIST) -m "not slow"
 
 # offline page of every DVC plot (dvc plots show --json; images inline, data plots as SVG, no scripts)
 plots: $(STAMP)

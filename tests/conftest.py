@@ -32,12 +32,20 @@ if str(ROOT / "tests") not in sys.path:
     sys.path.append(str(ROOT / "tests"))
 
 
+def _cost(item: pytest.Item) -> float:
+    """The seconds a module's ``slow`` marker declares (``pytestmark = pytest.mark.slow(seconds=...)``,
+    about what ``make profile`` measured for the whole file), 0 without one."""
+    mark = item.get_closest_marker("slow")
+    return float(mark.kwargs.get("seconds", 1.0)) if mark is not None else 0.0
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run the DVC pipeline module (test_notebooks.py, about 5 of the suite's 9 CPU-minutes)
-    first: under ``make test`` (pytest-xdist, ``--dist loadfile``) its worker then starts it at
-    once while the other workers take the rest. The sort is stable, so the tests keep their
-    order within each file (the incremental-pipeline test stays last)."""
-    items.sort(key=lambda item: item.path.name != "test_notebooks.py")
+    """Longest modules first (the DVC pipeline module, test_notebooks.py, leads): under ``make
+    test`` (pytest-xdist, ``--dist loadfile --no-loadscope-reorder``) a worker starts each of
+    them at once while the others take the rest, and the short files fill in at the end. The
+    sort is stable, so the tests keep their order within each file (the incremental-pipeline
+    test stays last)."""
+    items.sort(key=lambda item: -_cost(item))
 
 
 def _free_port() -> int:

@@ -16,6 +16,9 @@ import pytest
 from facebias.annotate import PAIR_SCALE, SCALES_000, SCALES_004, AnnotationStore, Scale
 from facebias.annotate.widgets import ImageAnnotator, PairAnnotator, load_png
 
+# about 63 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
+pytestmark = pytest.mark.slow(seconds=63)
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "annotate.py"
 QUESTIONS = list(SCALES_000)  # age, expression, gender, skin_color, uncanny

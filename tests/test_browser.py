@@ -12,6 +12,9 @@ import pytest
 from facebias.browser import TransectBrowser, browser_app, grid_image, png_bytes
 from facebias.generate.hyperplanes import Hyperplanes
 
+# about 85 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
+pytestmark = pytest.mark.slow(seconds=85)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

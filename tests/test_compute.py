@@ -25,6 +25,9 @@ from facebias.compute import (
     map_items,
 )
 
+# about 36 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
+pytestmark = pytest.mark.slow(seconds=36)
+
 
 @pytest.fixture(scope="module")
 def client():

@@ -28,6 +28,9 @@ from facebias.generate.build import (
 from facebias.generate.hyperplanes import Hyperplanes
 from facebias.generate.procedural import ProceduralGenerator
 
+# about 44 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
+pytestmark = pytest.mark.slow(seconds=44)
+
 SMALL = SynthConfig(n_fit=1500, n_transects=3, n_candidates=7, n_seeds=3, n_negative=2, size=128)
 
 

@@ -25,6 +25,9 @@ from facebias.generate.checks import (  # noqa: E402
 )
 from facebias.generate.procedural import ProceduralGenerator  # noqa: E402
 
+# about 46 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
+pytestmark = pytest.mark.slow(seconds=46)
+
 N_IDS = 60
 
 

@@ -19,6 +19,9 @@ from hcic_fixtures import make_pairs
 from facebias.studies import hcic as H
 from facebias.worlds.toy_fr import simulate_embeddings
 
+# about 36 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
+pytestmark = pytest.mark.slow(seconds=36)
+
 TONE = {"LM": ("lighter", "male"), "LF": ("lighter", "female"),
         "DM": ("darker", "male"), "DF": ("darker", "female")}
 

@@ -26,6 +26,9 @@ from facebias.datasets.bfw import load_bfw
 from facebias.studies import headlines
 from facebias.worlds.bfw import BFWWorldConfig, make_bfw_world, write_world
 
+# about 650 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
+pytestmark = pytest.mark.slow(seconds=650)
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "bfw_datatable_small.csv"
 FIGURES = ("score_distributions", "det", "fpr_deviation", "tar_at_far")

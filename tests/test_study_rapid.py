@@ -16,6 +16,9 @@ from facebias.io import load_params
 from facebias.studies import rapid as R
 from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
 
+# about 56 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
+pytestmark = pytest.mark.slow(seconds=56)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 RAW = R.RapidConfig(normalise="none")  # hand-built scores are already in [0, 1]

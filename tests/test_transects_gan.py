@@ -16,6 +16,9 @@ from facebias.generate.hyperplanes import Hyperplanes
 from facebias.studies import transects as T
 from facebias.worlds.gender_classifier import simulated_gender_classifier
 
+# about 65 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
+pytestmark = pytest.mark.slow(seconds=65)
+
 ROOT = Path(__file__).resolve().parents[1]
 D = 12
 
