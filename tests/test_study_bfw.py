@@ -12,18 +12,64 @@ from facebias.datasets.bfw import BFW_GROUPS
 from facebias.studies import bfw as study
 from facebias.worlds.bfw import SIM_A, BFWWorldConfig, SystemSpec, make_bfw_world
 
+# about 60 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
+pytestmark = pytest.mark.slow(seconds=60)
+
 FARS = [0.1, 0.01, 0.001]
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: a null system: the same rho and sigma in every subgroup
+NULL = SystemSpec("null", dict.fromkeys(BFW_GROUPS, 0.2), 0.9)
+
+
 @pytest.fixture(scope="module")
 def default_world():
+    """The default world (BFWWorldConfig(): 5.23 million pairs, SIM_A and SIM_B), built once
+    for every test of this module that reads it."""
     return make_bfw_world(BFWWorldConfig())
 
 
 @pytest.fixture(scope="module")
-def cv_default(default_world):
-    return study.fold_average(study.cross_validated_rates(default_world, "sim_a", FARS))
+def bfw_params():
+    from facebias.io import load_params
+
+    return study.BFWConfig.from_params(load_params(ROOT / "params.yaml", "bfw"))
+
+
+@pytest.fixture(scope="module")
+def cv_params(default_world, bfw_params):
+    """Held-out rates of sim_a on the default world at params.yaml's FARs and grouping, the
+    resolution rule on: the study's own call, computed once."""
+    return study.cross_validated_rates(default_world, "sim_a", bfw_params.fmr, bfw_params.grouping)
+
+
+@pytest.fixture(scope="module")
+def cv_default(default_world, bfw_params, cv_params):
+    """Fold averages of sim_a on the default world at FARS, query grouping. A target's rows do
+    not depend on the other targets (checked in test_thresholds_are_fitted_on_other_folds_only),
+    so where params.yaml's FARs hold FARS they are read from ``cv_params`` instead of recomputed."""
+    if bfw_params.grouping == "query" and set(FARS) <= set(bfw_params.fmr):
+        cv = cv_params[cv_params["fmr_target"].isin(FARS)]
+    else:
+        cv = study.cross_validated_rates(default_world, "sim_a", FARS)
+    return study.fold_average(cv)
+
+
+@pytest.fixture(scope="module")
+def null_world():
+    """A default-size null world (seed 11: null_fmr_ratio's first seed) and its fold averages
+    at FAR 1e-2 and 1e-3, computed once."""
+    df = make_bfw_world(BFWWorldConfig(systems=(NULL,), seed=11))
+    return df, study.fold_average(study.cross_validated_rates(df, "null", [0.01, 0.001]))
+
+
+@pytest.fixture(scope="module")
+def small_world():
+    """The default world's seed, 5 folds and 100 identities per subgroup with 8 images per
+    identity instead of 25: 531,200 pairs instead of 5.23 million, and every (fold, subgroup)
+    still holds more than 10,000 held-out impostors, so FAR 1e-3 stays resolved."""
+    return make_bfw_world(BFWWorldConfig(identities_per_group=100, images_per_identity=8))
 
 
 def test_subgroup_thresholds_level_held_out_fmr_at_1e3(cv_default):
@@ -43,38 +89,34 @@ def test_global_threshold_shows_the_planted_deviation(cv_default):
     assert metrics.max_min_ratio(fmr) > 2.5
 
 
-def test_null_world_shows_no_deviation_at_a_global_threshold():
-    """Equal rho and noise in every subgroup: one global threshold is already fair."""
-    null = SystemSpec("null", dict.fromkeys(BFW_GROUPS, 0.2), 0.9)
-    df = make_bfw_world(BFWWorldConfig(systems=(null,), seed=11))
-    avg = study.fold_average(study.cross_validated_rates(df, "null", [0.01]))
+def test_null_world_shows_no_deviation_at_a_global_threshold(null_world, cv_default):
+    """Equal rho and noise in every subgroup: one global threshold is already fair. The
+    planted world of the same size (the default world, SIM_A) deviates far more."""
+    _, avg = null_world
     glob = study.fpr_deviation_table(avg, "global")[0.01]
     assert glob.abs().max() < 25, glob  # identity-correlated noise only, no planted shift
-    planted = make_bfw_world(BFWWorldConfig(systems=(SIM_A,), seed=11))
-    avg_p = study.fold_average(study.cross_validated_rates(planted, "sim_a", [0.01]))
-    assert study.fpr_deviation_table(avg_p, "global")[0.01].abs().max() > 2 * glob.abs().max()
+    assert study.fpr_deviation_table(cv_default, "global")[0.01].abs().max() > 2 * glob.abs().max()
 
 
-def test_null_fmr_ratio_grows_as_far_falls_and_the_planted_world_exceeds_it():
+def test_null_fmr_ratio_grows_as_far_falls_and_the_planted_world_exceeds_it(null_world, cv_default):
     """README's caution, measured: in a null world (same rho and sigma everywhere) the
     max/min held-out FMR ratio at one global threshold is near 1 at FAR 1e-2 and grows as
     FAR falls (fewer impostors above the threshold, identity-correlated pairs), reaching
-    about 2 only at 1e-4; the planted world's ratio at 1e-3 exceeds every null one."""
-    null = SystemSpec("null", dict.fromkeys(BFW_GROUPS, 0.2), 0.9)
+    about 2 only at 1e-4; the planted world's (the default world's) ratio at 1e-3 exceeds
+    every null one."""
     fars = [0.01, 0.001, 0.0001]
-    r = study.null_fmr_ratio(BFWWorldConfig(systems=(null,)), seeds=[11, 12], fars=fars)
+    r = study.null_fmr_ratio(BFWWorldConfig(systems=(NULL,)), seeds=[11, 12], fars=fars)
     assert len(r) == 6 and set(r["seed"]) == {11, 12} and (r["ratio"] >= 1).all()
     by = r.pivot(index="seed", columns="fmr_target", values="ratio")
     for seed in (11, 12):
         assert by.loc[seed, 0.01] < by.loc[seed, 0.001] < by.loc[seed, 0.0001], by
     assert (by[0.01] < 1.35).all(), by  # near 1: +-15% around the target, by chance
-    # independent computation of one cell from the fold averages
-    w = make_bfw_world(BFWWorldConfig(systems=(null,), seed=11))
-    avg = study.fold_average(study.cross_validated_rates(w, "null", [0.001]))
-    assert by.loc[11, 0.001] == pytest.approx(metrics.max_min_ratio(avg.query("policy == 'global'")["fmr"]))
-    planted = make_bfw_world(BFWWorldConfig(systems=(SIM_A,), seed=11))
-    avg_p = study.fold_average(study.cross_validated_rates(planted, "sim_a", [0.001]))
-    assert metrics.max_min_ratio(avg_p.query("policy == 'global'")["fmr"]) > by[0.001].max()
+    # independent computation of one cell from the fold averages (the seed-11 null world)
+    _, avg = null_world
+    cell = avg.query("policy == 'global' and fmr_target == 0.001")["fmr"]
+    assert by.loc[11, 0.001] == pytest.approx(metrics.max_min_ratio(cell))
+    planted = cv_default.query("policy == 'global' and fmr_target == 0.001")["fmr"]
+    assert metrics.max_min_ratio(planted) > by[0.001].max()
     with pytest.raises(ValueError, match="not a null world"):
         study.null_fmr_ratio(BFWWorldConfig(systems=(SIM_A,)), seeds=[1], fars=[0.01])
 
@@ -94,6 +136,9 @@ def test_thresholds_are_fitted_on_other_folds_only():
         test_af = intra[(intra.fold == k) & (intra.a1 == "AF")]
         imp = test_af.loc[test_af.label == 0, "sim_a"]
         assert rows.loc["group", "fmr"] == pytest.approx(np.mean(imp > expect_af))
+    # a target's rows do not depend on the other targets asked for (cv_default relies on it)
+    both = study.cross_validated_rates(df, "sim_a", [0.1, 0.01], grouping="intra", min_impostor_factor=0)
+    pd.testing.assert_frame_equal(both[both["fmr_target"] == 0.01].reset_index(drop=True), cv)
 
 
 def test_tar_at_far_table_is_one_minus_fnmr(cv_default):
@@ -330,7 +375,7 @@ def test_fold_averaged_det_is_the_mean_of_per_fold_curves_not_the_pooled_curve()
         study.fold_averaged_det(df, "s", "race")
 
 
-def test_fold_averaged_det_constant_threshold_separates_planted_genders_not_null(default_world):
+def test_fold_averaged_det_constant_threshold_separates_planted_genders_not_null(default_world, null_world):
     """At one global threshold (pooled FAR 1e-3), the planted world's female queries (larger
     rho) have a higher FMR than male ones; in the null world the genders' FMRs agree."""
     t = float(metrics.threshold_at_fmr(default_world.loc[default_world["label"] == 0, "sim_a"], 1e-3))
@@ -338,8 +383,7 @@ def test_fold_averaged_det_constant_threshold_separates_planted_genders_not_null
     assert set(curves["group"]) == {"F", "M"} and (curves["n_folds"] == 5).all()
     fm = at.set_index("group")["fmr"]
     assert fm["F"] > 1.5 * fm["M"], fm
-    null = SystemSpec("null", dict.fromkeys(BFW_GROUPS, 0.2), 0.9)
-    w = make_bfw_world(BFWWorldConfig(systems=(null,), seed=11))
+    w, _ = null_world
     t0 = float(metrics.threshold_at_fmr(w.loc[w["label"] == 0, "null"], 1e-3))
     fm0 = study.fold_averaged_det(w, "null", "gender", threshold=t0)[1].set_index("group")["fmr"]
     assert 1 / 1.25 < fm0["F"] / fm0["M"] < 1.25, fm0
@@ -361,8 +405,8 @@ def test_bfw_config_parses_params_and_rejects_bad_keys():
             study.BFWConfig.from_params(bad)
 
 
-def test_subgroup_curves_agree_with_metrics_per_group(default_world):
-    pairs = study.select_pairs(default_world, "query")
+def test_subgroup_curves_agree_with_metrics_per_group(small_world):
+    pairs = study.select_pairs(small_world, "query")
     sg = study.subgroup_curves(pairs, ["sim_a"], ["AF", "WM"])
     for g in ("AF", "WM"):
         sub = pairs[pairs["group"] == g]
@@ -378,13 +422,14 @@ def test_subgroup_curves_agree_with_metrics_per_group(default_world):
     assert det.groupby("subgroup").size().max() <= 22 and set(det["subgroup"]) == {"AF", "WM"}
 
 
-def test_summarise_headline_is_derived_from_the_details(default_world, cv_default, tmp_path):
+def test_summarise_headline_is_derived_from_the_details(small_world, tmp_path):
     cfg = study.BFWConfig(fmr=(0.01, 0.001), report_fmr=(0.01,), n_boot=0)
-    pairs = study.select_pairs(default_world, cfg.grouping)
+    pairs = study.select_pairs(small_world, cfg.grouping)
     sg = study.subgroup_curves(pairs, ["sim_a"], list(BFW_GROUPS))
-    avg = {"sim_a": study.fold_average(study.cross_validated_rates(default_world, "sim_a", cfg.fmr))}
-    t_glob, t_grp = study.legacy_decision_thresholds(default_world, "sim_a", "intra")
-    legacy = {"sim_a": study.legacy_tar_table(default_world, "sim_a", cfg.fmr, t_glob, t_grp, "intra")}
+    avg = {"sim_a": study.fold_average(study.cross_validated_rates(small_world, "sim_a", cfg.fmr))}
+    assert avg["sim_a"]["resolved"].all()  # the small world still resolves both FARs
+    t_glob, t_grp = study.legacy_decision_thresholds(small_world, "sim_a", "intra")
+    legacy = {"sim_a": study.legacy_tar_table(small_world, "sim_a", cfg.fmr, t_glob, t_grp, "intra")}
     rep = {"sim_a": metrics.group_report(pairs, "sim_a", "label", "group", [0.01], ids=("id1", "id2"), n_boot=0)}
     head, details = study.summarise(source="synthetic", provenance="p", datatable="w.parquet", config=cfg,
                                     systems=["sim_a"], fold_averages=avg, curves=sg, legacy=legacy, reports=rep)
@@ -412,14 +457,12 @@ def test_summarise_headline_is_derived_from_the_details(default_world, cv_defaul
     assert written.read_text().splitlines()[0] == "system,subgroup,fmr,fnmr"
 
 
-def test_default_world_is_resolved_at_every_params_fmr_and_unchanged_by_the_rule(default_world):
+def test_default_world_is_resolved_at_every_params_fmr_and_unchanged_by_the_rule(default_world, bfw_params,
+                                                                                 cv_params):
     """Issue 19 (defect 4): the default world has enough impostors at the params.yaml FARs, so
     the resolution rule (metrics.enough_impostors) turns nothing into NaN there: every row is
     resolved and equal to the rule-free computation."""
-    from facebias.io import load_params
-
-    cfg = study.BFWConfig.from_params(load_params(ROOT / "params.yaml", "bfw"))
-    cv = study.cross_validated_rates(default_world, "sim_a", cfg.fmr, cfg.grouping)
+    cfg, cv = bfw_params, cv_params  # cross_validated_rates(default_world, "sim_a", cfg.fmr, cfg.grouping)
     assert cv["resolved"].all() and cv[["threshold", "fmr", "fnmr"]].notna().all().all()
     free = study.cross_validated_rates(default_world, "sim_a", cfg.fmr, cfg.grouping, min_impostor_factor=0)
     pd.testing.assert_frame_equal(cv, free)

@@ -156,9 +156,16 @@ def test_sampled_within_negatives_and_cross_ratio():
     assert (merged.sim_a == merged.sim_a_full).all()
 
 
-def test_default_config_counts_and_planted_bias():
+@pytest.fixture(scope="module")
+def default_world():
+    """The default world (BFWWorldConfig(): 5.23 million pairs, SIM_A and SIM_B), built once
+    for every test of this module that reads it."""
+    return make_bfw_world(BFWWorldConfig())
+
+
+def test_default_config_counts_and_planted_bias(default_world):
     cfg = BFWWorldConfig()
-    df = make_bfw_world(cfg)
+    df = default_world
     k, n = cfg.images_per_identity, cfg.identities_per_group
     gen = df[df.label == 1]
     assert len(gen) == 8 * n * comb(k, 2) == 240_000
@@ -168,20 +175,22 @@ def test_default_config_counts_and_planted_bias():
     within = 8 * cfg.n_folds * (comb(500, 2) - 20 * comb(k, 2))
     assert len(df) == 240_000 + within + 240_000
     # one global threshold at pooled FMR 1e-3 (all impostors, by query subgroup a1)
-    imp = df[df.label == 0]
+    imp = df.loc[df.label == 0, ["a1", "sim_a", "sim_b"]]
+    a1 = imp.a1.to_numpy()
     ratio = {}
     for system in ("sim_a", "sim_b"):
         s = imp[system].to_numpy()
         fmr = (s > threshold_at_fmr(s, 1e-3)).astype(float)
-        fmr = pd.Series(fmr).groupby(imp.a1.to_numpy()).mean()
+        fmr = pd.Series(fmr).groupby(a1).mean()
         ratio[system] = fmr.max() / fmr.min()
         if system == "sim_a":
             assert all(fmr[e + "F"] > fmr[e + "M"] for e in "ABIW")
         # genuine and impostor well separated, but not perfectly: EER a few percent
         g = gen[system].to_numpy()
         grid = np.quantile(s, 1 - np.logspace(-4, -0.5, 300))
-        fnmr = np.array([(g <= x).mean() for x in grid])
-        fmr_grid = np.array([(s > x).mean() for x in grid])
+        # mean(g <= x) and mean(s > x) at every grid point, by counting in the sorted scores
+        fnmr = np.searchsorted(np.sort(g), grid, side="right") / g.size
+        fmr_grid = (s.size - np.searchsorted(np.sort(s), grid, side="right")) / s.size
         eer = fnmr[np.argmin(np.abs(fnmr - fmr_grid))]
         assert 0.005 < eer < 0.08, (system, eer)
     assert ratio["sim_a"] >= 2 and ratio["sim_b"] < ratio["sim_a"]
@@ -403,21 +412,36 @@ def test_planted_score_shape_impostor_tail_and_genuine_spread():
 
 
 # --------------------------------------------------------------------------- paper 002's score shape
-def _shape(df: pd.DataFrame, system: str) -> pd.DataFrame:
+def _pair_rows(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The rows that :func:`_shape` reads, found once per pair table (they do not depend on
+    the system): every impostor and its query subgroup a1, and per subgroup the positions
+    of its within-subgroup impostor and genuine pairs, in table order."""
+    cats = np.asarray(df["a1"].cat.categories.astype(str))
+    code = df["a1"].cat.codes.to_numpy()
+    intra = (df["a1"] == df["a2"]).to_numpy()
+    label = df["label"].to_numpy()
+    imp = np.flatnonzero(label == 0)
+    within = {}
+    for g in BFW_GROUPS:
+        in_g = intra & (code == np.flatnonzero(cats == g)[0])
+        within[g] = np.flatnonzero(in_g & (label == 0)), np.flatnonzero(in_g & (label == 1))
+    return imp, cats[code[imp]], within
+
+
+def _shape(df: pd.DataFrame, system: str, rows_of=None) -> pd.DataFrame:
     """Per subgroup (within-subgroup pairs): impostor median and p99.9, genuine mean and
     SD, d' and EER (facebias.metrics), and the FMR at one global threshold (pooled FMR
-    1e-3 over every impostor, by query subgroup a1)."""
+    1e-3 over every impostor, by query subgroup a1). ``rows_of``: :func:`_pair_rows` of
+    ``df``, when already computed."""
     from facebias import metrics
 
-    intra = df[df["a1"] == df["a2"]]
-    imp_all = df[df["label"] == 0]
-    t = float(metrics.threshold_at_fmr(imp_all[system], 1e-3))
-    fmr = (imp_all[system] > t).groupby(imp_all["a1"].astype(str)).mean()
+    imp_all, a1_imp, within = _pair_rows(df) if rows_of is None else rows_of
+    score = df[system].to_numpy()
+    t = float(metrics.threshold_at_fmr(score[imp_all], 1e-3))
+    fmr = pd.Series(score[imp_all] > t).groupby(a1_imp).mean()
     rows = {}
     for g in BFW_GROUPS:
-        s = intra[intra["a1"] == g]
-        imp = s.loc[s["label"] == 0, system].to_numpy(np.float64)
-        gen = s.loc[s["label"] == 1, system].to_numpy(np.float64)
+        imp, gen = (score[i].astype(np.float64) for i in within[g])
         rows[g] = {"med": np.median(imp), "p999": np.quantile(imp, 0.999), "gen_mean": gen.mean(),
                    "gen_sd": gen.std(ddof=1), "d_prime": metrics.d_prime(gen, imp),
                    "eer": metrics.eer(gen, imp), "fmr_global": fmr[g]}
@@ -430,18 +454,23 @@ def _tail_ratio(med: pd.Series, p999: pd.Series) -> float:
 
 
 @pytest.fixture(scope="module")
-def shape_world():
+def shape_world(default_world):
     """The default world (BFWWorldConfig(): seed, size, SIM_A and SIM_B) plus two reference
     systems on the same pairs: ``null`` (equal rho 0.2 and sigma 0.9, no spreads) and
     ``shift`` (SIM_A's rho and sigma, no spreads: the world before the shape was planted).
-    Systems have independent random streams, so sim_a and sim_b are the default world's."""
-    from facebias.worlds.bfw import SIM_A, SIM_B
+    Systems have independent random streams, so the reference systems are scored in a world
+    of the default seed and size holding only them (the same pairs, asserted), and the
+    planted truth is computed for the two systems it is read for (sim_a and shift)."""
+    from facebias.worlds.bfw import SIM_A
 
     shift = SystemSpec("shift", SIM_A.group_similarity, SIM_A.noise)
-    cfg = BFWWorldConfig(systems=(SIM_A, SIM_B, flat(0.2), shift))
-    df = make_bfw_world(cfg)
-    truth = planted_truth(cfg).set_index(["system", "group"])
-    return {s: _shape(df, s) for s in ("sim_a", "sim_b", "null", "shift")}, truth
+    ref = make_bfw_world(BFWWorldConfig(systems=(flat(0.2), shift)))
+    for c in ("p1", "p2", "a1", "a2", "fold", "label"):
+        assert ref[c].equals(default_world[c]), c
+    truth = planted_truth(BFWWorldConfig(systems=(SIM_A, shift))).set_index(["system", "group"])
+    rows_of = _pair_rows(default_world)
+    shapes = {s: _shape(default_world, s, rows_of) for s in ("sim_a", "sim_b")}
+    return {**shapes, **{s: _shape(ref, s, rows_of) for s in ("null", "shift")}}, truth
 
 
 def test_default_world_has_the_planted_score_shape_by_construction(shape_world):
