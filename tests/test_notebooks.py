@@ -1,7 +1,7 @@
 """Notebooks execute end to end under papermill (-k python3) at a smoke scale.
 
-Every study notebook runs once, inside the DVC pipeline (``dvc repro`` on a copy of the
-repository with smoke-scale params, the module fixture ``pipeline``); the tests below then
+Every study notebook runs once, inside the DVC pipeline (``facebias repro``, as ``make
+reproduce``, on a copy of the repository with smoke-scale params, the module fixture ``pipeline``); the tests below then
 check each study's outputs, the report, ``dvc metrics show`` and the offline plots, and last
 that the pipeline is incremental. A notebook is not executed twice for its own test.
 """
@@ -82,7 +82,8 @@ class Pipeline:
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory):
-    """`dvc repro` of every stage, once for the module, on a tiny world and smoke scales."""
+    """Every stage reproduced once for the module (`facebias repro`, two stages at a time, as
+    `make reproduce`), on a tiny world and smoke scales."""
     if shutil.which("git") is None:  # not a skip: a clone of this repository has git
         pytest.fail("dvc repro needs git on PATH")
     root = tmp_path_factory.mktemp("repo")
@@ -117,7 +118,9 @@ def pipeline(tmp_path_factory):
     pipe.sh("git", "init", "-q")
     pipe.sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "0")
     pipe.sh("make", "--no-print-directory", "tracked-data", f"BIN={Path(sys.executable).parent}")  # as make reproduce
-    pipe.log = pipe.sh("dvc", "repro")
+    # as make reproduce: the stages two at a time (facebias repro), then a dvc repro that finds
+    # nothing left (test_pipeline_is_incremental checks that it says so)
+    pipe.log = pipe.sh("facebias", "repro", "--jobs", "2")
     return pipe
 
 

@@ -196,3 +196,24 @@ def test_identity_noise_world_plants_the_asked_noise():
     assert not identity_noise_world(noise_rate=0.0)[1]["mislabelled"].any()
     with pytest.raises(ValueError, match="noise_rate"):
         identity_noise_world(noise_rate=0.5)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 8192])
+def test_mask_iou_rows_equals_a_loop_over_pairs_and_rows_whatever_the_chunk(chunk):
+    """Against a brute-force loop (per pair, per row: interval intersection and union), and
+    the same bits for every chunk size (the buffers are reused between chunks)."""
+    rng = np.random.default_rng(3)
+    left = rng.uniform(0, 0.6, (30, 5))
+    right = left + rng.uniform(0, 0.4, (30, 5))
+    right[4] = left[4]  # an empty mask: IoU 0 with itself
+    a, b = rng.integers(0, 30, 200), rng.integers(0, 30, 200)
+    a[:2], b[:2] = 4, 4
+    loop = []
+    for i, j in zip(a, b, strict=True):
+        inter = sum(max(0.0, min(right[i, r], right[j, r]) - max(left[i, r], left[j, r])) for r in range(5))
+        union = sum(right[i, r] - left[i, r] + right[j, r] - left[j, r] for r in range(5)) - inter
+        loop.append(inter / union if union > 0 else 0.0)
+    got = mask_iou_rows(left, right, a, b, chunk=chunk)
+    np.testing.assert_allclose(got, loop, rtol=1e-12, atol=1e-15)
+    assert got[:2].tolist() == [0.0, 0.0] and (got[2:] > 0).mean() > 0.5
+    np.testing.assert_array_equal(got, mask_iou_rows(left, right, a, b, chunk=64))

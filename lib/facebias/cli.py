@@ -10,6 +10,7 @@ annotate  the simulated annotator panel's votes on them (DVC stage ``annotations
 report    reports/index.html, every paper's claims beside our measurements (stage ``report``).
 claims    the claims' computed verdicts as the README's evidence table (``--readme README.md``).
 plots     an offline page of DVC's plots, no scripts (``facebias.dvcplots``; ``make plots``).
+repro     the pipeline's stale stages, several at a time (``facebias.repro``; ``make reproduce``).
 
 Every command reports bad input as ONE line on stderr,
 ``facebias: error: SOURCE: MESSAGE``, and exits with code 2; never a traceback. Rows of
@@ -638,11 +639,47 @@ def _run_plots(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- repro
+def _add_repro(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "repro",
+        help="reproduce the pipeline's stale stages side by side (dvc repro, several stages at a time)",
+        description="Run `dvc --wait-for-lock repro --single-item STAGE` for every stale stage and "
+        "everything downstream of it, up to --jobs at once, each after the stages it depends on "
+        "(critical path first). DVC decides, runs, caches and records each stage; a `dvc repro` "
+        "afterwards has nothing to do. Logs and times: build/repro/.",
+    )
+    p.add_argument("targets", nargs="*", help="only these stages and their upstream [default: all]")
+    p.add_argument("-j", "--jobs", type=int, default=None,
+                   help="stages at once [default: the usable cores, at least 1]")
+    p.add_argument("--repo", default=".", help="DVC repository [default: .]")
+    p.add_argument("-q", "--quiet", action="store_true", help="stage output to the logs only")
+    p.set_defaults(func=_run_repro)
+
+
+def _run_repro(args: argparse.Namespace) -> int:
+    from facebias.compute import usable_cpus
+    from facebias.repro import repro
+
+    jobs = usable_cpus() if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise InputError("--jobs", f"must be >= 1, got {jobs}")
+    if not (Path(args.repo) / "dvc.yaml").is_file():
+        raise InputError(args.repo, "no dvc.yaml here; --repo is the repository root")
+    try:
+        result = repro(args.repo, jobs=jobs, targets=args.targets or None,
+                       echo=None if args.quiet else sys.stdout)
+    except ValueError as exc:
+        raise InputError("targets", str(exc)) from None
+    return 0 if result.ok else 1
+
+
 # --------------------------------------------------------------------------- entry point
 _COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_metrics, _add_world, _add_synth,
                                                                     _add_annotate, _add_report]
 _COMMANDS.append(_add_claims)
 _COMMANDS.append(_add_plots)
+_COMMANDS.append(_add_repro)
 
 
 def build_parser() -> argparse.ArgumentParser:

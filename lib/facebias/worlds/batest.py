@@ -346,7 +346,7 @@ def mask_rows(images: pd.DataFrame, rows: int = MASK_ROWS) -> tuple[np.ndarray, 
 
 
 def mask_iou_rows(left: np.ndarray, right: np.ndarray, a: np.ndarray, b: np.ndarray,
-                  chunk: int = 1 << 18) -> np.ndarray:
+                  chunk: int = 8192) -> np.ndarray:
     """IoU of the masks of images ``a[i]`` and ``b[i]``, from :func:`mask_rows` edges.
 
     Per row the intersection of two intervals is exact; IoU = sum of intersections / sum
@@ -374,11 +374,18 @@ def mask_iou_rows(left: np.ndarray, right: np.ndarray, a: np.ndarray, b: np.ndar
     """
     a, b = np.asarray(a), np.asarray(b)
     out = np.empty(a.size)
-    length = right - left
+    area = (right - left).sum(1)
+    # gathers into reused buffers of cache size: 3.6x faster than whole-chunk temporaries
+    # at the same bits (each row's sums and clips are unchanged; benchmarks/bench_mask_iou.py)
+    k = min(int(chunk), max(a.size, 1))
+    hi, lo, tmp = (np.empty((k, left.shape[1])) for _ in range(3))
     for s in range(0, a.size, chunk):
         ia, ib = a[s:s + chunk], b[s:s + chunk]
-        inter = np.clip(np.minimum(right[ia], right[ib]) - np.maximum(left[ia], left[ib]), 0, None).sum(1)
-        union = length[ia].sum(1) + length[ib].sum(1) - inter
+        h, lw, t = hi[:ia.size], lo[:ia.size], tmp[:ia.size]
+        np.minimum(np.take(right, ia, axis=0, out=h), np.take(right, ib, axis=0, out=t), out=h)
+        np.maximum(np.take(left, ia, axis=0, out=lw), np.take(left, ib, axis=0, out=t), out=lw)
+        inter = np.clip(np.subtract(h, lw, out=h), 0, None, out=h).sum(1)
+        union = area[ia] + area[ib] - inter
         out[s:s + chunk] = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
     return out
 
