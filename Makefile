@@ -74,6 +74,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_rapid.py
 	$(BIN)/python benchmarks/bench_compute.py
 	$(BIN)/python benchmarks/bench_mask_iou.py
+	$(BIN)/python benchmarks/bench_bootstrap.py
+	$(BIN)/python benchmarks/budget.py
 
 # where the time goes: wall + CPU per test file and per DVC stage (each forced on its own), a
 # no-op dvc repro, and cProfile's top functions of the 3 slowest notebook stages; printed and

@@ -344,19 +344,22 @@ plt.show()
 
 # %% [markdown]
 # ## The challenging subset (section 5) and Table 4
-# Per group, 90 subjects × 5 images whose aggregated min-max normalised quality is below
-# the group's median (`study.challenging_subset`; the world has one quality column, the
-# paper averaged FaceQnet and MagFace), drawn from the enlarged world of the identity-count
-# experiment filtered the same way; beside it a random 90 × 5 subset. **Table 4**: TPR per
-# group at one threshold set at FMR `tpr_fmr` over *all* impostor pairs of the subset
-# (within and across groups: every pair of two different identities among its 3,600 images),
-# with 95 % identity-bootstrap intervals, as the paper's 900 genuine pairs per group.
+# Per group, `table4_subjects` subjects × `table4_images` images (the paper's 90 × 5) whose
+# aggregated min-max normalised quality is below the group's median
+# (`study.challenging_subset`; the world has one quality column, the paper averaged FaceQnet
+# and MagFace), drawn from the enlarged world of the identity-count experiment filtered the
+# same way; beside it a random subset of the same size. **Table 4**: TPR per group at one
+# threshold set at FMR `tpr_fmr` over *all* impostor pairs of the subset (within and across
+# groups: every pair of two different identities among its images), with 95 %
+# identity-bootstrap intervals; the paper's 90 × 5 give 3,600 images and 900 genuine pairs
+# per group.
 
 # %%
 ch_kept, _ = study.apply_filters(make_batest_world(count_cfg), filters)
-ch_images = study.challenging_subset(ch_kept, n_subjects=90, n_images=5, seed=cfg.seed, allow_fewer=True)
+ch_images = study.challenging_subset(ch_kept, n_subjects=cfg.table4_subjects, n_images=cfg.table4_images,
+                                     seed=cfg.seed, allow_fewer=True)
 ch_n = ch_images.groupby("group", observed=True)["identity"].nunique()
-rnd_images = study.identity_count_subset(ch_kept, int(ch_n.min()), 5, seed=cfg.seed)
+rnd_images = study.identity_count_subset(ch_kept, int(ch_n.min()), cfg.table4_images, seed=cfg.seed)
 ch_pairs = {"challenging": batest_pairs(ch_images, count_cfg, impostors="all", cross_group=True, factors=False),
             "random": batest_pairs(rnd_images, count_cfg, impostors="all", cross_group=True, factors=False)}
 print({k: f"{int((p['label'] == 0).sum()):,} impostors" for k, p in ch_pairs.items()})
@@ -373,7 +376,7 @@ for k, (set_name, color) in enumerate((("challenging", "#b2182b"), ("random", "0
     t = tpr[set_name].reindex(list(BFW_GROUPS))
     x = np.arange(8) + (k - 0.5) * 0.3
     ax.errorbar(x, t["tpr"], yerr=plots.interval_err(t["tpr"], t["tpr_lo"], t["tpr_hi"]), fmt="o", color=color,
-                capsize=3, label=f"{set_name} (90 x 5 per group)")
+                capsize=3, label=f"{set_name} ({cfg.table4_subjects} x {cfg.table4_images} per group)")
     for xi in x[t["tpr"].isna().to_numpy()]:
         ax.text(xi, 0.5, "too few impostors", rotation=90, ha="center", va="center", fontsize=6, color=color)
 ax.set_xticks(range(8), BFW_GROUPS)

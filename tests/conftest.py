@@ -6,6 +6,7 @@ on, and under ``FACEBIAS_REQUIRE_ALL=1`` (CI) it fails instead."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -46,6 +47,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     sort is stable, so the tests keep their order within each file (the incremental-pipeline
     test stays last)."""
     items.sort(key=lambda item: -_cost(item))
+
+
+_SESSION_START = time.monotonic()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Record the run (wall seconds, outcome counts, workers, -m) in ``build/last_test_run.json``
+    for ``make bench``'s budget line; only the controlling process of a pytest-xdist run writes."""
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    counts = {k: len(v) for k, v in (reporter.stats.items() if reporter else []) if k and k != "warnings"}
+    record = {"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "wall_s": round(time.monotonic() - _SESSION_START, 1),
+              "exitstatus": int(exitstatus), "counts": counts,
+              "workers": getattr(config.option, "numprocesses", None), "markexpr": config.option.markexpr or "",
+              "args": [str(a) for a in config.args]}
+    with contextlib.suppress(OSError):
+        (ROOT / "build").mkdir(exist_ok=True)
+        (ROOT / "build" / "last_test_run.json").write_text(json.dumps(record, indent=1) + "\n")
 
 
 def _free_port() -> int:

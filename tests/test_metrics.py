@@ -141,6 +141,40 @@ def test_weighted_threshold_equals_threshold_on_repeated_data(imp, w, f):
     np.testing.assert_allclose(s.fraction_above(t, cw), [np.mean(rep > x) for x in t])
 
 
+@given(
+    imp=st.lists(st.integers(-30, 30), min_size=1, max_size=400),
+    w=st.lists(st.integers(0, 4), min_size=400, max_size=400),
+    f=st.lists(st.floats(1e-4, 0.99), min_size=1, max_size=3),
+)
+def test_threshold_from_the_top_equals_threshold_over_every_weight(imp, w, f):
+    """Reading only the top scores' weights (doubling the top until it holds the answer)
+    gives the same threshold as the cumulative weights of all of them, bit for bit."""
+    imp = np.sort(np.array(imp, dtype=np.float64))
+    w = np.array(w[: imp.size], dtype=np.float64)
+    s, f = _SortedScores(imp), np.array(f)
+    read: list[int] = []
+
+    def top(k):
+        read.append(k)
+        return w[imp.size - k:]
+
+    got = s.threshold_from_top(f, float(w.sum()), top)
+    want = s.threshold(f, s.weigh(w))
+    np.testing.assert_array_equal(got, want)  # NaN (no weight) in the same places
+    assert read == sorted(read) and all(k <= imp.size for k in read)  # nothing read without weight
+
+
+def test_threshold_from_the_top_reads_only_the_top_of_many_scores():
+    rng = np.random.default_rng(0)
+    imp = np.sort(rng.normal(size=1_000_000))
+    w = rng.integers(0, 3, imp.size).astype(np.float64)
+    s, f = _SortedScores(imp), np.array([1e-5, 1e-4])
+    read: list[int] = []
+    got = s.threshold_from_top(f, float(w.sum()), lambda k: read.append(k) or w[imp.size - k:])
+    np.testing.assert_array_equal(got, s.threshold(f, s.weigh(w)))
+    assert max(read) < 2_000  # about 4 x 1e-4 x 10^6 + 64 weights, not a million
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     a=st.lists(st.integers(-4, 4), min_size=1, max_size=15),
@@ -509,3 +543,26 @@ def test_upper_order_statistics_match_a_full_sort(case, monkeypatch):
     for f, r in zip(fmrs[:5], ref[:5], strict=True):  # one target: partitioned tail
         assert M.threshold_at_fmr(imp, f) == r
     np.testing.assert_array_equal(M.threshold_at_fmr(imp, fmrs[:3]), ref[:3])
+
+
+def test_group_report_identity_bootstrap_equals_weighting_every_pair():
+    """The identity bootstrap reads multiplicities straight into sorted order; the table equals
+    the brute-force layout (a weight per pair in input order, then gathered), bit for bit."""
+    rng = np.random.default_rng(12)
+    n = 3000
+    pairs = pd.DataFrame({"id1": rng.integers(0, 60, n), "group": rng.choice(["a", "b", "c"], n),
+                          "label": rng.integers(0, 2, n)})
+    pairs["id2"] = np.where(pairs["label"] == 1, pairs["id1"], rng.integers(0, 60, n))
+    pairs["score"] = rng.normal(size=n) + pairs["label"] * 1.5
+    rates = [0.1, 0.02]
+    got = M.group_report(pairs, "score", "label", "group", rates, ids=("id1", "id2"), n_boot=40, seed=2,
+                         min_impostor_factor=0)
+    s, is_gen, g, r = M._group_report_inputs(pairs, "score", "label", "group", rates, 0.95, 40)
+    sets = M._GroupSets.of(s, is_gen, g, "label", "group")
+    boots: dict[str, list[np.ndarray]] = {}
+    for w in M.bootstrap_weights(n, 40, 2, id1=pairs["id1"].to_numpy(), id2=pairs["id2"].to_numpy()):
+        for k, v in sets.evaluate(w[sets.order], r).items():
+            boots.setdefault(k, []).append(v)
+    want = M._group_table(sets, r, sets.evaluate(None, r), boots, 40, 0.95, np.ones((2, 3), bool))
+    pd.testing.assert_frame_equal(got.table, want)
+    assert (got.table.filter(like="_hi").to_numpy() > got.table.filter(like="_lo").to_numpy()).any()

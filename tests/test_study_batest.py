@@ -229,6 +229,32 @@ def test_tpr_at_fmr_matches_metrics_and_intervals():
     assert res_mixed.loc["AF", "tpr"] == pytest.approx(tar_at_far(gen, imp, 1e-3))
 
 
+def test_tpr_identity_bootstrap_equals_weighting_every_pair():
+    """The identity bootstrap's replicates (top impostor weights and a total over identity
+    pairs) equal, bit for bit, weighting every pair by stats.bootstrap_weights and reading the
+    threshold off all the cumulative weights: the reference below."""
+    from facebias.metrics import _SortedScores
+    from facebias.stats import bootstrap_weights, percentile_interval
+
+    rng = np.random.default_rng(8)
+    p = _pairs(rng, ["AF", "AM", "WM"], 120, 20000, gen_mu={"AF": 0.3, "AM": 0.35}, n_ids=40)
+    for fmr in (1e-3, 1e-2):
+        res = bt.tpr_at_fmr(p, fmr=fmr, n_boot=60, seed=5, ci=0.9)
+        s, gen, g = p["score"].to_numpy(), p["label"].to_numpy() == 1, p["group"].to_numpy()
+        imp_order = np.flatnonzero(~gen)[np.argsort(s[~gen], kind="stable")]
+        imp = _SortedScores(s[imp_order])
+        rows = [np.flatnonzero(gen & (g == grp)) for grp in res.index]
+        rows = [r[np.argsort(s[r], kind="stable")] for r in rows]
+        reps = []
+        for w in bootstrap_weights(len(p), 60, 5, id1=p["id1"].to_numpy(), id2=p["id2"].to_numpy()):
+            t = imp.threshold(np.array([fmr]), imp.weigh(w[imp_order]))
+            reps.append([_SortedScores(s[r]).fraction_above(t, np.cumsum(w[r]))[0] for r in rows])
+        lo, hi = percentile_interval(np.array(reps), 0.9)
+        np.testing.assert_array_equal(res["tpr_lo"].to_numpy(), lo)
+        np.testing.assert_array_equal(res["tpr_hi"].to_numpy(), hi)
+        assert (hi > lo).any()
+
+
 def _brute_threshold(imp: np.ndarray, f: float) -> float:
     """Smallest impostor score t with mean(imp > t) <= f, by trying every score."""
     return min(c for c in imp if np.mean(imp > c) <= f)

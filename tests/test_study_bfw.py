@@ -21,6 +21,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: a null system: the same rho and sigma in every subgroup
 NULL = SystemSpec("null", dict.fromkeys(BFW_GROUPS, 0.2), 0.9)
+#: The null world's spread at FAR 1e-2 under one global threshold, measured once over the 20
+#: default-size null worlds of seeds 11-30 (`python benchmarks/null_bfw_spread.py`): the largest
+#: max |FPR deviation| (percent; per seed 4.95 to 38.17) and the largest max/min FMR ratio
+#: (1.091 to 1.631). A null test reads its bound from this distribution, never from one seed.
+NULL_SPREAD_1E2 = {"deviation": 38.17, "ratio": 1.631}
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +99,10 @@ def test_null_world_shows_no_deviation_at_a_global_threshold(null_world, cv_defa
     planted world of the same size (the default world, SIM_A) deviates far more."""
     _, avg = null_world
     glob = study.fpr_deviation_table(avg, "global")[0.01]
-    assert glob.abs().max() < 25, glob  # identity-correlated noise only, no planted shift
-    assert study.fpr_deviation_table(cv_default, "global")[0.01].abs().max() > 2 * glob.abs().max()
+    assert glob.abs().max() <= NULL_SPREAD_1E2["deviation"], glob  # identity-correlated noise only
+    planted = study.fpr_deviation_table(cv_default, "global")[0.01].abs().max()
+    # the planted world lies beyond every null world of the 20 seeds, and far beyond this one
+    assert planted > NULL_SPREAD_1E2["deviation"] and planted > 2 * glob.abs().max()
 
 
 def test_null_fmr_ratio_grows_as_far_falls_and_the_planted_world_exceeds_it(null_world, cv_default):
@@ -110,7 +117,7 @@ def test_null_fmr_ratio_grows_as_far_falls_and_the_planted_world_exceeds_it(null
     by = r.pivot(index="seed", columns="fmr_target", values="ratio")
     for seed in (11, 12):
         assert by.loc[seed, 0.01] < by.loc[seed, 0.001] < by.loc[seed, 0.0001], by
-    assert (by[0.01] < 1.35).all(), by  # near 1: +-15% around the target, by chance
+    assert (by[0.01] <= NULL_SPREAD_1E2["ratio"]).all(), by  # near 1, within the null's spread
     # independent computation of one cell from the fold averages (the seed-11 null world)
     _, avg = null_world
     cell = avg.query("policy == 'global' and fmr_target == 0.001")["fmr"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -34,6 +34,7 @@ from facebias.io import jsonable, write_text_atomic
 from facebias.stats import (
     bootstrap_weights,
     excludes_estimate,
+    identity_bootstrap,
     percentile_interval,
     wilson_interval,
 )
@@ -1074,6 +1075,32 @@ class _SortedScores:
         j = np.searchsorted(-above, -fmr, side="left")
         return self.values[j].astype(np.float64)
 
+    def threshold_from_top(self, fmr: np.ndarray, total: float,
+                           top: Callable[[int], np.ndarray]) -> np.ndarray:
+        """``threshold(fmr, cw)`` from the total weight and the weights of the highest scores
+        alone, for integer-valued weights (bootstrap multiplicities).
+
+        ``top(k)`` returns the weights of the ``k`` highest scores, ascending by score. With
+        integer weights the weight above a position is the same exact integer whether summed
+        from the top or as ``total - cw``, so the shares, and the threshold, are the same
+        floats as :meth:`threshold`'s; only the top is read (doubled until the position
+        below it fails every target, which proves the answer lies inside).
+        """
+        n = self.values.size
+        if total == 0:
+            return np.full(fmr.shape, np.nan)
+        hi = float(np.max(fmr))
+        k = min(n, 64 + int(4 * hi * n))
+        while True:
+            w = top(k)
+            above = np.cumsum(w[::-1])[::-1]  # above[i]: weight of the top k - i scores
+            if k == n or above[0] / total > hi:
+                break
+            k = min(n, 2 * k)
+        share = np.r_[above[1:], 0.0] / total  # share above position n - k + i
+        j = n - k + np.searchsorted(-share, -fmr, side="left")
+        return self.values[j].astype(np.float64)
+
     def count_above(self, t: np.ndarray, cw: np.ndarray | None = None) -> np.ndarray:
         """Weighted number of scores > t."""
         cw = self.weigh() if cw is None else cw
@@ -1321,15 +1348,19 @@ def group_report(
 
     point = resolved_only(sets.evaluate(None, rates))
     boots: dict[str, list[np.ndarray]] = {k: [] for k in point}
-    if ids is not None:  # weights come in input row order, as for a brute-force resample
+    # the weights of a brute-force resample in input row order, laid out in sorted order
+    if ids is not None:  # identity multiplicities read straight into sorted order
         id1 = _column(pairs, ids[0], "identity").to_numpy()
         id2 = _column(pairs, ids[1], "identity").to_numpy()
         unit = "identities"
+        ca, cb, draws = identity_bootstrap(len(pairs), n_boot, seed, id1, id2)
+        ca, cb = ca[sets.order], cb[sets.order]
+        replicates = (m[ca] * m[cb] for m in draws)
     else:
-        id1 = id2 = None
         unit = "pairs"
-    for w in bootstrap_weights(len(pairs), n_boot, seed, id1=id1, id2=id2):
-        for k, v in resolved_only(sets.evaluate(w[sets.order], rates)).items():
+        replicates = (w[sets.order] for w in bootstrap_weights(len(pairs), n_boot, seed))
+    for w in replicates:
+        for k, v in resolved_only(sets.evaluate(w, rates)).items():
             boots[k].append(v)
     meta = {
         "score": score, "label": label, "group": group, "fmr": rates.tolist(),

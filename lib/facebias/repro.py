@@ -43,6 +43,9 @@ Pipeline = Mapping[str, frozenset[str]]
 TIMES_FILE = Path("build") / "repro" / "times.json"
 """Each stage's wall seconds in its last run here (not tracked): the next run's weights."""
 
+LAST_RUN_FILE = Path("build") / "repro" / "last_run.json"
+"""The last ``facebias repro`` that ran stages: its wall seconds, jobs and stages (for ``make bench``)."""
+
 
 def validate_pipeline(pipeline: Pipeline) -> None:
     """Raise ``ValueError`` if a stage depends on an unknown stage or the graph has a cycle."""
@@ -330,13 +333,20 @@ def repro(root: str | Path = ".", *, jobs: int = 2, targets: Iterable[str] | Non
         say("every stage is up to date")
         return ReproResult()
     say(f"{len(todo)} stage(s) to check, {jobs} at a time: {', '.join(n for n in order if n in todo)}")
+    t0 = time.monotonic()
     result = run_stages(pipeline, todo, dvc_launcher(root, Path(root) / TIMES_FILE.parent, echo),
                         jobs=jobs, weights=read_times(root), order=order, log=say)
+    wall = time.monotonic() - t0
     write_times(result, root)
+    (Path(root) / LAST_RUN_FILE).write_text(json.dumps({
+        "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "wall_s": round(wall, 1), "jobs": jobs,
+        "ok": result.ok, "stages": {r.stage: {"seconds": round(r.seconds, 1), "rc": r.rc} for r in result.runs},
+    }, indent=1) + "\n")
     width = max(len(r.stage) for r in result.runs)
     for r in sorted(result.runs, key=lambda r: order.index(r.stage)):
         state = "ok" if r.rc == 0 else ("not started" if r.rc is None else f"FAILED (exit {r.rc})")
         say(f"  {r.stage:<{width}}  {r.seconds:7.1f} s  {state}")
+    say(f"wall {wall:.0f} s for {len(result.runs)} stage(s), {jobs} at a time")
     if result.failed:
         say(f"failed: {', '.join(result.failed)} (logs: {TIMES_FILE.parent}/STAGE.log)")
     return result

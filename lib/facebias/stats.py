@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
-__all__ = ["bootstrap_weights", "percentile_interval", "excludes_estimate", "wilson_interval"]
+__all__ = ["bootstrap_weights", "identity_bootstrap", "percentile_interval", "excludes_estimate", "wilson_interval"]
 
 
 def bootstrap_weights(
@@ -78,6 +78,52 @@ def bootstrap_weights(
     b = np.asarray(id2)
     if a.shape != (n,) or b.shape != (n,):
         raise ValueError(f"identity columns must have length {n}, got {a.shape} and {b.shape}")
+    ca, cb, draws = _identity_draws(a, b, n_boot, rng)
+    for m in draws:
+        yield m[ca] * m[cb]
+
+
+def identity_bootstrap(n: int, n_boot: int, seed: int, id1: Any, id2: Any
+                       ) -> tuple[np.ndarray, np.ndarray, Iterator[np.ndarray]]:
+    """The identity (cluster) bootstrap of :func:`bootstrap_weights` in two parts, for
+    estimators that need the weights of a few rows only.
+
+    Row ``i``'s weight in a replicate is ``m[ca[i]] * m[cb[i]]``, exactly what
+    :func:`bootstrap_weights` yields for it (same seed, same draws, same float64 product);
+    ``m`` holds each identity's multiplicity and a final 1 (where ``cb`` points for a
+    same-identity pair).
+
+    Parameters
+    ----------
+    n, n_boot, seed, id1, id2
+        As :func:`bootstrap_weights` (both identity columns required).
+
+    Returns
+    -------
+    ca, cb : numpy.ndarray
+        (n,) int32 positions into ``m``.
+    draws : iterator of numpy.ndarray
+        ``n_boot`` multiplicity vectors ``m`` (float64, length identities + 1). The same
+        array is refilled for every replicate: use it before drawing the next.
+
+    Examples
+    --------
+    >>> ca, cb, draws = identity_bootstrap(3, 1, 0, id1=["a", "a", "b"], id2=["a", "b", "b"])
+    >>> m = next(draws)
+    >>> bool((m[ca] * m[cb] == next(bootstrap_weights(3, 1, 0, id1=["a", "a", "b"], id2=["a", "b", "b"]))).all())
+    True
+    """
+    if n_boot < 0:
+        raise ValueError(f"n_boot: must be >= 0, got {n_boot}")
+    a, b = np.asarray(id1), np.asarray(id2)
+    if a.shape != (n,) or b.shape != (n,):
+        raise ValueError(f"identity columns must have length {n}, got {a.shape} and {b.shape}")
+    return _identity_draws(a, b, n_boot, np.random.default_rng(seed))
+
+
+def _identity_draws(a: np.ndarray, b: np.ndarray, n_boot: int, rng: np.random.Generator
+                    ) -> tuple[np.ndarray, np.ndarray, Iterator[np.ndarray]]:
+    n = a.size
     codes, uniques = pd.factorize(np.concatenate([a, b]))
     if (codes < 0).any():
         raise ValueError("identity columns contain missing values")
@@ -85,10 +131,14 @@ def bootstrap_weights(
     ca = codes[:n].astype(np.int32)
     # a same-identity pair counts its identity once: point its second index at a constant 1
     cb = np.where(codes[:n] == codes[n:], k, codes[n:]).astype(np.int32)
-    m = np.ones(k + 1)
-    for _ in range(n_boot):
-        m[:k] = np.bincount(rng.integers(0, k, k), minlength=k)
-        yield m[ca] * m[cb]
+
+    def draws() -> Iterator[np.ndarray]:
+        m = np.ones(k + 1)
+        for _ in range(n_boot):
+            m[:k] = np.bincount(rng.integers(0, k, k), minlength=k)
+            yield m
+
+    return ca, cb, draws()
 
 
 def percentile_interval(replicates: np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

@@ -50,7 +50,7 @@ from facebias.metrics import (
     fmr_at,
     threshold_at_fmr,
 )
-from facebias.stats import bootstrap_weights, percentile_interval
+from facebias.stats import bootstrap_weights, identity_bootstrap, percentile_interval
 from facebias.validate import require_columns
 
 if TYPE_CHECKING:
@@ -174,7 +174,8 @@ class BATestConfig:
     (nn: pooled SD units); see :func:`balance`. Table 3: ``reference_group`` and
     ``reference_fmr`` (:func:`fmr_at_reference`) on ``table3_identities`` identities per
     group with all their within-group impostors. Table 4: ``tpr_fmr`` (:func:`tpr_at_fmr`,
-    one threshold over all impostors of the challenging subset). ``impostors_per_genuine``
+    one threshold over all impostors of the challenging subset of ``table4_subjects``
+    subjects x ``table4_images`` images per group; the paper's 90 x 5). ``impostors_per_genuine``
     (impostor pairs drawn per genuine pair for d'), ``n_boot`` (identity-bootstrap
     replicates, 0 = none), ``seed`` (balancing, pair drawing and bootstrap). Seed sweep
     (:func:`facebias.studies.seeds.batest_seed_tables`): Table 1 on ``world_seeds`` world
@@ -194,6 +195,8 @@ class BATestConfig:
     reference_group: str = "WM"
     reference_fmr: tuple[float, ...] = (0.001, 0.0001)
     tpr_fmr: float = 1e-5
+    table4_subjects: int = 90
+    table4_images: int = 5
     iou_threshold: float = 0.9
     table3_identities: int = 100
     impostors_per_genuine: float = 2.0
@@ -213,6 +216,8 @@ class BATestConfig:
             "reference_group": param_str(self.reference_group, "batest.reference_group"),
             "reference_fmr": param_list(self.reference_fmr, "batest.reference_fmr", rate),
             "tpr_fmr": rate(self.tpr_fmr, "batest.tpr_fmr"),
+            "table4_subjects": param_int(self.table4_subjects, "batest.table4_subjects", 2),
+            "table4_images": param_int(self.table4_images, "batest.table4_images", 2),
             "iou_threshold": param_float(self.iou_threshold, "batest.iou_threshold", 0.0, 1.0, open_high=True),
             "table3_identities": param_int(self.table3_identities, "batest.table3_identities", 2),
             "impostors_per_genuine": param_float(self.impostors_per_genuine, "batest.impostors_per_genuine",
@@ -1321,15 +1326,43 @@ def tpr_at_fmr(
     if n_boot and not ok:
         out["tpr_lo"] = out["tpr_hi"] = np.nan
     elif n_boot:
-        if ids is not None:
-            require_columns(pairs, list(ids), "pairs")
-            id1, id2 = pairs[ids[0]].to_numpy(), pairs[ids[1]].to_numpy()
+        if ids is None:
+            reps = np.stack([estimate(w) for w in bootstrap_weights(len(pairs), n_boot, seed)])
         else:
-            id1 = id2 = None
-        reps = np.stack([estimate(w) for w in
-                         bootstrap_weights(len(pairs), n_boot, seed, id1=id1, id2=id2)])
+            require_columns(pairs, list(ids), "pairs")
+            reps = _identity_bootstrap_tpr(imp, imp_order, gen_sets, gen_rows, rate, n_boot, seed,
+                                           pairs[ids[0]].to_numpy(), pairs[ids[1]].to_numpy())
         out["tpr_lo"], out["tpr_hi"] = percentile_interval(reps, ci)
     return out.set_index(group)
+
+
+def _top_weights(m: np.ndarray, ia: np.ndarray, ib: np.ndarray, k: int) -> np.ndarray:
+    """The weights ``m[ia] * m[ib]`` of the last ``k`` rows."""
+    return m[ia[ia.size - k:]] * m[ib[ib.size - k:]]
+
+
+def _identity_bootstrap_tpr(imp: _SortedScores, imp_order: np.ndarray, gen_sets: list[_SortedScores],
+                            gen_rows: list[np.ndarray], rate: float, n_boot: int, seed: int,
+                            id1: np.ndarray, id2: np.ndarray) -> np.ndarray:
+    """:func:`tpr_at_fmr`'s identity-bootstrap replicates, (n_boot, groups), equal bit for bit
+    to weighting every pair by ``stats.bootstrap_weights``: a replicate needs the impostors'
+    total weight (summed over distinct identity pairs, each weight times its number of
+    pairs: exact integers) and the weights of the top impostor scores only
+    (``_SortedScores.threshold_from_top``), not a weight per pair of millions."""
+    ca, cb, draws = identity_bootstrap(len(id1), n_boot, seed, id1, id2)
+    ia, ib = ca[imp_order], cb[imp_order]
+    base = int(max(ca.max(), cb.max())) + 1
+    keys, counts = np.unique(ia.astype(np.int64) * base + ib, return_counts=True)
+    pa, pb = np.divmod(keys, base)
+    fmr = np.array([rate])
+    gen_codes = [(ca[r], cb[r]) for r in gen_rows]
+    reps = []
+    for m in draws:
+        total = float(np.sum(counts * (m[pa] * m[pb])))
+        t = imp.threshold_from_top(fmr, total, partial(_top_weights, m, ia, ib))
+        reps.append([gs.fraction_above(t, gs.weigh(m[a] * m[b]))[0]
+                     for gs, (a, b) in zip(gen_sets, gen_codes, strict=True)])
+    return np.array(reps, dtype=np.float64).reshape(n_boot, len(gen_sets))
 
 
 # --------------------------------------------------------------------------- identity noise

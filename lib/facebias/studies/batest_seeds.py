@@ -62,8 +62,8 @@ def _batest_one(seed: int, world: Mapping[str, Any], config: Any, parts: Sequenc
         count_cfg = dataclasses.replace(wcfg, identities_per_group=max(200, wcfg.identities_per_group),
                                         images_per_identity=max(25, wcfg.images_per_identity))
         ch_kept, _ = study.apply_filters(make_batest_world(count_cfg), config.filters)
-        ch_images = study.challenging_subset(ch_kept, n_subjects=90, n_images=5, seed=config.seed,
-                                             allow_fewer=True)
+        ch_images = study.challenging_subset(ch_kept, n_subjects=config.table4_subjects,
+                                             n_images=config.table4_images, seed=config.seed, allow_fewer=True)
         ch_pairs = batest_pairs(ch_images, count_cfg, impostors="all", cross_group=True, factors=False)
         out["table4"] = table4_tidy(study.tpr_at_fmr(ch_pairs, config.tpr_fmr, n_boot=0))
     return out

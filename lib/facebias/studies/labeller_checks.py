@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from facebias.annotate.palette import FAR_DELTA_E
 from facebias.validate import require_columns
 
 __all__ = ["Resampling", "UPSCALE_METHODS", "FLIP_SIGN", "RELATED_PAIRS", "resamplings", "resample",
@@ -595,7 +596,7 @@ def palette_readings(readings: pd.DataFrame, L: str = "face_luminance", a: str =
 
 
 def palette_agreement(readings: pd.DataFrame, L: str = "face_luminance", a: str = "face_a_star",
-                      b: str = "face_b_star", ita: str = "ita", far_delta_e: float = 10.0, n_boot: int = 1000,
+                      b: str = "face_b_star", ita: str = "ita", far_delta_e: float = FAR_DELTA_E, n_boot: int = 1000,
                       seed: int = 0, ci: float = 0.95, cluster: str | None = None) -> dict[str, Any]:
     """How the Monk Skin Tone palette labeller agrees with ITA and with face luminance, and
     how many faces no swatch of the scale is near.
@@ -619,7 +620,7 @@ def palette_agreement(readings: pd.DataFrame, L: str = "face_luminance", a: str 
     L, a, b, ita : str
         Columns of the face L* (0-100), a*, b* (CIELAB D65) and ITA (degrees, higher =
         lighter).
-    far_delta_e : float, default 10.0
+    far_delta_e : float, default :data:`facebias.annotate.palette.FAR_DELTA_E`
         Delta E*ab (CIE76) above which the nearest swatch counts as far.
     n_boot : int, default 1000
         Bootstrap replicates (:func:`facebias.stats.bootstrap_weights`): over images, or over
@@ -704,7 +705,7 @@ def palette_agreement(readings: pd.DataFrame, L: str = "face_luminance", a: str 
 
 
 def palette_by_level(readings: pd.DataFrame, by: Sequence[str], L: str = "face_luminance",
-                     a: str = "face_a_star", b: str = "face_b_star", far_delta_e: float = 10.0) -> pd.DataFrame:
+                     a: str = "face_a_star", b: str = "face_b_star", far_delta_e: float = FAR_DELTA_E) -> pd.DataFrame:
     """Per group of images (levels of the design columns ``by``): the median MST index and
     the median Delta E of the palette labeller over the measured faces, and the share of
     them whose nearest swatch is farther than ``far_delta_e`` (no skin colour of the scale).
@@ -717,7 +718,7 @@ def palette_by_level(readings: pd.DataFrame, by: Sequence[str], L: str = "face_l
         Grouping columns (e.g. ``["candidate", "level"]`` of a skin-gate walk).
     L, a, b : str
         The face's CIELAB columns (:func:`palette_readings`).
-    far_delta_e : float, default 10.0
+    far_delta_e : float, default :data:`facebias.annotate.palette.FAR_DELTA_E`
         Delta E*ab (CIE76) above which the nearest swatch counts as far.
 
     Returns
