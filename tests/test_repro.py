@@ -4,6 +4,7 @@ repository, that parallel ``dvc repro --single-item`` runs leave the same dvc.lo
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 import sys
@@ -150,26 +151,56 @@ STAGE = ("{py} -c \"import time, pathlib; time.sleep({sleep}); "
          "pathlib.Path('{out}').write_text(''.join(pathlib.Path(p).read_text() for p in {deps}) + '{out};')\"")
 
 
-@pytest.fixture
-def tiny_dvc(tmp_path):
+def _stage(out, deps, sleep):
+    cmd = STAGE.format(py=sys.executable, sleep=sleep, out=out, deps=repr(list(deps)))
+    return {"cmd": cmd, "deps": list(deps), "outs": [out]}
+
+
+BAR = """import pathlib, sys, time
+for i in range(400):
+    sys.stderr.write(f"work {i}/400\\r")
+    sys.stderr.flush()
+    time.sleep(0.002)
+sys.stderr.write("work 400/400 done\\n")
+pathlib.Path("bar.txt").write_text("x")
+"""
+
+
+def _dvc_repo(root, stages, files=None):
     if shutil.which("git") is None:
         pytest.fail("the DVC repository test needs git on PATH")
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "seed.txt").write_text("seed;")
-
-    def stage(out, deps, sleep):
-        cmd = STAGE.format(py=sys.executable, sleep=sleep, out=out, deps=repr(list(deps)))
-        return {"cmd": cmd, "deps": list(deps), "outs": [out]}
-
     import yaml
 
-    spec = {"stages": {"left": stage("left.txt", ["seed.txt"], 1.5), "right": stage("right.txt", ["seed.txt"], 1.5),
-                       "join": stage("join.txt", ["left.txt", "right.txt"], 0)}}
-    (root / "dvc.yaml").write_text(yaml.safe_dump(spec))
+    root.mkdir()
+    (root / "seed.txt").write_text("seed;")
+    for name, text in (files or {}).items():
+        (root / name).write_text(text)
+    (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}))
     for cmd in (["git", "init", "-q"], [sys.executable, "-m", "dvc", "init", "-q"]):
         subprocess.run(cmd, cwd=root, check=True, capture_output=True)
     return root
+
+
+@pytest.fixture
+def tiny_dvc(tmp_path):
+    return _dvc_repo(tmp_path / "repo", {"left": _stage("left.txt", ["seed.txt"], 1.5),
+                                         "right": _stage("right.txt", ["seed.txt"], 1.5),
+                                         "join": _stage("join.txt", ["left.txt", "right.txt"], 0)})
+
+
+def test_progress_bars_are_thinned_in_the_log_and_on_screen(tmp_path, monkeypatch):
+    """A progress bar redraws its line (carriage returns) hundreds of times: the log and the
+    screen keep one redraw per PROGRESS_EVERY seconds and every ordinary line."""
+    root = _dvc_repo(tmp_path / "repo", {"bar": {"cmd": f"{sys.executable} bar.py", "deps": ["bar.py"],
+                                                 "outs": ["bar.txt"]}}, files={"bar.py": BAR})
+    monkeypatch.setattr(R, "PROGRESS_EVERY", 0.2)
+    screen = io.StringIO()
+    result = R.repro(root, jobs=1, echo=screen, log=lambda msg: None)
+    assert result.ok
+    log = (root / "build" / "repro" / "bar.log").read_text()
+    redraws = [line for line in log.splitlines() if line.startswith("work ") and "done" not in line]
+    assert 1 <= len(redraws) <= 10 and "work 400/400 done" in log  # about 1 s of bar: ~5 kept
+    assert screen.getvalue().count("work 400/400 done") == 1 and "\r" not in screen.getvalue()
 
 
 def test_parallel_dvc_runs_record_every_stage_and_leave_nothing_stale(tiny_dvc):
@@ -196,3 +227,15 @@ def test_parallel_dvc_runs_record_every_stage_and_leave_nothing_stale(tiny_dvc):
     third = R.repro(tiny_dvc, jobs=2, targets=["left"], echo=None, log=lines.append)
     assert [r.stage for r in third.runs] == ["left"]
     assert R.stale_stages(tiny_dvc) == {"right", "join"}
+
+
+@pytest.mark.parametrize(("jobs", "seen"), [(2, "PASSIVE"), (1, "unset")])
+def test_stages_sharing_the_cores_get_sleeping_thread_pools(tmp_path, monkeypatch, jobs, seen):
+    """With more than one stage at a time, idle OpenMP / OpenBLAS threads sleep (the variables
+    change no thread count); one at a time, the environment is left alone."""
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    env = (f"{sys.executable} -c \"import os, pathlib; pathlib.Path('env.txt').write_text("
+           "os.environ.get('OMP_WAIT_POLICY', 'unset'))\"")
+    root = _dvc_repo(tmp_path / "repo", {"env": {"cmd": env, "deps": ["seed.txt"], "outs": ["env.txt"]}})
+    assert R.repro(root, jobs=jobs, echo=None, log=lambda msg: None).ok
+    assert (root / "env.txt").read_text() == seen

@@ -25,6 +25,7 @@ Conventions
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import queue
@@ -42,6 +43,9 @@ Pipeline = Mapping[str, frozenset[str]]
 
 TIMES_FILE = Path("build") / "repro" / "times.json"
 """Each stage's wall seconds in its last run here (not tracked): the next run's weights."""
+
+PROGRESS_EVERY = 15.0
+"""Seconds between the progress-bar lines a stage's log keeps (bars redraw many times a second)."""
 
 LAST_RUN_FILE = Path("build") / "repro" / "last_run.json"
 """The last ``facebias repro`` that ran stages: its wall seconds, jobs and stages (for ``make bench``)."""
@@ -264,11 +268,19 @@ def stale_stages(root: str | Path = ".") -> set[str]:
         return set(repo.status())
 
 
-def dvc_launcher(root: str | Path, log_dir: str | Path, echo: TextIO | None = sys.stdout) -> Launcher:
+#: Environment of stages that share the cores with other stages: idle OpenMP (torch) and
+#: OpenBLAS (numpy) threads sleep instead of spinning, so two stages' thread pools do not burn
+#: each other's cores in busy-waits. Thread counts, and so every result, stay as they are.
+SHARED_CORES_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}
+
+
+def dvc_launcher(root: str | Path, log_dir: str | Path, echo: TextIO | None = sys.stdout,
+                 env: Mapping[str, str] | None = None) -> Launcher:
     """``launch(stage)``: ``dvc --wait-for-lock repro --single-item STAGE`` in ``root``.
 
     Its output goes to ``log_dir/STAGE.log`` and, each line prefixed with the stage's name,
-    to ``echo`` (None: log file only).
+    to ``echo`` (None: log file only). ``env``: variables added to this process's environment
+    (those already set keep their values).
     """
     lock = threading.Lock()
     log_dir = Path(log_dir)
@@ -279,10 +291,19 @@ def dvc_launcher(root: str | Path, log_dir: str | Path, echo: TextIO | None = sy
         safe = stage.replace("/", "_").replace("@", "_")
         with open(log_dir / f"{safe}.log", "w", encoding="utf-8") as fh:
             proc = subprocess.Popen(cmd, cwd=str(root), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, bufsize=1, env=dict(os.environ))
+                                    env={**(env or {}), **os.environ})
             assert proc.stdout is not None
-            for line in proc.stdout:
+            last_bar = 0.0
+            # progress bars redraw a line ending in a carriage return: one such line every
+            # PROGRESS_EVERY seconds is kept (and the line that ends the bar)
+            for line in io.TextIOWrapper(proc.stdout, encoding="utf-8", errors="replace", newline=""):
+                if line.endswith("\r"):
+                    if time.monotonic() - last_bar < PROGRESS_EVERY:
+                        continue
+                    last_bar = time.monotonic()
+                    line = line.rstrip("\r") + "\n"
                 fh.write(line)
+                fh.flush()
                 if echo is not None:
                     with lock:
                         echo.write(f"{stage:>16} | {line}")
@@ -334,7 +355,8 @@ def repro(root: str | Path = ".", *, jobs: int = 2, targets: Iterable[str] | Non
         return ReproResult()
     say(f"{len(todo)} stage(s) to check, {jobs} at a time: {', '.join(n for n in order if n in todo)}")
     t0 = time.monotonic()
-    result = run_stages(pipeline, todo, dvc_launcher(root, Path(root) / TIMES_FILE.parent, echo),
+    launch = dvc_launcher(root, Path(root) / TIMES_FILE.parent, echo, SHARED_CORES_ENV if jobs > 1 else None)
+    result = run_stages(pipeline, todo, launch,
                         jobs=jobs, weights=read_times(root), order=order, log=say)
     wall = time.monotonic() - t0
     write_times(result, root)
