@@ -6,7 +6,6 @@ on, and under ``FACEBIAS_REQUIRE_ALL=1`` (CI) it fails instead."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -64,9 +63,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
               "exitstatus": int(exitstatus), "counts": counts,
               "workers": getattr(config.option, "numprocesses", None), "markexpr": config.option.markexpr or "",
               "args": [str(a) for a in config.args]}
+    from facebias.io import write_json_atomic
+
     with contextlib.suppress(OSError):
-        (ROOT / "build").mkdir(exist_ok=True)
-        (ROOT / "build" / "last_test_run.json").write_text(json.dumps(record, indent=1) + "\n")
+        write_json_atomic(ROOT / "build" / "last_test_run.json", record, indent=1)
 
 
 def _free_port() -> int:

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from facebias.io import write_json_atomic
+
 Pipeline = Mapping[str, frozenset[str]]
 """``stage -> the stages it depends on``."""
 
@@ -325,12 +327,9 @@ def read_times(root: str | Path = ".") -> dict[str, float]:
 
 def write_times(result: ReproResult, root: str | Path = ".") -> Path:
     """Merge this run's seconds (stages that ran and succeeded) into :data:`TIMES_FILE`."""
-    path = Path(root) / TIMES_FILE
     times = read_times(root)
     times.update({r.stage: round(r.seconds, 1) for r in result.runs if r.rc == 0})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(times, indent=1, sort_keys=True) + "\n")
-    return path
+    return write_json_atomic(Path(root) / TIMES_FILE, dict(sorted(times.items())), indent=1)
 
 
 def repro(root: str | Path = ".", *, jobs: int = 2, targets: Iterable[str] | None = None,
@@ -360,10 +359,10 @@ def repro(root: str | Path = ".", *, jobs: int = 2, targets: Iterable[str] | Non
                         jobs=jobs, weights=read_times(root), order=order, log=say)
     wall = time.monotonic() - t0
     write_times(result, root)
-    (Path(root) / LAST_RUN_FILE).write_text(json.dumps({
+    write_json_atomic(Path(root) / LAST_RUN_FILE, {
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "wall_s": round(wall, 1), "jobs": jobs,
         "ok": result.ok, "stages": {r.stage: {"seconds": round(r.seconds, 1), "rc": r.rc} for r in result.runs},
-    }, indent=1) + "\n")
+    }, indent=1)
     width = max(len(r.stage) for r in result.runs)
     for r in sorted(result.runs, key=lambda r: order.index(r.stage)):
         state = "ok" if r.rc == 0 else ("not started" if r.rc is None else f"FAILED (exit {r.rc})")

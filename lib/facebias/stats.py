@@ -74,11 +74,7 @@ def bootstrap_weights(
         return
     if id1 is None or id2 is None:
         raise ValueError("bootstrap_weights: give both identity columns id1 and id2, or neither")
-    a = np.asarray(id1)
-    b = np.asarray(id2)
-    if a.shape != (n,) or b.shape != (n,):
-        raise ValueError(f"identity columns must have length {n}, got {a.shape} and {b.shape}")
-    ca, cb, draws = _identity_draws(a, b, n_boot, rng)
+    ca, cb, draws = identity_bootstrap(n, n_boot, seed, id1, id2)  # a fresh rng of the same seed
     for m in draws:
         yield m[ca] * m[cb]
 
@@ -118,12 +114,7 @@ def identity_bootstrap(n: int, n_boot: int, seed: int, id1: Any, id2: Any
     a, b = np.asarray(id1), np.asarray(id2)
     if a.shape != (n,) or b.shape != (n,):
         raise ValueError(f"identity columns must have length {n}, got {a.shape} and {b.shape}")
-    return _identity_draws(a, b, n_boot, np.random.default_rng(seed))
-
-
-def _identity_draws(a: np.ndarray, b: np.ndarray, n_boot: int, rng: np.random.Generator
-                    ) -> tuple[np.ndarray, np.ndarray, Iterator[np.ndarray]]:
-    n = a.size
+    rng = np.random.default_rng(seed)
     codes, uniques = pd.factorize(np.concatenate([a, b]))
     if (codes < 0).any():
         raise ValueError("identity columns contain missing values")
