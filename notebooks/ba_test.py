@@ -55,7 +55,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from facebias import plots
+from facebias import plots, stats
 from facebias.compute import load_compute
 from facebias.datasets.bfw import BFW_ETHNICITIES, BFW_GROUPS
 from facebias.io import load_params, repo_root
@@ -389,6 +389,21 @@ plt.show()
 tpr_table.round(4)
 
 # %% [markdown]
+# ### Monte Carlo error of the bootstrap bounds
+# Each bound of an interval is read from `n_boot` bootstrap replicates, so it carries a Monte
+# Carlo error of its own: the standard error of that order statistic
+# (`stats.percentile_mc_error`: the binomial spread of its rank times the spacing of the sorted
+# replicates there), kept beside the bound as `*_lo_mcse`, `*_hi_mcse` in the tables and the
+# details metrics. The size rule (`stats.MC_ERROR_OF_WIDTH`): every bound's error within that
+# fraction of its interval's width; `n_boot_needed` is the size the rule asks for (errors
+# shrink as 1/sqrt(replicates)), `meets_rule` whether the replicates used meet it.
+
+# %%
+mc_error = stats.mc_error_report({"table4_tpr": (tpr_table, cfg.n_boot),
+                                  "identity_count_dprime": (count_dp, cfg.n_boot)})
+mc_error.round(4)
+
+# %% [markdown]
 # ## Over world seeds
 # One seed of the world is an anecdote. Tables 1, 3 and 4 are recomputed on the world under
 # further seeds (`facebias.studies.batest_seeds.batest_seed_tables`, the same calls as above, run
@@ -626,6 +641,7 @@ head, details = study.summarise(
     challenging=challenging)
 details["seeds"] = {"world_seeds": seeds_1, "world_seeds_tables34": seeds_34,
                     **{k: v.to_dict("records") for k, v in seed_tables.items()}}
+details["bootstrap_mc_error"] = mc_error.to_dict("records")
 write_study_metrics(root / reports_dir / "metrics", name, details, "batest", overview=head)
 pd.DataFrame(head["gap_genuine"]).assign(planted=pd.Series(truth)).round(4)
 

@@ -242,6 +242,20 @@ for system in systems_used:
     print()
 
 # %% [markdown]
+# ### Monte Carlo error of the bootstrap bounds
+# Each bound of an interval is read from `n_boot` bootstrap replicates, so it carries a Monte
+# Carlo error of its own: the standard error of that order statistic
+# (`stats.percentile_mc_error`: the binomial spread of its rank times the spacing of the sorted
+# replicates there), kept beside the bound as `*_lo_mcse`, `*_hi_mcse` in the tables and the
+# details metrics. The size rule (`stats.MC_ERROR_OF_WIDTH`): every bound's error within that
+# fraction of its interval's width; `n_boot_needed` is the size the rule asks for (errors
+# shrink as 1/sqrt(replicates)), `meets_rule` whether the replicates used meet it.
+
+# %%
+mc_error = pd.concat({s: r.mc_error for s, r in reports.items()}, names=["system"]).reset_index(0)
+mc_error.round(4)
+
+# %% [markdown]
 # ## Rank-1 confusion (Fig. 5)
 # For every image (probe), the subgroup of its nearest image of *another* identity (cosine of
 # the embeddings); rows are the probe's subgroup and sum to 1. Uniform rows (1/8) mean no
@@ -335,6 +349,7 @@ head, details = study.summarise(source=source, provenance=provenance, datatable=
 if seed_tables:
     details["seeds"] = {"world_seeds": world_seed_list, "system": systems_used[0],
                         "fmr_dev_pct": seed_tables["fmr_dev_pct"].to_dict("records")}
+details["bootstrap_mc_error"] = mc_error.to_dict("records")
 write_study_metrics(root / reports_dir / "metrics", name, details, "bfw", overview=head)
 pd.DataFrame({s: v["max_abs_fmr_dev_pct"]["global"] for s, v in head["systems"].items()}).add_prefix("global |dev|% ")\
     .join(pd.DataFrame({s: v["max_abs_fmr_dev_pct"]["group"] for s, v in head["systems"].items()}).add_prefix("group |dev|% ")).round(1)

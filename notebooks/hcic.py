@@ -80,7 +80,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from facebias import plots
+from facebias import plots, stats
 from facebias.compute import load_compute
 from facebias.io import load_params, repo_root
 from facebias.metrics import failure_to_enrol
@@ -419,6 +419,24 @@ fig.tight_layout()
 plots.stamp(fig, stamp)
 plots.save(fig, fig_dir / f"{name}_fnmr_by_attribute.png")
 plt.close(fig)
+
+# %% [markdown]
+# ### Monte Carlo error of the bootstrap bounds
+# Each bound of an interval is read from `n_boot` (group and cell tables) or `n_boot_test` (the group tests) bootstrap replicates, so it carries a Monte
+# Carlo error of its own: the standard error of that order statistic
+# (`stats.percentile_mc_error`: the binomial spread of its rank times the spacing of the sorted
+# replicates there), kept beside the bound as `*_lo_mcse`, `*_hi_mcse` in the tables and the
+# details metrics. The size rule (`stats.MC_ERROR_OF_WIDTH`): every bound's error within that
+# fraction of its interval's width; `n_boot_needed` is the size the rule asks for (errors
+# shrink as 1/sqrt(replicates)), `meets_rule` whether the replicates used meet it.
+
+# %%
+mc_error = stats.mc_error_report({
+    **{f"fnmr_{s}_{key}": (t, n_boot) for (s, key), t in fnmr_tables.items()},
+    **{f"cells_{s}": (t, n_boot) for s, t in cell_tables.items()},
+    **{f"tests_{s}_{part}": (getattr(t, part), cfg.n_boot_test) for s, t in group_tests.items()
+       for part in ("rates", "differences")}})
+mc_error.round(4)
 
 # %% [markdown]
 # ## Annotations: consistency (Supp. 13), validation (Fig. 3, Supp. 9), group independence (Fig. 4, Supp. 14)
@@ -818,6 +836,7 @@ head = H.summarise(
     kept=kept, delta=delta, consistency=None if matrix is None else (sd, consistency),
     independence=None if matrix is None else chi, self_pairs=SELF, own_group=own_group,
     seed_filter=seed_filter, own_group_image=own_group_image, group_tests=group_tests)
+head["bootstrap_mc_error"] = mc_error.to_dict("records")
 write_study_metrics(root / reports_dir / "metrics", name, head, "hcic")
 print(f"done in {time.time() - t0:.0f} s (embedding: " + ", ".join(f"{m} {t:.0f} s" for m, t in timing.items()) + ")")
 {k: head[k] for k in ("backend", "labels", "groups", "similarity_by_relation", "failure_to_enrol")}

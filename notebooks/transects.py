@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from facebias import plots
+from facebias import plots, stats
 from facebias.annotate import SCALES_004, Panel, scores_from_votes
 from facebias.classifiers.cnn import predict_p_male, train_shortcut_classifier
 from facebias.faces.attributes import age_gender_table
@@ -511,6 +511,24 @@ print(f"gender pixel signal on the darkest skin level is {signal['signal'].iat[-
 # * **Figs 8, 16 (at 0.5, 0.8 and each classifier's error-minimising threshold) and 17** are
 #   descriptive; the annotation SD is the simulated panel's noise model, not human behaviour.
 
+# %% [markdown]
+# ### Monte Carlo error of the bootstrap bounds
+# Each bound of an interval is read from `n_boot` bootstrap replicates, so it carries a Monte
+# Carlo error of its own: the standard error of that order statistic
+# (`stats.percentile_mc_error`: the binomial spread of its rank times the spacing of the sorted
+# replicates there), kept beside the bound as `*_lo_mcse`, `*_hi_mcse` in the tables and the
+# details metrics. The size rule (`stats.MC_ERROR_OF_WIDTH`): every bound's error within that
+# fraction of its interval's width; `n_boot_needed` is the size the rule asks for (errors
+# shrink as 1/sqrt(replicates)), `meets_rule` whether the replicates used meet it.
+# The error bars of Fig. 15 are bootstrap SDs; an SD from B replicates has a relative Monte
+# Carlo error of about 1/sqrt(2(B - 1)).
+
+# %%
+mc_error = stats.mc_error_report({f"{clf}_{k}": (v.summary(), v.n_boot) for clf in CLASSIFIERS
+                                  for k, v in results[clf].items() if isinstance(v, T.ErrorModelResult)})
+print(f"bootstrap SD: relative Monte Carlo error about {1 / np.sqrt(2 * (n_boot - 1)):.1%}")
+display(mc_error.round(4))  # noqa: F821
+
 # %%
 metrics = T.summarise(
     provenance=provenance, config=cfg, effects=effects, n_images=len(df_all), pruning=pruning,
@@ -520,6 +538,7 @@ metrics = T.summarise(
     extra={"age_gender_best": {clf: {"threshold": float(best[clf]), "table": age_best[clf].to_dict("records")}
                                for clf in CLASSIFIERS},
            "annotation_sd": annotation_sd_summary,
+           "bootstrap_mc_error": mc_error.to_dict("records"),
            "largest_errors": {clf: worst[clf].assign(index=worst[clf]["index"].astype(str)).to_dict("records")
                               for clf in CLASSIFIERS}})
 display(pd.DataFrame(metrics["planted_recovered"]).T)  # noqa: F821

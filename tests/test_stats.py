@@ -61,3 +61,58 @@ def test_excludes_estimate_hand_cases():
     got = excludes_estimate([1.0, 0.99917, 0.5, 1.0, np.inf, np.nan], [1.04, 0.99, 0.5, np.nan, 2.0, 0.0],
                             [np.inf, 0.99899, 0.5, 2.0, np.inf, 1.0])
     assert got.tolist() == [True, True, False, False, False, False]
+
+
+@pytest.mark.parametrize("n_boot", [200, 1000])
+@pytest.mark.parametrize("dist", ["normal", "exponential", "uniform"])
+def test_percentile_mc_error_matches_the_spread_of_bounds_over_repeated_bootstraps(dist, n_boot):
+    """Brute force: draw 2,000 independent sets of ``n_boot`` replicates from a known
+    distribution, read the bounds from each set, and compare their standard deviation (the
+    true Monte Carlo error) with the average estimate from single sets. A formula missing
+    the binomial rank spread, or the 1 / sqrt(B) shrinkage, is off by a factor of 2 or more."""
+    from facebias.stats import percentile_mc_error
+
+    rng = np.random.default_rng(7)
+    draw = {"normal": rng.standard_normal, "exponential": rng.exponential, "uniform": rng.uniform}[dist]
+    sets = draw(size=(n_boot, 2000))  # column j: one bootstrap's replicates
+    lo, hi = percentile_interval(sets, 0.95)
+    se_lo, se_hi = percentile_mc_error(sets, 0.95)
+    for bound, se in ((lo, se_lo), (hi, se_hi)):
+        assert 0.85 <= se.mean() / bound.std(ddof=1) <= 1.25
+
+
+def test_percentile_mc_error_hand_cases_and_invariants():
+    from facebias.stats import percentile_mc_error
+
+    # sorted replicates 1..100 are one apart, so the error is the rank spread s = sqrt(B q (1-q))
+    lo_se, hi_se = percentile_mc_error(np.arange(1.0, 101.0)[:, None], 0.9)
+    assert lo_se[0] == pytest.approx(np.sqrt(100 * 0.05 * 0.95)) and hi_se[0] == pytest.approx(lo_se[0])
+    # affine invariance: the error is in the replicates' units and ignores a shift
+    reps = np.random.default_rng(0).gamma(2.0, size=(300, 3))
+    a = percentile_mc_error(reps, 0.95)
+    b = percentile_mc_error(-4.0 * reps + 7.0, 0.95)
+    np.testing.assert_allclose(a[0], b[1] / 4.0) and np.testing.assert_allclose(a[1], b[0] / 4.0)
+    # NaN replicates are dropped column by column; infinite bounds and tiny samples give NaN
+    with_nan = np.vstack([reps, np.full((50, 3), np.nan)])
+    np.testing.assert_allclose(percentile_mc_error(with_nan, 0.95)[0], a[0])
+    se = percentile_mc_error(np.array([[1.0, np.nan], [2.0, np.nan], [np.inf, 3.0]]), 0.9)
+    assert np.isfinite(se[0][0]) and np.isnan(se[1][0]) and np.isnan(se[0][1])
+    assert np.isnan(percentile_mc_error(np.zeros((1, 2)))[0]).all()
+    # four times the replicates halve the error (1 / sqrt(B)), averaged over many sets
+    rng = np.random.default_rng(1)
+    small = percentile_mc_error(rng.standard_normal((250, 500)), 0.95)[0].mean()
+    large = percentile_mc_error(rng.standard_normal((1000, 500)), 0.95)[0].mean()
+    assert 1.7 <= small / large <= 2.3
+    with pytest.raises(ValueError, match="ci"):
+        percentile_mc_error(reps, 1.5)
+
+
+def test_n_boot_for_mc_error_scales_with_the_squared_error_ratio():
+    from facebias.stats import MC_ERROR_OF_WIDTH, n_boot_for_mc_error
+
+    assert n_boot_for_mc_error(200, [0.1, 0.2], [4.0, 4.0]) == 200  # the worst bound is exactly at 5 %
+    assert n_boot_for_mc_error(200, 0.4, 4.0) == 800  # twice the tolerated error: 4x the replicates
+    assert n_boot_for_mc_error(1000, 0.02, 4.0) == 10  # a tenth of the tolerated error: 1 % of them
+    assert n_boot_for_mc_error(100, [np.nan, 0.5], [1.0, 0.0]) == 100  # nothing assessable
+    assert n_boot_for_mc_error(100, 0.0, 1.0) == 2
+    assert MC_ERROR_OF_WIDTH == pytest.approx(0.05)

@@ -234,7 +234,7 @@ def test_tpr_identity_bootstrap_equals_weighting_every_pair():
     pairs) equal, bit for bit, weighting every pair by stats.bootstrap_weights and reading the
     threshold off all the cumulative weights: the reference below."""
     from facebias.metrics import _SortedScores
-    from facebias.stats import bootstrap_weights, percentile_interval
+    from facebias.stats import bootstrap_weights, percentile_interval, percentile_mc_error
 
     rng = np.random.default_rng(8)
     p = _pairs(rng, ["AF", "AM", "WM"], 120, 20000, gen_mu={"AF": 0.3, "AM": 0.35}, n_ids=40)
@@ -253,6 +253,10 @@ def test_tpr_identity_bootstrap_equals_weighting_every_pair():
         np.testing.assert_array_equal(res["tpr_lo"].to_numpy(), lo)
         np.testing.assert_array_equal(res["tpr_hi"].to_numpy(), hi)
         assert (hi > lo).any()
+        lo_se, hi_se = percentile_mc_error(np.array(reps), 0.9)
+        np.testing.assert_array_equal(res["tpr_lo_mcse"].to_numpy(), lo_se)
+        np.testing.assert_array_equal(res["tpr_hi_mcse"].to_numpy(), hi_se)
+        assert (hi_se > 0).any()
 
 
 def _brute_threshold(imp: np.ndarray, f: float) -> float:

@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 from facebias import metrics as M  # noqa: E402
 from facebias import plots  # noqa: E402
 from facebias.cli import main  # noqa: E402
-from facebias.stats import bootstrap_weights, percentile_interval  # noqa: E402
+from facebias.stats import bootstrap_weights, percentile_interval, percentile_mc_error  # noqa: E402
 from facebias.studies import bfw as study  # noqa: E402
 
 SUMMARY_STATS = ("fmr_ratio", "fnmr_ratio", "fdr", "garbe", "inequity_rate")
@@ -176,12 +176,17 @@ def test_bootstrap_agrees_with_a_brute_force_loop():
                                [0.05, 0.01], n_boot=0, min_impostor_factor=0)  # resolved on the sample
             tabs.append(r.table[list(TABLE_STATS)].to_numpy())
             sums.append(r.summary[list(SUMMARY_STATS)].to_numpy())
-        lo, hi = percentile_interval(np.stack(tabs), 0.8)
-        np.testing.assert_allclose(rep.table[[f"{c}_lo" for c in TABLE_STATS]].to_numpy(), lo, rtol=1e-12)
-        np.testing.assert_allclose(rep.table[[f"{c}_hi" for c in TABLE_STATS]].to_numpy(), hi, rtol=1e-12)
-        lo, hi = percentile_interval(np.stack(sums), 0.8)
-        np.testing.assert_allclose(rep.summary[[f"{c}_lo" for c in SUMMARY_STATS]].to_numpy(), lo, rtol=1e-12)
-        np.testing.assert_allclose(rep.summary[[f"{c}_hi" for c in SUMMARY_STATS]].to_numpy(), hi, rtol=1e-12)
+        for frame, names, reps in ((rep.table, TABLE_STATS, tabs), (rep.summary, SUMMARY_STATS, sums)):
+            reps = np.stack(reps)
+            for end, want in zip(("lo", "hi", "lo_mcse", "hi_mcse"),
+                                 (*percentile_interval(reps, 0.8), *percentile_mc_error(reps, 0.8)), strict=True):
+                got = frame[[f"{c}_{end}" for c in names]].to_numpy(float)
+                if frame is rep.summary:  # the summary leaves a bound NaN where its estimate is
+                    want = np.where(np.isnan(frame[list(names)].to_numpy(float)), np.nan, want)
+                np.testing.assert_allclose(got, want, rtol=1e-12)
+        mc = rep.mc_error
+        assert set(mc["source"]) == {"table", "summary"} and (mc["n_bounds"] > 0).all()
+        assert (mc["n_boot"] == 15).all() and set(mc["interval"]) >= set(TABLE_STATS) - {"threshold_global"}
 
 
 def _check_interval_or_flag(frame: pd.DataFrame, stats) -> int:

@@ -32,10 +32,13 @@ import pandas as pd
 
 from facebias.io import jsonable, write_text_atomic
 from facebias.stats import (
+    MC_ERROR_OF_WIDTH,
     bootstrap_weights,
     excludes_estimate,
     identity_bootstrap,
+    mc_error_report,
     percentile_interval,
+    percentile_mc_error,
     wilson_interval,
 )
 from facebias.validate import require_columns
@@ -1152,13 +1155,17 @@ class GroupReport:
     table : pandas.DataFrame
         One row per (fmr_target, group). ``*_global`` columns use one threshold set on
         all impostors pooled (NIST style); ``*_group`` columns use each group's own
-        threshold (BFW style). ``*_lo``/``*_hi`` are bootstrap percentile intervals.
+        threshold (BFW style). ``*_lo``/``*_hi`` are bootstrap percentile intervals and
+        ``*_lo_mcse``/``*_hi_mcse`` the Monte Carlo standard errors of those bounds
+        (:func:`facebias.stats.percentile_mc_error`; :func:`facebias.stats.mc_error_summary`
+        reads them).
         ``fmr_dev_*_pct`` = 100 (FMR - target) / target. ``resolved``: the group has at
         least ``min_impostor_factor / fmr_target`` impostors (else its rates are NaN);
         ``note``: "too few impostors" and any interval that excludes its estimate.
     summary : pandas.DataFrame
         One row per (fmr_target, policy) with max/min FMR and FNMR ratios, FDR, GARBE and
-        the inequity rate across groups, with intervals; ``resolved`` (every group is) and
+        the inequity rate across groups, with intervals and their bounds' Monte Carlo
+        errors; ``resolved`` (every group is) and
         ``note`` (why a value is NaN or inf, or an interval excludes its estimate).
     meta : dict
         Column names, counts, bootstrap settings and the conventions used.
@@ -1199,10 +1206,24 @@ class GroupReport:
             write_text_atomic(path, text + "\n")
         return text
 
+    @property
+    def mc_error(self) -> pd.DataFrame:
+        """How precise the bootstrap bounds are: :func:`facebias.stats.mc_error_summary` of
+        :attr:`table` and of :attr:`summary` (column ``source``); empty without a bootstrap."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # no bootstrap: an empty table is the answer
+            return mc_error_report({"table": (self.table, self.meta["n_boot"]),
+                                    "summary": (self.summary, self.meta["n_boot"])})
+
     def __str__(self) -> str:
         m = self.meta
         boot = (f"{m['n_boot']} bootstrap replicates resampling {m['bootstrap_unit']}, "
                 f"{m['ci']:.0%} CI" if m["n_boot"] else "no bootstrap intervals")
+        mc = self.mc_error if m["n_boot"] else None
+        if mc is not None and mc["max_mcse_of_width"].notna().any():
+            boot += (f"; Monte Carlo error of a bound at most {mc['max_mcse_of_width'].max():.1%} of its "
+                     f"interval's width ({mc['n_boot_needed'].max()} replicates keep it within "
+                     f"{MC_ERROR_OF_WIDTH:.0%})")
         head = (
             f"group report: score={m['score']!r} label={m['label']!r} group={m['group']!r} "
             f"| {m['n_genuine']} genuine, {m['n_impostor']} impostor pairs | {boot}"
@@ -1470,8 +1491,11 @@ def _group_table(sets: _GroupSets, rates: np.ndarray, point: dict[str, np.ndarra
     for k, v in point.items():
         table[k] = v.reshape(-1)
         if n_boot and k != "threshold_global":
-            lo, hi = percentile_interval(np.stack(boots[k]), ci)
+            reps = np.stack(boots[k])
+            lo, hi = percentile_interval(reps, ci)
             table[f"{k}_lo"], table[f"{k}_hi"] = lo.reshape(-1), hi.reshape(-1)
+            lo_se, hi_se = percentile_mc_error(reps, ci)
+            table[f"{k}_lo_mcse"], table[f"{k}_hi_mcse"] = lo_se.reshape(-1), hi_se.reshape(-1)
             for i in np.flatnonzero(excludes_estimate(table[k], table[f"{k}_lo"], table[f"{k}_hi"])):
                 notes[i].append(f"{k}: {EXCLUDES_ESTIMATE}")
     for pol in ("global", "group"):
@@ -1493,7 +1517,7 @@ def _fairness_summary(rates: np.ndarray, point: dict[str, np.ndarray],
         zero_notes = _zero_rate_notes(point[f"fmr_{pol}"], point[f"fnmr_{pol}"])
         if n_boot:
             reps = _summaries(np.stack(boots[f"fmr_{pol}"]), np.stack(boots[f"fnmr_{pol}"]), alpha)
-            intervals = {k: percentile_interval(v, ci) for k, v in reps.items()}
+            intervals = {k: (*percentile_interval(v, ci), *percentile_mc_error(v, ci)) for k, v in reps.items()}
         for i, f in enumerate(rates):
             ok = bool(resolved[i].all())
             row = {"fmr_target": f, "policy": pol, "resolved": ok}
@@ -1501,8 +1525,9 @@ def _fairness_summary(rates: np.ndarray, point: dict[str, np.ndarray],
             for k, v in est.items():
                 row[k] = float(v[i])
                 if n_boot:
-                    lo, hi = (float(x[i]) if not np.isnan(v[i]) else np.nan for x in intervals[k])
+                    lo, hi, lo_se, hi_se = (float(x[i]) if not np.isnan(v[i]) else np.nan for x in intervals[k])
                     row[f"{k}_lo"], row[f"{k}_hi"] = lo, hi
+                    row[f"{k}_lo_mcse"], row[f"{k}_hi_mcse"] = lo_se, hi_se
                     if excludes_estimate(v[i], lo, hi):
                         notes.append(f"{k}: {EXCLUDES_ESTIMATE}")
             row["note"] = "; ".join(notes)

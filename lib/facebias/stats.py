@@ -8,14 +8,19 @@ copies the data, and resampling *identities* instead of pairs is a change of wei
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
-__all__ = ["bootstrap_weights", "identity_bootstrap", "percentile_interval", "excludes_estimate", "wilson_interval"]
+__all__ = ["bootstrap_weights", "identity_bootstrap", "percentile_interval", "percentile_mc_error",
+           "n_boot_for_mc_error", "mc_error_summary", "mc_error_report", "MC_ERROR_OF_WIDTH", "excludes_estimate", "wilson_interval"]
+
+#: The bootstrap-size rule: a displayed percentile bound is precise enough when its Monte Carlo
+#: standard error (:func:`percentile_mc_error`) is at most this fraction of its interval's width.
+MC_ERROR_OF_WIDTH = 0.05
 
 
 def bootstrap_weights(
@@ -164,6 +169,196 @@ def percentile_interval(replicates: np.ndarray, ci: float = 0.95) -> tuple[np.nd
         lo = np.nanquantile(r, q[0], axis=0, method="lower")
         hi = np.nanquantile(r, q[1], axis=0, method="higher")
     return lo, hi
+
+
+def percentile_mc_error(replicates: np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Monte Carlo standard error of each bound of :func:`percentile_interval`.
+
+    A percentile bound read from B replicates is itself random: another B replicates give
+    another bound. Its standard error is that of a sample quantile, sqrt(q (1 - q) / B) / f(x_q)
+    with f the density of the replicates at the bound. Distribution-free form used here: the
+    rank of the bound has binomial standard deviation s = sqrt(B q (1 - q)), and 1 / (B f) is
+    the spacing of the sorted replicates near the bound, read as the slope between the
+    replicates s ranks either side (linearly interpolated, clipped to the sample). So the
+    error is about ``(x[k + s] - x[k - s]) / 2``, in the units of the replicates; it shrinks as
+    1 / sqrt(B).
+
+    Parameters
+    ----------
+    replicates : array_like
+        Bootstrap replicates, one per row (axis 0), as for :func:`percentile_interval`;
+        NaN replicates are ignored column by column.
+    ci : float, default 0.95
+        Coverage of the interval whose bounds are assessed.
+
+    Returns
+    -------
+    lo_se, hi_se : numpy.ndarray
+        Standard errors of the lower and upper bound, shape ``replicates[0]``; NaN where a
+        column has fewer than 2 finite replicates or its bound is not finite.
+
+    Raises
+    ------
+    ValueError
+        For ``ci`` outside (0, 1).
+
+    Examples
+    --------
+    >>> reps = np.arange(1.0, 101.0)[:, None]  # spacing 1: the error is s = sqrt(100 * 0.05 * 0.95)
+    >>> [round(float(x[0]), 3) for x in percentile_mc_error(reps, ci=0.9)]
+    [2.179, 2.179]
+    """
+    if not 0 < ci < 1:
+        raise ValueError(f"ci: must lie in (0, 1), got {ci!r}")
+    r = np.asarray(replicates, dtype=np.float64)
+    if r.ndim == 0 or len(r) < 2:
+        nan = np.full(r.shape[1:], np.nan)
+        return nan, nan.copy()
+    flat = r.reshape(len(r), -1)
+    x = np.sort(flat, axis=0)  # NaN sort last
+    b = (~np.isnan(flat)).sum(axis=0)
+    col = np.arange(x.shape[1])
+    top = np.maximum(b - 1, 0)
+
+    def at(pos: np.ndarray) -> np.ndarray:  # the sorted replicates at fractional ranks
+        i = np.floor(pos).astype(np.int64)
+        j, f = np.minimum(i + 1, top), pos - i
+        with np.errstate(invalid="ignore"):
+            return x[i, col] * (1 - f) + x[j, col] * f
+
+    out = []
+    for q in ((1 - ci) / 2, 1 - (1 - ci) / 2):
+        pos = q * top
+        k = np.floor(pos) if q < 0.5 else np.ceil(pos)  # the rank percentile_interval reads
+        s = np.sqrt(b * q * (1 - q))
+        p1, p2 = np.clip(k - s, 0, top), np.clip(k + s, 0, top)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se = s * (at(p2) - at(p1)) / (p2 - p1)
+        bound = x[k.astype(np.int64), col]
+        se[(b < 2) | ~np.isfinite(bound) | (p2 == p1)] = np.nan
+        out.append(se.reshape(r.shape[1:]))
+    return out[0], out[1]
+
+
+def n_boot_for_mc_error(n_boot: int, mc_error: Any, width: Any, of_width: float = MC_ERROR_OF_WIDTH) -> int:
+    """Replicates needed for every bound's Monte Carlo error to be at most ``of_width`` x width.
+
+    The error shrinks as 1 / sqrt(B), so B bounds with errors ``mc_error`` and interval widths
+    ``width`` need ``B x max (mc_error / (of_width x width))^2`` replicates.
+
+    Parameters
+    ----------
+    n_boot : int
+        Replicates the errors were measured with.
+    mc_error, width : array_like
+        Monte Carlo errors of the bounds (:func:`percentile_mc_error`) and the widths
+        ``hi - lo`` of their intervals, broadcastable; pairs with a NaN, or a width of 0, are
+        left out.
+    of_width : float, default :data:`MC_ERROR_OF_WIDTH`
+        Tolerated error as a fraction of the width.
+
+    Returns
+    -------
+    int
+        The number of replicates (at least 2); ``n_boot`` where no bound is assessable.
+
+    Examples
+    --------
+    >>> n_boot_for_mc_error(200, [0.1, 0.2], [4.0, 4.0])  # 0.2 / (0.05 x 4) = 1 -> 200 suffices
+    200
+    >>> n_boot_for_mc_error(200, 0.4, 4.0)  # twice the tolerated error -> 4 x the replicates
+    800
+    """
+    e, w = np.broadcast_arrays(np.asarray(mc_error, float), np.asarray(width, float))
+    ok = np.isfinite(e) & np.isfinite(w) & (w > 0)
+    if not ok.any():
+        return int(n_boot)
+    ratio = float(np.max(e[ok] / (of_width * w[ok])))
+    return max(2, int(np.ceil(n_boot * ratio ** 2 - 1e-9)))
+
+
+def mc_error_summary(table: pd.DataFrame, n_boot: int, of_width: float = MC_ERROR_OF_WIDTH) -> pd.DataFrame:
+    """How precise the bootstrap bounds of a table are, one row per interval.
+
+    An interval is a pair of columns ``{p}_lo, {p}_hi`` (or ``lo, hi``; or ``{p}_low,
+    {p}_high``) that comes with the Monte Carlo errors ``{p}_lo_mcse, {p}_hi_mcse`` (``..._low_mcse,
+    ..._high_mcse``) of :func:`percentile_mc_error`.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A result table with bootstrap intervals and their Monte Carlo errors.
+    n_boot : int
+        Replicates behind the intervals.
+    of_width : float, default :data:`MC_ERROR_OF_WIDTH`
+        The rule: every bound's error at most this fraction of its interval's width.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per interval: ``interval`` (the column prefix, "" for ``lo, hi``),
+        ``n_bounds`` (finite bounds with an error), ``max_mcse`` (largest error, units of
+        the statistic), ``max_mcse_of_width`` (largest error / width of its interval),
+        ``n_boot``, ``n_boot_needed`` (:func:`n_boot_for_mc_error`) and ``meets_rule``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"tpr_lo": [0.8], "tpr_hi": [0.9], "tpr_lo_mcse": [0.004], "tpr_hi_mcse": [0.002]})
+    >>> s = mc_error_summary(t, 200)  # the worst bound: 0.004 / 0.1 = 4 % of the width
+    >>> s["interval"].tolist(), round(float(s["max_mcse_of_width"].iloc[0]), 6), s["n_boot_needed"].tolist(), s["meets_rule"].tolist()
+    (['tpr'], 0.04, [128], [True])
+    """
+    rows = []
+    for col in map(str, table.columns):
+        low, high = next(((lo, hi) for lo, hi in (("lo", "hi"), ("low", "high")) if col.endswith(f"{lo}_mcse")),
+                         (None, None))
+        if low is None:
+            continue
+        p = col[: -len(f"{low}_mcse")]
+        need = [f"{p}{low}", f"{p}{high}", f"{p}{high}_mcse"]
+        if not all(c in table.columns for c in need):
+            continue
+        width = (table[f"{p}{high}"] - table[f"{p}{low}"]).to_numpy(float)
+        err = np.stack([table[col].to_numpy(float), table[f"{p}{high}_mcse"].to_numpy(float)])
+        ok = np.isfinite(err) & np.isfinite(width) & (width > 0)
+        rel = np.where(ok, err / np.where(ok, width, 1.0), np.nan)
+        any_ok = bool(ok.any())
+        rows.append({"interval": p.rstrip("_"), "n_bounds": int(ok.sum()),
+                     "max_mcse": float(np.nanmax(np.where(ok, err, np.nan))) if any_ok else np.nan,
+                     "max_mcse_of_width": float(np.nanmax(rel)) if any_ok else np.nan,
+                     "n_boot": int(n_boot),
+                     "n_boot_needed": n_boot_for_mc_error(n_boot, err, width, of_width),
+                     "meets_rule": bool(any_ok and np.nanmax(rel) <= of_width)})
+    return pd.DataFrame(rows, columns=["interval", "n_bounds", "max_mcse", "max_mcse_of_width", "n_boot",
+                                       "n_boot_needed", "meets_rule"])
+
+
+def mc_error_report(tables: Mapping[str, tuple[pd.DataFrame, int]],
+                    of_width: float = MC_ERROR_OF_WIDTH) -> pd.DataFrame:
+    """:func:`mc_error_summary` of several result tables, stacked (column ``source``).
+
+    Parameters
+    ----------
+    tables : mapping of str to (pandas.DataFrame, int)
+        Name -> (table with ``*_lo_mcse``-style columns, the replicates behind it).
+    of_width : float, default :data:`MC_ERROR_OF_WIDTH`
+        The rule's tolerated error, a fraction of the interval's width.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``source`` and the columns of :func:`mc_error_summary`; a warning is issued when no
+        table holds an assessable interval.
+    """
+    parts = [mc_error_summary(t, n, of_width).assign(source=name) for name, (t, n) in tables.items()]
+    cols = ["source", "interval", "n_bounds", "max_mcse", "max_mcse_of_width", "n_boot", "n_boot_needed",
+            "meets_rule"]
+    out = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else \
+        pd.DataFrame(columns=cols)
+    if not (out["n_bounds"] > 0).any():
+        warnings.warn("mc_error_report: no bootstrap bound with a Monte Carlo error in "
+                      f"{sorted(tables)}", RuntimeWarning, stacklevel=2)
+    return out[cols]
 
 
 def excludes_estimate(estimate: Any, lo: Any, hi: Any) -> np.ndarray:

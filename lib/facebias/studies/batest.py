@@ -50,7 +50,12 @@ from facebias.metrics import (
     fmr_at,
     threshold_at_fmr,
 )
-from facebias.stats import bootstrap_weights, identity_bootstrap, percentile_interval
+from facebias.stats import (
+    bootstrap_weights,
+    identity_bootstrap,
+    percentile_interval,
+    percentile_mc_error,
+)
 from facebias.validate import require_columns
 
 if TYPE_CHECKING:
@@ -1273,7 +1278,8 @@ def tpr_at_fmr(
     -------
     pandas.DataFrame
         Indexed by group: ``n_genuine``, ``threshold``, ``tpr`` (a fraction), ``note``
-        ("" or "too few impostors") and, with ``n_boot > 0``, ``tpr_lo`` and ``tpr_hi``.
+        ("" or "too few impostors") and, with ``n_boot > 0``, ``tpr_lo`` and ``tpr_hi`` with
+        their Monte Carlo errors ``tpr_lo_mcse``, ``tpr_hi_mcse`` (:func:`percentile_mc_error`).
 
     Raises
     ------
@@ -1324,7 +1330,7 @@ def tpr_at_fmr(
         "note": "" if ok else TOO_FEW_IMPOSTORS,
     })
     if n_boot and not ok:
-        out["tpr_lo"] = out["tpr_hi"] = np.nan
+        out["tpr_lo"] = out["tpr_hi"] = out["tpr_lo_mcse"] = out["tpr_hi_mcse"] = np.nan
     elif n_boot:
         if ids is None:
             reps = np.stack([estimate(w) for w in bootstrap_weights(len(pairs), n_boot, seed)])
@@ -1333,6 +1339,7 @@ def tpr_at_fmr(
             reps = _identity_bootstrap_tpr(imp, imp_order, gen_sets, gen_rows, rate, n_boot, seed,
                                            pairs[ids[0]].to_numpy(), pairs[ids[1]].to_numpy())
         out["tpr_lo"], out["tpr_hi"] = percentile_interval(reps, ci)
+        out["tpr_lo_mcse"], out["tpr_hi_mcse"] = percentile_mc_error(reps, ci)
     return out.set_index(group)
 
 
@@ -1532,7 +1539,8 @@ def dprime_identity_bootstrap(pairs: pd.DataFrame, n_boot: int = 200, seed: int 
     Returns
     -------
     pandas.DataFrame
-        Indexed by group: ``n_genuine, n_impostor, dprime, dprime_lo, dprime_hi``.
+        Indexed by group: ``n_genuine, n_impostor, dprime, dprime_lo, dprime_hi`` and the
+        bounds' Monte Carlo errors ``dprime_lo_mcse, dprime_hi_mcse`` (NaN without replicates).
 
     Raises
     ------
@@ -1547,13 +1555,15 @@ def dprime_identity_bootstrap(pairs: pd.DataFrame, n_boot: int = 200, seed: int 
         m = g == grp
         sg, gg = s[m], gen[m]
         point = d_prime(sg[gg], sg[~gg])
-        lo = hi = np.nan
+        lo = hi = lo_se = hi_se = np.nan
         if n_boot:
             reps = np.array([_weighted_dprime(sg, gg, w) for w in bootstrap_weights(
                 int(m.sum()), n_boot, seed, id1=pairs[ids[0]].to_numpy()[m], id2=pairs[ids[1]].to_numpy()[m])])
             lo, hi = (float(v) for v in percentile_interval(reps, ci))
+            lo_se, hi_se = (float(v) for v in percentile_mc_error(reps, ci))
         rows.append({group: grp, "n_genuine": int(gg.sum()), "n_impostor": int((~gg).sum()),
-                     "dprime": point, "dprime_lo": lo, "dprime_hi": hi})
+                     "dprime": point, "dprime_lo": lo, "dprime_hi": hi,
+                     "dprime_lo_mcse": lo_se, "dprime_hi_mcse": hi_se})
     return pd.DataFrame(rows).set_index(group)
 
 
@@ -1686,7 +1696,8 @@ def identity_count_experiment(
     -------
     dict of str to pandas.DataFrame
         ``"dprime"``: ``design`` (e.g. ``"200x15"``), ``n_identities, n_images, group,
-        n_genuine, n_impostor, dprime, dprime_lo, dprime_hi``; ``"ks"``: ``design_a,
+        n_genuine, n_impostor, dprime, dprime_lo, dprime_hi, dprime_lo_mcse, dprime_hi_mcse``;
+        ``"ks"``: ``design_a,
         design_b`` and the :func:`score_ks` columns.
 
     Raises
@@ -1704,7 +1715,7 @@ def identity_count_experiment(
         rows.append(d.assign(design=name, n_identities=n_ids, n_images=n_img))
     dp = pd.concat(rows, ignore_index=True)
     dp = dp[["design", "n_identities", "n_images", "group", "n_genuine", "n_impostor", "dprime",
-             "dprime_lo", "dprime_hi"]]
+             "dprime_lo", "dprime_hi", "dprime_lo_mcse", "dprime_hi_mcse"]]
     names = list(pair_sets)
     ks = [score_ks(pair_sets[a], pair_sets[b], n_perm=n_perm, seed=seed).assign(design_a=a, design_b=b)
           for i, a in enumerate(names) for b in names[i + 1:]]

@@ -64,7 +64,12 @@ from facebias.metrics import (
     group_report,
     threshold_at_fmr,
 )
-from facebias.stats import bootstrap_weights, percentile_interval, wilson_interval
+from facebias.stats import (
+    bootstrap_weights,
+    percentile_interval,
+    percentile_mc_error,
+    wilson_interval,
+)
 from facebias.validate import require_columns
 
 __all__ = [
@@ -1092,7 +1097,8 @@ def fnmr_at_fmr_by_group(pairs: pd.DataFrame, score_col: str, label_col: str, fm
                        n_boot=n_boot, ci=ci, seed=seed)
     keep = ["group", "n_genuine", "n_impostor", "threshold_group", "fmr_group", "fnmr_group",
             "fnmr_group_lo", "fnmr_group_hi", "threshold_global", "fmr_global", "fnmr_global",
-            "fnmr_global_lo", "fnmr_global_hi", "resolved", "note"]
+            "fnmr_global_lo", "fnmr_global_hi", "resolved", "note",
+            "fnmr_group_lo_mcse", "fnmr_group_hi_mcse", "fnmr_global_lo_mcse", "fnmr_global_hi_mcse"]
     out = rep.table[[c for c in keep if c in rep.table.columns]].reset_index(drop=True)
     out.attrs = {"skipped": skipped}
     return out
@@ -1417,6 +1423,7 @@ def group_rate_tests(pairs: pd.DataFrame, score_col: str, label_col: str, fmr: f
     reps = np.stack([np.where(resolved, stats(w), np.nan)
                      for w in bootstrap_weights(len(df), int(n_boot), seed, id1=ids, id2=ids)])
     lo, hi = percentile_interval(reps[:, 0, :], ci)
+    lo_se, hi_se = percentile_mc_error(reps[:, 0, :], ci)
     thresholds = [float(threshold_at_fmr(s[imp[x]], f)) for x in groups]
     x_fnm = np.array([(s[gen[x]] <= threshold).sum() for x in groups])
     x_fm = np.array([(s[imp[x]] > threshold).sum() for x in groups])
@@ -1424,6 +1431,7 @@ def group_rate_tests(pairs: pd.DataFrame, score_col: str, label_col: str, fmr: f
     rates = pd.DataFrame({
         "group": groups, "n_genuine": n_gen, "n_impostor": n_imp,
         "fnmr_at_fmr": point[0], "fnmr_at_fmr_lo": lo, "fnmr_at_fmr_hi": hi,
+        "fnmr_at_fmr_lo_mcse": lo_se, "fnmr_at_fmr_hi_mcse": hi_se,
         "threshold_group": np.where(ok_imp, thresholds, np.nan), "resolved_fnmr_at_fmr": ok_imp,
         "n_false_non_match": x_fnm, "fnmr_at_threshold": point[1], "fnmr_at_threshold_lo": w_fnm[0],
         "fnmr_at_threshold_hi": w_fnm[1], "resolved_fnmr_at_threshold": n_gen > 0,
@@ -1437,6 +1445,7 @@ def group_rate_tests(pairs: pd.DataFrame, score_col: str, label_col: str, fmr: f
                 both = bool(resolved[k, i] and resolved[k, j])
                 d = reps[:, k, i] - reps[:, k, j]
                 dlo, dhi = percentile_interval(d[:, None], ci)
+                dlo_se, dhi_se = percentile_mc_error(d[:, None], ci)
                 p_z = np.nan
                 if k and both:
                     x, n = (x_fnm, n_gen) if k == 1 else (x_fm, n_imp)
@@ -1445,13 +1454,16 @@ def group_rate_tests(pairs: pd.DataFrame, score_col: str, label_col: str, fmr: f
                 rows.append({"statistic": stat, "group_a": groups[i], "group_b": groups[j],
                              "diff": float(point[k, i] - point[k, j]) if both else np.nan,
                              "lo": float(dlo[0]) if both else np.nan, "hi": float(dhi[0]) if both else np.nan,
+                             "lo_mcse": float(dlo_se[0]) if both else np.nan,
+                             "hi_mcse": float(dhi_se[0]) if both else np.nan,
                              "p": p, "p_z": p_z, "resolved": both and not np.isnan(p)})
     diffs = pd.DataFrame(rows)
     diffs["p_holm"] = np.nan
     for _, sub in diffs.groupby("statistic", sort=False):
         diffs.loc[sub.index, "p_holm"] = holm_adjust(sub["p"].where(sub["resolved"]))
     diffs["differs"] = diffs["resolved"] & (diffs["p_holm"] < alpha)
-    diffs = diffs[["statistic", "group_a", "group_b", "diff", "lo", "hi", "p", "p_holm", "resolved", "differs", "p_z"]]
+    diffs = diffs[["statistic", "group_a", "group_b", "diff", "lo", "hi", "p", "p_holm", "resolved", "differs", "p_z",
+                   "lo_mcse", "hi_mcse"]]
     meta = {"fmr_target": f, "fixed_threshold": float(threshold), "n_boot": int(n_boot), "ci": ci,
             "alpha": alpha, "seed": seed, "min_impostor_factor": min_impostor_factor, "groups": groups,
             "method": (f"difference of each pair of groups (earlier minus later) with a prototype-cluster bootstrap "

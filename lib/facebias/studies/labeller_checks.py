@@ -463,7 +463,7 @@ def missing_level_difference(design: pd.DataFrame, readings: pd.DataFrame, axes:
     >>> missing_level_difference(d, r, ["skin_c"], "p", "t", n_boot=20)["difference"].item()
     0.75
     """
-    from facebias.stats import bootstrap_weights, percentile_interval
+    from facebias.stats import bootstrap_weights, percentile_interval, percentile_mc_error
 
     if len(design) != len(readings):
         raise ValueError(f"design has {len(design)} rows, readings {len(readings)}")
@@ -485,9 +485,11 @@ def missing_level_difference(design: pd.DataFrame, readings: pd.DataFrame, axes:
         with np.errstate(invalid="ignore", divide="ignore"):
             reps = (w @ (miss * hi_m)) / (w @ hi_m) - (w @ (miss * lo_m)) / (w @ lo_m)
         lo, hi = percentile_interval(reps, ci)
+        lo_se, hi_se = percentile_mc_error(reps, ci)
         rows.append({"axis": axis, "labeller": name, "level_lo": float(levels[0]), "level_hi": float(levels[-1]),
                      "rate_lo_level": rate[0], "rate_hi_level": rate[1], "difference": rate[1] - rate[0],
-                     "difference_lo": float(lo), "difference_hi": float(hi)})
+                     "difference_lo": float(lo), "difference_hi": float(hi),
+                     "difference_lo_mcse": float(lo_se), "difference_hi_mcse": float(hi_se)})
     return pd.DataFrame(rows)
 
 
@@ -665,7 +667,7 @@ def palette_agreement(readings: pd.DataFrame, L: str = "face_luminance", a: str 
     """
     from facebias.annotate.machine import agreement
     from facebias.annotate.palette import MONK_SKIN_TONES
-    from facebias.stats import bootstrap_weights, percentile_interval
+    from facebias.stats import bootstrap_weights, percentile_interval, percentile_mc_error
 
     if not (np.isfinite(far_delta_e) and far_delta_e > 0):
         raise ValueError(f"far_delta_e: must be a positive number, got {far_delta_e}")
@@ -690,8 +692,10 @@ def palette_agreement(readings: pd.DataFrame, L: str = "face_luminance", a: str 
         reps = np.array([-agreement(idx[k], y[k])["spearman"]
                          for k in (np.repeat(both, w[both].astype(int)) for w in weights)])
         lo, hi = percentile_interval(reps, ci)
+        lo_se, hi_se = percentile_mc_error(reps, ci)
         rows.append({"reading": reading, "column": col, "n": int(len(both)), "spearman": num(rho),
-                     "spearman_lo": num(lo), "spearman_hi": num(hi), "sign": -1.0})
+                     "spearman_lo": num(lo), "spearman_hi": num(hi), "spearman_lo_mcse": num(lo_se),
+                     "spearman_hi_mcse": num(hi_se), "sign": -1.0})
     n_ok = int(ok.sum())
     far = de[ok] > far_delta_e
     return {"scale": f"Monk Skin Tone ({len(MONK_SKIN_TONES)} swatches, 1 lightest)",

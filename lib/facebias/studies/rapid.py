@@ -74,7 +74,7 @@ from facebias.metrics import (
     fnmr_at,
     threshold_at_fmr,
 )
-from facebias.stats import wilson_interval
+from facebias.stats import percentile_mc_error, wilson_interval
 from facebias.validate import require_columns
 
 __all__ = [
@@ -2657,7 +2657,9 @@ def group_bias(pairs: pd.DataFrame, fmr: float = 0.01, n_boot: int = 200, seed: 
         One row per ``system, group, metric`` (groups only, not ``"all"``): ``value``,
         ``lo, hi`` (bootstrap percentile interval of the rate at level ``1 - alpha``),
         ``excess``, ``interaction``, ``interaction_sd``, ``z``, ``flagged`` (bool), and
-        ``rank`` (1 = the system's worst group on that metric). Rates are fractions; a
+        ``rank`` (1 = the system's worst group on that metric), and ``lo_mcse, hi_mcse``
+        (Monte Carlo errors of the bounds, :func:`facebias.stats.percentile_mc_error`; the
+        bounds interpolate between replicates). Rates are fractions; a
         rate is NaN (and never flagged) where a cell lacks genuine pairs, or has fewer than
         ``10 / fmr`` impostors for FNMR (as :func:`fnmr_table`).
 
@@ -2749,6 +2751,7 @@ def group_bias(pairs: pd.DataFrame, fmr: float = 0.01, n_boot: int = 200, seed: 
         boot_b.append(interaction(r)[1])
     boot_rates, boot_b = np.array(boot_rates), np.array(boot_b)
     lo, hi = np.nanquantile(boot_rates, [alpha / 2, 1 - alpha / 2], axis=0)
+    lo_se, hi_se = percentile_mc_error(boot_rates, 1 - alpha)
     sd = np.nanstd(boot_b, axis=0, ddof=1)
     z = float(norm.ppf(1 - alpha / (len(systems) * len(groups))))
     rows = []
@@ -2758,9 +2761,9 @@ def group_bias(pairs: pd.DataFrame, fmr: float = 0.01, n_boot: int = 200, seed: 
             for gi, g in enumerate(groups):
                 rows.append((s, g, name, point[k, si, gi], lo[k, si, gi], hi[k, si, gi], exc[k, si, gi],
                              b[k, si, gi], sd[k, si, gi], z, bool(b[k, si, gi] > z * sd[k, si, gi]),
-                             rank[gi]))
+                             rank[gi], lo_se[k, si, gi], hi_se[k, si, gi]))
     out = pd.DataFrame(rows, columns=["system", "group", "metric", "value", "lo", "hi", "excess",
-                                      "interaction", "interaction_sd", "z", "flagged", "rank"])
+                                      "interaction", "interaction_sd", "z", "flagged", "rank", "lo_mcse", "hi_mcse"])
     out["rank"] = out["rank"].astype("Int64")  # <NA> where the rate is undefined
     return out
 

@@ -438,7 +438,7 @@ def drift_table(readings: pd.DataFrame, sd: Mapping[str, float], fit_r2: Mapping
     >>> t[["drift_raw", "drift_orthogonal", "reduction"]].round(2).to_dict("records")
     [{'drift_raw': 1.5, 'drift_orthogonal': 0.25, 'reduction': 0.83}]
     """
-    from facebias.stats import bootstrap_weights, percentile_interval
+    from facebias.stats import bootstrap_weights, percentile_interval, percentile_mc_error
 
     require_columns(readings, ["axis", "lo", "hi", "direction", "cos_raw_orthogonal", "seed", "attribute",
                                "labeller", "on_axis", "diff", "predicted"], "readings")
@@ -466,6 +466,8 @@ def drift_table(readings: pd.DataFrame, sd: Mapping[str, float], fit_r2: Mapping
     rep_change = np.abs(rep_orth) - np.abs(rep_raw)
     (raw_lo, raw_hi), (orth_lo, orth_hi), (ch_lo, ch_hi) = (percentile_interval(rep, ci)
                                                             for rep in (rep_raw, rep_orth, rep_change))
+    mcse = {k: percentile_mc_error(rep, ci) for k, rep in
+            (("drift_raw", rep_raw), ("drift_orthogonal", rep_orth), ("change", rep_change))}
     with np.errstate(invalid="ignore"):
         est_raw, est_orth = np.nanmean(x_raw, axis=0), np.nanmean(x_orth, axis=0)
     rows = []
@@ -487,6 +489,7 @@ def drift_table(readings: pd.DataFrame, sd: Mapping[str, float], fit_r2: Mapping
             "verdict": "rose" if ch_lo[j] > 0 else ("fell" if ch_hi[j] < 0 else "unchanged"),
             "predicted_raw": float(pred.get((c["axis"], c["attribute"], "raw"), np.nan)),
             "predicted_orthogonal": float(pred.get((c["axis"], c["attribute"], "orthogonal"), np.nan)),
+            **{f"{k}_{b}_mcse": float(v[i][j]) for k, v in mcse.items() for i, b in enumerate(("lo", "hi"))},
         })
     return pd.DataFrame(rows, columns=list(DRIFT_COLUMNS))
 

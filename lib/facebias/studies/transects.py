@@ -69,7 +69,12 @@ from facebias.io import (
     param_list,
     param_str,
 )
-from facebias.stats import bootstrap_weights, percentile_interval, wilson_interval
+from facebias.stats import (
+    bootstrap_weights,
+    percentile_interval,
+    percentile_mc_error,
+    wilson_interval,
+)
 from facebias.validate import require_columns
 from facebias.worlds.gender_classifier import simulated_gender_classifier
 
@@ -620,8 +625,10 @@ def fit_error_model(X: Any, e: Any, C: float = 1.0, sample_weight: Any = None,
 class ErrorModelResult:
     """Coefficients of the error model with bootstrap uncertainty (like a statsmodels
     results object): ``coef`` from the full-data fit; ``sd`` the bootstrap SD (Fig. 15 error
-    bars); ``ci_low``/``ci_high`` the percentile interval; ``significant`` = the interval
-    excludes 0. Arrays follow ``names``; ``replicates`` is (n_boot, p)."""
+    bars); ``ci_low``/``ci_high`` the percentile interval and ``ci_low_mcse``/``ci_high_mcse``
+    the Monte Carlo errors of those bounds (:func:`facebias.stats.percentile_mc_error`);
+    ``significant`` = the interval excludes 0. Arrays follow ``names``; ``replicates`` is
+    (n_boot, p)."""
 
     names: list[str]
     coef: np.ndarray
@@ -636,6 +643,16 @@ class ErrorModelResult:
     replicates: np.ndarray = field(repr=False)
 
     @property
+    def ci_low_mcse(self) -> np.ndarray:
+        """Monte Carlo standard error of each ``ci_low`` (units of the coefficients)."""
+        return percentile_mc_error(self.replicates, self.ci)[0]
+
+    @property
+    def ci_high_mcse(self) -> np.ndarray:
+        """Monte Carlo standard error of each ``ci_high`` (units of the coefficients)."""
+        return percentile_mc_error(self.replicates, self.ci)[1]
+
+    @property
     def significant(self) -> np.ndarray:
         """Bool per covariate (order of ``names``): the percentile interval excludes 0."""
         return (self.ci_low > 0) | (self.ci_high < 0)
@@ -647,10 +664,13 @@ class ErrorModelResult:
         -------
         pandas.DataFrame
             Index ``covariate``; columns ``coef``, ``sd``, ``ci_low``, ``ci_high``
-            (log-odds of an error) and ``significant``.
+            (log-odds of an error), ``significant`` and the bounds' Monte Carlo errors
+            ``ci_low_mcse``, ``ci_high_mcse``.
         """
+        lo_se, hi_se = percentile_mc_error(self.replicates, self.ci)
         df = pd.DataFrame({"coef": self.coef, "sd": self.sd, "ci_low": self.ci_low,
-                           "ci_high": self.ci_high, "significant": self.significant},
+                           "ci_high": self.ci_high, "significant": self.significant,
+                           "ci_low_mcse": lo_se, "ci_high_mcse": hi_se},
                           index=pd.Index(self.names, name="covariate"))
         return df.iloc[np.argsort(-np.abs(self.coef), kind="stable")]
 
@@ -662,7 +682,8 @@ class ErrorModelResult:
         dict
             ``n``, ``n_boot``, ``ci``, ``unit`` (``"images"`` or ``"clusters"``),
             ``intercept`` and ``coef``: covariate -> ``coef``, ``sd``, ``ci_low``,
-            ``ci_high``, ``significant``, in :meth:`summary` order.
+            ``ci_high``, ``significant``, ``ci_low_mcse``, ``ci_high_mcse``, in
+            :meth:`summary` order.
         """
         s = self.summary()
         return {"n": self.n, "n_boot": self.n_boot, "ci": self.ci, "unit": self.unit,
@@ -2081,9 +2102,10 @@ def tone_by_gender(res: ErrorModelResult, shortcut: str, incongruent_share: floa
     for name, v in contrasts.items():
         reps = res.replicates @ v
         lo, hi = percentile_interval(reps[:, None], res.ci)
+        lo_se, hi_se = percentile_mc_error(reps[:, None], res.ci)
         sd = float(np.nanstd(reps, ddof=1)) if np.isfinite(reps).sum() > 1 else float("nan")
         out[name] = {"coef": float(res.coef @ v), "sd": sd, "ci": [float(lo[0]), float(hi[0])],
-                     "significant": bool(lo[0] > 0 or hi[0] < 0)}
+                     "significant": bool(lo[0] > 0 or hi[0] < 0), "ci_mcse": [float(lo_se[0]), float(hi_se[0])]}
     return out
 
 
