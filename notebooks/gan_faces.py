@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from facebias import latent, plots
+from facebias import latent, plots, stats
 from facebias.browser import grid_image
 from facebias.generate import checks
 from facebias.generate.build import SynthConfig, load_backend
@@ -415,8 +415,12 @@ display(related.round(3))  # noqa: F821
 # images with a perceived-gender reading (`p_male`, as the transects study's error labels do).
 
 # %%
-tread = checks.machine_measure([show(data / "transects" / "images" / f"{i}.png") for i in timgs["image_id"]],
-                               stab_names)
+from facebias.generate.build import transect_readings  # noqa: E402
+
+# read once by the synth stage (content keys checked); labelled here only for data without that file
+tread = transect_readings(data / "transects", timgs["image_id"],
+                          [show(data / "transects" / "images" / f"{i}.png") for i in timgs["image_id"]],
+                          stab_names, measure=checks.machine_measure)
 group_axes = list(no_face_group_axes) if no_face_group_axes else [
     a for a in (getattr(cfg, "tone_axis", None), "gender") if a in axes_names]
 if len(group_axes) < 2:
@@ -636,6 +640,21 @@ plots.stamp(fig, provenance)
 plots.save(fig, fig_dir / f"{name}_acceptance.png")
 
 # %% [markdown]
+# ### Monte Carlo error of the bootstrap bounds
+# Each bound of an interval is read from `n_boot` bootstrap replicates, so it carries a Monte
+# Carlo error of its own: the standard error of that order statistic
+# (`stats.percentile_mc_error`: the binomial spread of its rank times the spacing of the sorted
+# replicates there), kept beside the bound as `*_lo_mcse`, `*_hi_mcse` in the tables and the
+# details metrics. The size rule (`stats.MC_ERROR_OF_WIDTH`): every bound's error within that
+# fraction of its interval's width; `n_boot_needed` is the size the rule asks for (errors
+# shrink as 1/sqrt(replicates)), `meets_rule` whether the replicates used meet it.
+
+# %%
+mc_error = stats.mc_error_report({"drift": (full, n_boot), "no_face_level_difference": (level_diff, n_boot),
+                                  "palette_agreement": (pd.DataFrame(palette["agreement"]), n_boot)})
+mc_error.round(4)
+
+# %% [markdown]
 # ## Metrics for DVC
 
 # %%
@@ -656,6 +675,7 @@ head = S.summarise_backend(
         "gender_control": f"circular: scored by {gender_lab}, the labeller the gender direction was fitted on",
         "validation_path": "human votes through the annotation store"},
     skin_gate=skin_gate)
+head["bootstrap_mc_error"] = mc_error.to_dict("records")
 write_study_metrics(root / reports_dir / "metrics", name, head, "synthetic_dcgan")
 head["acceptance"]
 

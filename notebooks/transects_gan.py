@@ -82,7 +82,7 @@ import pandas as pd
 from IPython.display import Markdown
 from PIL import Image
 
-from facebias import plots
+from facebias import plots, stats
 from facebias.annotate.machine import MACHINE_ANNOTATORS, label_images
 from facebias.classifiers.cnn import predict_p_male, train_shortcut_classifier
 from facebias.classifiers.probe import embed_faces, probe_p_male, train_linear_probe
@@ -177,10 +177,13 @@ if not history.empty:
 # transect pairs, differing in that axis only, where they do).
 
 # %%
+from facebias.generate.build import transect_readings  # noqa: E402
+
 t0 = time.time()
 images = np.stack([load_png(i) for i in table["image_id"]])
 names = list(dict.fromkeys([labeller, *(r[0] for r in readers.values()), *(c[0] for c in checks.values())]))
-readings = label_images(list(images), names, progress=False).add_prefix("read_")
+# read once by the synth stage (content keys checked); labelled here only for data without that file
+readings = transect_readings(data / "transects", table["image_id"], list(images), names).add_prefix("read_")
 tab = pd.concat([table, readings], axis=1)
 kept_tr, counts_tr = T.gan_analysis_frame(tab, readings[f"read_{labeller}"], shortcut, female_high=female_high,
                                          tone_axis=tone_axis)
@@ -188,7 +191,7 @@ pruned_by_level = T.pruning_by_level(tab, readings[f"read_{labeller}"], axes=(to
 agree_tr = T.transect_labeller_agreement(
     tab, kept_tr, {"gender": (f"read_{labeller}", 1.0), **{a: (f"read_{c}", s) for a, (c, s) in readers.items()},
                    **{k: (f"read_{c}", s, a) for k, (c, s, a) in checks.items()}})
-print(f"labelled {len(images)} transect images in {time.time() - t0:.0f} s; pruning: {counts_tr}")
+print(f"machine readings of {len(images)} transect images in {time.time() - t0:.0f} s; pruning: {counts_tr}")
 display(pd.DataFrame(pruned_by_level))  # noqa: F821
 display(pd.DataFrame({k: v for k, v in agree_tr.items() if isinstance(v, dict)}).T)  # noqa: F821
 print(f"perceived gender matches the intended side for {agree_tr['gender_perceived_matches_intended']:.1%} "
@@ -514,6 +517,21 @@ display(Markdown("\n".join(clears_text(c) for c in CLASSIFIERS)))  # noqa: F821
 # to ignore lighting and need not carry the cue at all. Flags are reported as measured; the
 # observational ones hold by construction.
 
+# %% [markdown]
+# ### Monte Carlo error of the bootstrap bounds
+# Each bound of an interval is read from `n_boot` bootstrap replicates, so it carries a Monte
+# Carlo error of its own: the standard error of that order statistic
+# (`stats.percentile_mc_error`: the binomial spread of its rank times the spacing of the sorted
+# replicates there), kept beside the bound as `*_lo_mcse`, `*_hi_mcse` in the tables and the
+# details metrics. The size rule (`stats.MC_ERROR_OF_WIDTH`): every bound's error within that
+# fraction of its interval's width; `n_boot_needed` is the size the rule asks for (errors
+# shrink as 1/sqrt(replicates)), `meets_rule` whether the replicates used meet it.
+
+# %%
+mc_error = stats.mc_error_report({f"{c}_{k}": (v.summary(), v.n_boot) for c in CLASSIFIERS
+                                  for k, v in models[c].items() if isinstance(v, T.ErrorModelResult)})
+mc_error.round(4)
+
 # %%
 metrics = T.summarise_gan(
     backend=gen_cfg.backend, provenance=provenance, labeller=labeller, params=params, n_transect_images=len(table),
@@ -522,6 +540,7 @@ metrics = T.summarise_gan(
     training=training, sface_enrolled=enrolled_train, models=models, transects=kept_tr, observational=kept_obs,
     group_tables=group_tables, confounds=confounds, tone_axis=tone_axis)  # no run times: same params, same bytes
 display(pd.DataFrame(metrics["planted_recovered"]).T)  # noqa: F821
+metrics["bootstrap_mc_error"] = mc_error.to_dict("records")
 out, _ = write_study_metrics(root / reports_dir / "metrics", name, metrics, "transects_dcgan")
 print(f"wrote {Path(out).relative_to(root) if Path(out).is_relative_to(root) else out}; "
       f"runtime {time.time() - t_start:.0f} s")

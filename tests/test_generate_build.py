@@ -188,6 +188,8 @@ def test_render_products_is_complete_and_byte_identical(gen, tmp_path):
     assert n_png == 18 * 17
     render_products(gen, SMALL, tmp_path / "b")
     assert _digest(tmp_path / "a") == _digest(tmp_path / "b")
+    # machine readings of the transects are the learned backends' (tests/test_transect_readings.py)
+    assert not (tmp_path / "a" / "transects" / "readings.parquet").exists()
     assert latent.orthogonalize(Hyperplanes.load(tmp_path / "a" / "hyperplanes.npz").normals).shape[0] == 10
     # the selected prototypes are rendered once (for seed selection) and that render is the
     # one written: it equals a fresh frontal, front-lit render of the prototype's latent

@@ -186,7 +186,7 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
     _s("headline", "", "fmr bias bias_after planted truth_error recovered"),
     # "overview": the study's summary tables (studies.headlines.write_study_metrics)
     _s("bfw_details", "paper source provenance datatable grouping fmr systems overview",
-       "rank1_diagonal seeds",  # absent on a real datatable (no features, no world to reseed)
+       "rank1_diagonal seeds bootstrap_mc_error",  # the first two absent on a real datatable (no features, no world to reseed)
        paths="seeds/world_seeds seeds/system seeds/fmr_dev_pct/*/dev_pct systems/*/eer systems/*/d_prime systems/*/fmr_dev_pct systems/*/tar_at_far systems/*/legacy_tar "
              "systems/*/group_report rank1_diagonal/* overview/source "
              "overview/systems/*/max_abs_fmr_dev_pct/global/* overview/systems/*/max_abs_fmr_dev_pct/group/* "
@@ -195,7 +195,7 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
     _s("batest_details", "paper source provenance factors method world accounting balance_report gender_gap "
        "dprime fmr_at_reference tpr_at_fmr real_images real_images_fte lfw_fte lfw_accounting "
        "lfw_balance_report lfw_pair_mask_iou identity_count identity_noise challenging overview",
-       "table1 table1_pct face_area table3_impostors fmr_at_reference_gamma_negative tpr_fmr seeds",
+       "table1 table1_pct face_area table3_impostors fmr_at_reference_gamma_negative tpr_fmr seeds bootstrap_mc_error",
        paths="seeds/world_seeds seeds/world_seeds_tables34 seeds/table1_pct/*/rom_pct seeds/table1_pct/*/seed "
              "seeds/table1_pct/*/kind seeds/table1_pct/*/condition seeds/table1_pct/*/race seeds/table3/*/fmr_at_ref "
              "seeds/table3/*/seed seeds/table3/*/group seeds/table3/*/set seeds/table3/*/fmr seeds/table4/*/tpr "
@@ -210,7 +210,7 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
              "overview/hair_transect_gender_range/orthogonal"),
     _s("synthetic_dcgan_details", "backend source n_transect_images n_hcic_images groups hyperplane_sources n_labelled "
        "hyperplane_r2 orthogonality_max_error acceptance detection gender_levers drift sequence_auc "
-       "labeller_spearman orthogonalisation labeller_checks skin_gate",
+       "labeller_spearman orthogonalisation labeller_checks skin_gate", "bootstrap_mc_error",
        paths="drift/*/attribute drift/*/labeller drift/*/drift_raw drift/*/drift_orthogonal drift/*/reduction "
              "drift/*/axis drift/*/raw_resolved drift/*/verdict orthogonalisation/on_axis "
              "skin_gate/axis skin_gate/gate skin_gate/any_passes skin_gate/chosen_passes skin_gate/candidates "
@@ -218,12 +218,12 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
              "acceptance/detect_rate/measured acceptance/median_impostor/measured"),
     _s("transects_details", "provenance params n_images pruning observational_pruning known_truth perceived_matches_intended "
        "shortcut_cnn_training_accuracy best_threshold headline planted_recovered gender_pixel_signal_by_skin "
-       "classifiers", "known_truth_misspecified age_gender_best annotation_sd largest_errors",
+       "classifiers", "known_truth_misspecified age_gender_best annotation_sd largest_errors bootstrap_mc_error",
        paths="headline/planted/experimental/hair_long headline/planted/experimental/skin_dark "
              "headline/planted/observational/skin_dark planted_recovered/*"),
     _s("transects_dcgan_details", "backend provenance labeller covariates params n_images pruning labeller_agreement "
        "observational_within_gender_correlation training headline planted_recovered classifiers",
-       "interaction_test",
+       "interaction_test bootstrap_mc_error",
        paths="headline/*/experimental headline/*/observational/tone_dark labeller/model labeller/gender "
              "planted_recovered/*"),
     _s("hcic_details", "backend source provenance labels label_description groups group_kind group_description n_images "
@@ -231,14 +231,14 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
        "failure_to_enrol_by_group similarity_by_relation fnmr_at_fmr fnmr_at_fmr_intended_labels "
        "fnmr_at_fmr_by_attribute fixed_threshold_rates delta_attr_extension skipped",
        optional="hcic_label_counts realism_filter per_pair_sd group_independence self_pairs own_group_check seed_filter "
-                "own_group_image_check group_differences",
+                "own_group_image_check group_differences bootstrap_mc_error",
        paths="similarity_by_relation/*/same_prototype similarity_by_relation/*/same_group "
              "similarity_by_relation/*/different_group similarity_by_relation/*/ordered "
              "fnmr_at_fmr_intended_labels/toy/*/fnmr"),
     _s("rapid_details", "paper provenance world n_faces queries_included label_agreement coverage type_a type_b "
        "kendall_tau_fnmr delta_fnmr delta_fnmr_naive delta_fnmr_type_a delta_fnmr_type_b eer_abs_error_max "
        "voting semi_supervised p_sweep breakdown bias subsets model_change",
-       "seeds",  # the world-seed sweep (facebias.studies.rapid_seeds)
+       "seeds bootstrap_mc_error",  # seeds: the world-seed sweep (facebias.studies.rapid_seeds)
        paths="delta_fnmr/* delta_fnmr_naive/* bias/flagged_est bias/flagged_true bias/recovery/* "
              "seeds/world_seeds seeds/fmr seeds/labels/*/agreement seeds/fnmr/*/delta seeds/fnmr/*/est_minus_true "
              "seeds/fnmr/*/delta_naive seeds/ranking/*/kendall_tau seeds/eer/*/eer_est seeds/eer/*/eer_true "

@@ -7,7 +7,10 @@ ground truth (``truth()``, the procedural renderer's) only *checks* results.
   ``D_z`` of sampled latents is labelled through the annotation store (the simulated panel
   on the procedural backend, machine annotators on renders of any backend, or human votes)
   and one linear model per attribute is fitted on those labels.
-* **Transects** (004 Alg. 1): K-D grids of decision values from each seed's projection.
+* **Transects** (004 Alg. 1): K-D grids of decision values from each seed's projection. On
+  a backend without truth (the DCGAN) every machine annotator reads each transect render
+  once, here (``transects/readings.parquet``, keyed by the pixels: :func:`transect_readings`),
+  so the notebooks that analyse the transects do not label them again.
 * **HCIC set** (000): demographic prototypes per seed (6 race x gender prototypes from race
   one-vs-all hyperplanes, or 4 lighter / darker x gender prototypes on a ``tone_axis``
   where no race labeller exists), 000's human seed filter on the candidates (simulated panel, through the store;
@@ -61,6 +64,12 @@ __all__ = [
     "GROUPS",
     "TONE_GROUPS",
     "held_attributes",
+    "TRANSECT_READINGS",
+    "READINGS_KEY",
+    "READINGS_MIN_SIZE",
+    "image_key",
+    "label_transect_images",
+    "transect_readings",
 ]
 
 #: 000's six groups: race initial + gender initial; race names as in the generator.
@@ -603,6 +612,182 @@ def _save_npy(arr: np.ndarray, path: Path) -> None:
         np.save(fh, arr)
 
 
+# --------------------------------------------------------------------------- transect readings
+#: The machine annotators' readings of the transect renders, under ``transects/`` (backends
+#: without truth only): one row per ``image_id`` (the order of ``images.parquet``), the
+#: content key :data:`READINGS_KEY` and one float64 column per registered annotator.
+TRANSECT_READINGS = "readings.parquet"
+#: Column of :data:`TRANSECT_READINGS` holding each image's :func:`image_key`.
+READINGS_KEY = "content_key"
+#: Shorter side (px) the annotators see: the 64 px renders are upscaled bicubically to it
+#: (:func:`facebias.annotate.machine.label_images`' default, what the notebooks used).
+READINGS_MIN_SIZE = 256
+
+
+def image_key(image: np.ndarray) -> str:
+    """Content key of an image's pixels: blake2b (16-byte digest, hex) of its shape, dtype
+    and C-order bytes.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        The pixels, e.g. an (H, W, 3) RGB uint8 array as read from a PNG.
+
+    Returns
+    -------
+    str
+        32 hex digits; equal keys mean equal arrays (same shape, dtype and values).
+
+    Examples
+    --------
+    >>> a = np.zeros((2, 2, 3), np.uint8)
+    >>> image_key(a) == image_key(a.copy()), image_key(a) == image_key(a.reshape(4, 1, 3))
+    (True, False)
+    """
+    import hashlib
+
+    arr = np.asarray(image)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((arr.shape, arr.dtype.str)).encode())
+    h.update(np.ascontiguousarray(arr).tobytes())
+    return h.hexdigest()
+
+
+def _label_chunk(images: Sequence[np.ndarray], names: Sequence[str], min_size: int) -> np.ndarray:
+    """:func:`facebias.annotate.machine.label_images` of one chunk, as an array (a Dask task)."""
+    from facebias.annotate.machine import label_images
+
+    return label_images(list(images), list(names), min_size=min_size, progress=False).to_numpy(np.float64)
+
+
+def label_transect_images(folder: str | Path, image_ids: Sequence[str], compute: Any = None,
+                          chunk_size: int = 64) -> pd.DataFrame:
+    """Every registered machine annotator's reading of each transect render
+    ``folder/images/<image_id>.png``, as read back from the PNG: what
+    :data:`TRANSECT_READINGS` holds.
+
+    Each image is read as RGB uint8 (:func:`facebias.faces.images.read_image`, Pillow, the
+    pixels the notebooks' ``Image.open(path).convert("RGB")`` give) and labelled by
+    :func:`facebias.annotate.machine.label_images` with its defaults (upscaled bicubically to
+    :data:`READINGS_MIN_SIZE` px on the shorter side); a reading depends only on its own
+    image, so the chunks (``compute``: :mod:`facebias.compute`, ``None`` = in this process)
+    do not change a value.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The ``transects`` folder (``images/`` with the PNGs).
+    image_ids : Sequence of str
+        The images, in row order (``images.parquet``'s ``image_id``).
+    compute : optional
+        Where to label (a :mod:`facebias.compute` config, scheduler string or open client).
+    chunk_size : int, default 64
+        Images per task.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per image: ``image_id``, :data:`READINGS_KEY` (:func:`image_key` of the
+        pixels read) and one float64 column per annotator of
+        :data:`facebias.annotate.machine.MACHINE_ANNOTATORS` (registration order), in its
+        units (:attr:`~facebias.annotate.machine.MachineAnnotator.unit`), NaN where it could
+        not measure (no face found).
+    """
+    from facebias.annotate.machine import MACHINE_ANNOTATORS
+    from facebias.compute import map_chunks
+    from facebias.faces.images import read_image
+
+    ids = [str(i) for i in image_ids]
+    names = list(MACHINE_ANNOTATORS)
+    images = [read_image(Path(folder) / "images" / f"{i}.png") for i in ids]
+    chunks = map_chunks(_label_chunk, images, compute, chunk_size=chunk_size,
+                        shared=(tuple(names), READINGS_MIN_SIZE), desc="transect readings")
+    values = np.concatenate(chunks) if chunks else np.empty((0, len(names)))
+    table = pd.DataFrame({"image_id": ids, READINGS_KEY: [image_key(im) for im in images]})
+    return pd.concat([table, pd.DataFrame(values, columns=names)], axis=1)
+
+
+def transect_readings(folder: str | Path, image_ids: Sequence[str], images: Sequence[np.ndarray],
+                      names: Sequence[str], measure: Any = None, verbose: bool = True) -> pd.DataFrame:
+    """The machine annotators' readings of the transect images ``images`` (as loaded by the
+    caller), from the synth stage's :data:`TRANSECT_READINGS` after checking that every
+    image is the one that was read there.
+
+    Each image's :func:`image_key` must equal the stored key of its ``image_id``, so a
+    readings file left from other renders is never used. Where ``folder`` has no readings
+    file (data built before the synth stage wrote one) the images are labelled here, with a
+    warning: ``measure(images, names)``, default :func:`facebias.annotate.machine.label_images`
+    (``progress=False``, upscaled to :data:`READINGS_MIN_SIZE` px), which is how the stored
+    readings were made.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The ``transects`` folder of a synth product.
+    image_ids : Sequence of str
+        The images' ids, row order of the result.
+    images : Sequence of numpy.ndarray
+        Their pixels as loaded (RGB uint8, (H, W, 3)), one per id.
+    names : Sequence of str
+        Annotator names (columns of the result, in this order).
+    measure : callable, optional
+        ``(images, names) -> DataFrame`` for the fallback (e.g.
+        :func:`facebias.generate.checks.machine_measure`).
+    verbose : bool, default True
+        Print one line saying where the readings came from.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``(len(images), len(names))`` float64 with a RangeIndex, in the annotators' units,
+        NaN where one could not measure: equal, bit for bit, to ``label_images(images, names,
+        progress=False)``.
+
+    Raises
+    ------
+    ValueError
+        If ``images`` and ``image_ids`` differ in length, an id has no row in the readings
+        file, an image's content key differs from the stored one (the first such id is
+        named: the file is stale), or the file lacks a column of ``names``.
+
+    Warns
+    -----
+    UserWarning
+        When the readings file is missing and the images are labelled here.
+    """
+    ids = [str(i) for i in image_ids]
+    images = list(images)
+    names = list(names)
+    if len(ids) != len(images):
+        raise ValueError(f"transect_readings: {len(images)} images for {len(ids)} image ids")
+    path = Path(folder) / TRANSECT_READINGS
+    if not path.is_file():
+        import warnings
+
+        warnings.warn(f"{path} does not exist (data built by an older synth stage?): labelling the "
+                      f"{len(images)} transect images here", stacklevel=2)
+        if measure is None:
+            from facebias.annotate.machine import label_images
+
+            return label_images(images, names, min_size=READINGS_MIN_SIZE, progress=False)
+        return measure(images, names)
+    stored = pd.read_parquet(path).set_index("image_id")
+    lacking = [n for n in names if n not in stored.columns]
+    if lacking:
+        raise ValueError(f"{path} has no readings of {lacking} (columns {list(stored.columns)}); rerun the synth stage")
+    absent = [i for i in ids if i not in stored.index]
+    if absent:
+        raise ValueError(f"{path} has no row for image {absent[0]!r} ({len(absent)} missing); rerun the synth stage")
+    keys = stored[READINGS_KEY].reindex(ids).to_numpy()
+    for iid, key, im in zip(ids, keys, images, strict=True):
+        if image_key(im) != key:
+            raise ValueError(f"{path}: image {iid!r} is not the image its readings were made on "
+                             "(content key differs; stale readings): rerun the synth stage")
+    if verbose:
+        print(f"machine readings of {len(ids)} transect images from {path} (content keys verified)")
+    return pd.DataFrame(stored.reindex(ids)[names].to_numpy(np.float64), columns=names)
+
+
 def render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any = None, compute: Any = None) -> dict[str, Any]:
     """Plan, render and write both products under ``out`` (``transects/`` and ``hcic/``);
     returns a summary (counts and the selected seeds). ``mesh_fn(image) -> vector | None``
@@ -760,6 +945,9 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
     write_pngs(out / "transects" / "images", tt["image_id"], render(gen, tz, tt, cfg.batch_size, "transects", client))
     _save_table(tt, out / "transects" / "images.parquet")
     _save_npy(tz, out / "transects" / "latents.npy")
+    if not hasattr(gen, "truth"):  # the learned backends: machine annotators read every render, once
+        _save_table(label_transect_images(out / "transects", tt["image_id"], client, cfg.batch_size),
+                    out / "transects" / TRANSECT_READINGS)
 
     # 000: candidates -> frontal prototypes -> face mesh (or latents) -> max-min selection
     kind, seq = group_kind(hp, cfg), sequence_kind(gen, cfg)

@@ -449,7 +449,8 @@ def machine_measure(images: Any, names: Any = None) -> Any:
 
 def sface_embed(images: Any, min_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """SFace unit embeddings (NaN rows for failures to enrol) and the enrolled mask, after the
-    machine annotators' bicubic upscaling to ``min_size`` px on the short side.
+    machine annotators' bicubic upscaling to ``min_size`` px on the short side. The model is
+    loaded once per process (:func:`facebias.faces.embed.shared_embedder`, YuNet detector).
 
     Parameters
     ----------
@@ -466,9 +467,9 @@ def sface_embed(images: Any, min_size: int = 256) -> tuple[np.ndarray, np.ndarra
         (n,) bool.
     """
     from facebias.annotate.machine import upscale
-    from facebias.faces import load_embedder
+    from facebias.faces.embed import shared_embedder
 
-    res = load_embedder("sface").embed([upscale(np.asarray(im), min_size) for im in images])
+    res = shared_embedder("sface").embed([upscale(np.asarray(im), min_size) for im in images])
     return res.vectors.astype(np.float64), np.asarray(res.enrolled, bool)
 
 
