@@ -44,7 +44,7 @@ synthetic = "data/synthetic"  # written by the `synth` stage
 votes = "data/annotations/transects_votes.parquet"  # written by the `annotations` stage
 reports_dir = "reports"
 name = "transects"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
-torch_threads = 0  # 0: every CPU this process may use
+torch_threads = 0  # CNN training threads; 0: classifiers.cnn.CNN_THREADS (the weights depend on the count)
 
 # %%
 import json

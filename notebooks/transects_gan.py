@@ -69,7 +69,7 @@ section = "transects_dcgan"  # the study's params section
 generate_section = "generate_dcgan"  # the generator's params section (backend, transect axes)
 reports_dir = "reports"
 name = "transects_dcgan"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
-torch_threads = 0  # 0: every CPU this process may use
+torch_threads = 0  # CNN training threads; 0: classifiers.cnn.CNN_THREADS (the weights depend on the count)
 tone_axis = None  # the transect axis coded as tone_dark; None: generate_section's tone_axis
 
 # %%

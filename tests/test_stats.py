@@ -116,3 +116,28 @@ def test_n_boot_for_mc_error_scales_with_the_squared_error_ratio():
     assert n_boot_for_mc_error(100, [np.nan, 0.5], [1.0, 0.0]) == 100  # nothing assessable
     assert n_boot_for_mc_error(100, 0.0, 1.0) == 2
     assert MC_ERROR_OF_WIDTH == pytest.approx(0.05)
+
+
+def test_mc_error_summary_reads_every_interval_of_a_table_by_hand():
+    import pandas as pd
+
+    from facebias.stats import mc_error_report, mc_error_summary
+
+    t = pd.DataFrame({
+        "tpr": [0.8, 0.7], "tpr_lo": [0.7, 0.6], "tpr_hi": [0.9, 0.8],  # widths 0.2
+        "tpr_lo_mcse": [0.004, 0.02], "tpr_hi_mcse": [0.01, 0.001],  # worst: 0.02 / 0.2 = 10 %
+        "lo": [1.0, np.nan], "hi": [3.0, np.nan], "lo_mcse": [0.05, np.nan], "hi_mcse": [0.02, np.nan],
+        "ci_low": [np.nan, np.nan], "ci_high": [np.nan, np.nan],
+        "ci_low_mcse": [np.nan, np.nan], "ci_high_mcse": [np.nan, np.nan]})
+    s = mc_error_summary(t, 200).set_index("interval")
+    assert list(s.index) == ["tpr", "", "ci"]
+    assert s.loc["tpr", "n_bounds"] == 4 and s.loc["tpr", "max_mcse"] == pytest.approx(0.02)
+    assert s.loc["tpr", "max_mcse_of_width"] == pytest.approx(0.10)
+    assert s.loc["tpr", "n_boot_needed"] == 800 and not s.loc["tpr", "meets_rule"]  # 2x the error: 4x B
+    assert s.loc["", "n_bounds"] == 2 and s.loc["", "max_mcse_of_width"] == pytest.approx(0.025)
+    assert s.loc["", "n_boot_needed"] == 50 and s.loc["", "meets_rule"]
+    assert s.loc["ci", "n_bounds"] == 0 and pd.isna(s.loc["ci", "meets_rule"])  # nothing to assess
+    r = mc_error_report({"a": (t, 200), "b": (t.iloc[:1], 100)})
+    assert list(r["source"]) == ["a"] * 3 + ["b"] * 3 and list(r["n_boot"]) == [200] * 3 + [100] * 3
+    with pytest.warns(RuntimeWarning, match="no bootstrap bound"):
+        mc_error_report({"empty": (t[["ci_low", "ci_high", "ci_low_mcse", "ci_high_mcse"]], 200)})

@@ -754,3 +754,25 @@ def test_the_cnn_options_learn_an_easy_cue_and_reject_bad_values():
         train_shortcut_classifier(imgs, y, epochs=1, size=16, schedule="step")
     with pytest.raises(ValueError, match="width"):
         train_shortcut_classifier(imgs, y, epochs=1, size=16, width=0)
+
+
+def test_cnn_weights_depend_on_threads_so_the_default_is_fixed(monkeypatch):
+    """Training splits a batch's gradient sums among torch threads, so 1 and 2 threads give
+    different weights; the default is classifiers.cnn.CNN_THREADS whatever the machine has
+    (here a machine that reports one usable core), so committed metrics come back anywhere."""
+    import torch
+
+    from facebias import compute
+    from facebias.classifiers import cnn as C
+
+    rng = np.random.default_rng(0)
+    imgs = rng.integers(0, 255, (128, 64, 64, 3), dtype=np.uint8)
+    y = np.r_[np.zeros(64, int), np.ones(64, int)]
+
+    def weights(**kw) -> np.ndarray:
+        m = train_shortcut_classifier(imgs, y, epochs=2, seed=0, **kw)
+        return torch.cat([p.detach().flatten() for p in m.parameters()]).numpy()
+
+    assert not np.array_equal(weights(threads=1), weights(threads=2))
+    monkeypatch.setattr(compute, "usable_cpus", lambda: 1)
+    np.testing.assert_array_equal(weights(), weights(threads=C.CNN_THREADS))

@@ -299,7 +299,8 @@ def mc_error_summary(table: pd.DataFrame, n_boot: int, of_width: float = MC_ERRO
         One row per interval: ``interval`` (the column prefix, "" for ``lo, hi``),
         ``n_bounds`` (finite bounds with an error), ``max_mcse`` (largest error, units of
         the statistic), ``max_mcse_of_width`` (largest error / width of its interval),
-        ``n_boot``, ``n_boot_needed`` (:func:`n_boot_for_mc_error`) and ``meets_rule``.
+        ``n_boot``, ``n_boot_needed`` (:func:`n_boot_for_mc_error`) and ``meets_rule``
+        (nullable bool: NA where no bound is assessable, e.g. every rate unresolved).
 
     Examples
     --------
@@ -328,9 +329,11 @@ def mc_error_summary(table: pd.DataFrame, n_boot: int, of_width: float = MC_ERRO
                      "max_mcse_of_width": float(np.nanmax(rel)) if any_ok else np.nan,
                      "n_boot": int(n_boot),
                      "n_boot_needed": n_boot_for_mc_error(n_boot, err, width, of_width),
-                     "meets_rule": bool(any_ok and np.nanmax(rel) <= of_width)})
-    return pd.DataFrame(rows, columns=["interval", "n_bounds", "max_mcse", "max_mcse_of_width", "n_boot",
-                                       "n_boot_needed", "meets_rule"])
+                     "meets_rule": bool(np.nanmax(rel) <= of_width) if any_ok else pd.NA})
+    out = pd.DataFrame(rows, columns=["interval", "n_bounds", "max_mcse", "max_mcse_of_width", "n_boot",
+                                      "n_boot_needed", "meets_rule"])
+    out["meets_rule"] = out["meets_rule"].astype("boolean")
+    return out
 
 
 def mc_error_report(tables: Mapping[str, tuple[pd.DataFrame, int]],

@@ -2,7 +2,8 @@
 
 Whatever its training set teaches, it learns: a set where hair length (or the GAN's light
 direction) tracks gender gives it that shortcut, a *planted* cause of error the transect
-analysis must recover. CPU, deterministic given the seed. P(male) in [0, 1].
+analysis must recover. CPU, deterministic given the seed and the thread count (fixed:
+:data:`CNN_THREADS`). P(male) in [0, 1].
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from facebias.compute import usable_cpus
+__all__ = ["train_shortcut_classifier", "predict_p_male", "CNN_THREADS"]
 
-__all__ = ["train_shortcut_classifier", "predict_p_male"]
+#: torch CPU threads of :func:`train_shortcut_classifier` unless told otherwise. The trained
+#: weights depend on the thread count (a batch's gradient sums are split among threads, and
+#: float addition is not associative: 1 vs 2 threads differ by up to 0.02 in a weight after
+#: 10 steps), so the default is a fixed number rather than the machine's cores; the committed
+#: metrics were made with it.
+CNN_THREADS = 2
 
 
 def _prep(images: Any, size: int):
@@ -55,8 +61,8 @@ def train_shortcut_classifier(images: Any, y_male: Any, epochs: int = 10, seed: 
     the GAN's light-asymmetry direction, and would erase that shortcut). ``epochs`` x
     ceil(n / batch) steps at learning rate ``lr`` (``schedule="cosine"``: decayed to 0 along
     a half cosine over the steps, so the last steps average out the batch noise instead of
-    leaving the weights wherever the last large step put them). Deterministic given ``seed`` (torch
-    threads default to the CPUs this process may use). Returns the model in eval mode with
+    leaving the weights wherever the last large step put them). Deterministic given ``seed``
+    and ``threads`` (default :data:`CNN_THREADS`, whatever the machine). Returns the model in eval mode with
     ``input_size`` set. Whatever the training set teaches, it learns: a set where hair
     tracks gender gives a hair shortcut
     (:func:`facebias.studies.transects.make_shortcut_training_set`).
@@ -78,7 +84,7 @@ def train_shortcut_classifier(images: Any, y_male: Any, epochs: int = 10, seed: 
     lr : float, default 3e-3
         Adam learning rate.
     threads : int, optional
-        torch CPU threads (default: the CPUs this process may use).
+        torch CPU threads (default :data:`CNN_THREADS`); the weights depend on it.
     flip : bool, default True
         Augment with random horizontal flips.
     schedule : {"constant", "cosine"}, default "constant"
@@ -112,7 +118,7 @@ def train_shortcut_classifier(images: Any, y_male: Any, epochs: int = 10, seed: 
         raise ValueError(f"width must be >= 1, got {width}")
     if schedule not in ("constant", "cosine"):
         raise ValueError(f"schedule must be 'constant' or 'cosine', got {schedule!r}")
-    torch.set_num_threads(threads or usable_cpus())
+    torch.set_num_threads(int(threads or CNN_THREADS))
     torch.manual_seed(seed)
     x = _prep(images, size)
     yt = torch.from_numpy(y).float()
