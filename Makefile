@@ -9,7 +9,7 @@ export DVC_NO_ANALYTICS := 1
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: reproduce tracked-data test test-fast lint bench profile gpu-check gpu-bench lab venv clean system-data plots browse annotate
+.PHONY: reproduce tracked-data test test-fast lint bench profile deps gpu-check gpu-bench lab venv clean system-data plots browse annotate
 
 venv: $(STAMP)
 
@@ -81,6 +81,11 @@ bench: $(STAMP)
 # no-op dvc repro, and cProfile's top functions of the 3 slowest notebook stages; printed and
 # written to build/profile/profile.json. PROFILE_ARGS="--only tests" (or stages, hotspots) runs a part.
 PROFILE_ARGS ?=
+# each DVC stage's lib/ deps in dvc.yaml, written from the code it imports (facebias.dvcdeps);
+# tests/test_dvc_deps.py checks the committed file is what this writes
+deps: $(STAMP)
+	$(BIN)/facebias deps
+
 profile: $(STAMP) tracked-data
 	$(BIN)/python benchmarks/time_profile.py $(PROFILE_ARGS)
 

@@ -1,287 +1,39 @@
-"""dvc.yaml: every stage depends on the library code it runs (issue 16), not on all of it.
-
-`dvc repro` reruns a stage only when one of its deps changed, so a library module that a
-stage imports but does not list leaves the stage "up to date" and its figure stale. Here each
-stage's entry points are read from its ``cmd`` (a notebook ``notebooks/X.py``, a ``facebias
-COMMAND`` call, a ``python -m facebias.X`` call), their imports are followed transitively
-through lib/facebias with :mod:`ast` (static analysis only: nothing is imported or run), and
-every module reached must be covered by a dep: the file itself or a folder above it.
-
-The analysis is conservative: every import in a reached module counts, at any nesting level
-(a lazy import inside a function runs when the function is called), ``importlib.import_module``
-with a literal (or an f-string's literal package prefix: every module under it) counts, and
-importing ``facebias.a.b`` also runs ``facebias/__init__.py`` and ``facebias/a/__init__.py``.
-One exception: of lib/facebias/cli.py only the module level and the subcommand's handler (with
-the cli.py functions it refers to) count, not the other subcommands' lazy imports.
-"""
+"""dvc.yaml: every stage depends on the library code it runs (issue 16), not on all of it, and
+its ``lib/`` deps are exactly what :mod:`facebias.dvcdeps` derives from the stage's imports
+(``facebias deps`` writes them; the analysis itself is tested here on small packages)."""
 
 from __future__ import annotations
 
-import ast
-import functools
-import re
-from collections import deque
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 import yaml
+
+from facebias.dvcdeps import (
+    EXEMPT,
+    PACKAGE,
+    Imports,
+    cli_handlers,
+    cli_imports,
+    closure,
+    covered,
+    entry_points,
+    expected_lib_deps,
+    lib_deps,
+    render_deps,
+    required,
+    stages,
+    write_deps,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib"
-PACKAGE = "facebias"
-CLI = LIB / PACKAGE / "cli.py"
-
-# Stages whose output cannot depend on library code, with the reason. Their code is still
-# analysed (the stage must exist and its cmd must be understood), just not required as deps.
-EXEMPT = {
-    # the cmd pins the file's sha256, which the code checks before writing it: a change to the
-    # code cannot change the output, and a rerun would need the network (`dvc repro` is offline)
-    "stylegan2_weights": "output pinned by the sha256 in its cmd",
-}
-
-
-# --------------------------------------------------------------------------- import analysis
-def module_file(name: str, lib: Path) -> Path | None:
-    """The file of dotted module ``name`` under ``lib`` (a package's __init__.py), or None."""
-    base = lib.joinpath(*name.split("."))
-    if (base / "__init__.py").is_file():
-        return base / "__init__.py"
-    if base.with_suffix(".py").is_file():
-        return base.with_suffix(".py")
-    return None
-
-
-def module_name(path: Path, lib: Path) -> str:
-    parts = list(path.relative_to(lib).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def all_modules(package: str, lib: Path) -> list[str]:
-    """Dotted names of every module in ``package`` (recursively), the package included."""
-    root = lib.joinpath(*package.split("."))
-    return sorted(module_name(p, lib) for p in root.rglob("*.py") if "__pycache__" not in p.parts)
-
-
-@dataclass
-class Imports:
-    modules: set[str] = field(default_factory=set)  # dotted names, may not exist under lib
-    prefixes: set[str] = field(default_factory=set)  # "pkg.sub.": every module below pkg.sub
-    unresolved: list[str] = field(default_factory=list)  # dynamic imports we cannot read
-
-
-def _walk(node: ast.AST, into_functions: bool = True) -> Iterator[ast.AST]:
-    """``ast.walk``; without ``into_functions``, function bodies are not entered."""
-    skip = () if into_functions else (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        if isinstance(n, skip):
-            continue
-        yield n
-        todo.extend(ast.iter_child_nodes(n))
-
-
-def imports_in(nodes: Iterable[ast.AST], current: str | None, is_package: bool,
-               into_functions: bool = True) -> Imports:
-    """Every import under ``nodes`` of module ``current`` (None: a notebook, no relative
-    imports): ``import``, ``from ... import`` (absolute or relative; a name imported may be a
-    submodule) and ``importlib.import_module`` / ``__import__`` calls."""
-    found = Imports()
-    package = current if is_package else (current or "").rpartition(".")[0]
-    for root in nodes:
-        for node in _walk(root, into_functions):
-            if isinstance(node, ast.Import):
-                found.modules.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    if current is None:
-                        found.unresolved.append(f"relative import at line {node.lineno} outside a package")
-                        continue
-                    parts = package.split(".")
-                    base_parts = parts[: len(parts) - (node.level - 1)]
-                    base = ".".join(base_parts + ([node.module] if node.module else []))
-                else:
-                    base = node.module or ""
-                found.modules.add(base)
-                found.modules.update(f"{base}.{a.name}" for a in node.names if a.name != "*")
-            elif isinstance(node, ast.Call) and _is_dynamic_import(node.func):
-                arg = node.args[0] if node.args else None
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    found.modules.add(arg.value)
-                elif (isinstance(arg, ast.JoinedStr) and arg.values
-                      and isinstance(arg.values[0], ast.Constant) and "." in arg.values[0].value):
-                    found.prefixes.add(arg.values[0].value.rpartition(".")[0] + ".")
-                else:
-                    found.unresolved.append(f"dynamic import at line {node.lineno}: {ast.unparse(node)}")
-    return found
-
-
-def _is_dynamic_import(func: ast.expr) -> bool:
-    if isinstance(func, ast.Attribute):
-        return func.attr == "import_module"
-    return isinstance(func, ast.Name) and func.id in {"import_module", "__import__"}
-
-
-def closure(seed: Imports, lib: Path, package: str = PACKAGE,
-            via: dict[Path, Path | None] | None = None) -> tuple[set[Path], list[str]]:
-    """The files under ``lib`` that importing ``seed`` runs, transitively through ``package``:
-    each module, the __init__.py of every package above it, and everything they import.
-    Also returns the dynamic imports (``file: what``) that could not be resolved. ``via``, if
-    given, receives for each file the file whose import reached it (None: the seed)."""
-    files: set[Path] = set()
-    via = {} if via is None else via
-    unresolved = list(seed.unresolved)
-    # breadth first, in sorted order: ``via`` then names a shortest import chain, reproducibly
-    todo = deque((m, None) for m in sorted(seed.modules))
-    todo += [(m, None) for p in sorted(seed.prefixes) for m in _below(p, lib, package)]
-    while todo:
-        name, parent = todo.popleft()
-        if name != package and not name.startswith(package + "."):
-            continue
-        parts = name.split(".")
-        for i in range(1, len(parts) + 1):  # parents first: importing a.b runs a/__init__.py
-            path = module_file(".".join(parts[:i]), lib)
-            if path is None or path in files:
-                continue
-            files.add(path)
-            via[path] = parent
-            found = _file_imports(path, lib)
-            todo.extend((m, path) for m in sorted(found.modules))
-            todo.extend((m, path) for p in sorted(found.prefixes) for m in _below(p, lib, package))
-            unresolved.extend(f"{path.relative_to(lib)}: {u}" for u in found.unresolved)
-    return files, unresolved
-
-
-@functools.cache
-def _file_imports(path: Path, lib: Path) -> Imports:
-    tree = ast.parse(path.read_text(), str(path))
-    return imports_in([tree], module_name(path, lib), path.name == "__init__.py")
-
-
-def _below(prefix: str, lib: Path, package: str) -> list[str]:
-    pkg = prefix.rstrip(".")
-    if pkg != package and not pkg.startswith(package + "."):
-        return []
-    return [m for m in all_modules(pkg, lib) if m.startswith(prefix)] if module_file(pkg, lib) else [pkg]
-
-
-# --------------------------------------------------------------------------- the CLI
-def cli_handlers(path: Path = CLI) -> dict[str, str]:
-    """``{subcommand: handler function}``: each function that calls ``add_parser("NAME")``
-    and ``set_defaults(func=HANDLER)``."""
-    tree = ast.parse(path.read_text())
-    handlers = {}
-    for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef):
-            continue
-        names, funcs = [], []
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr == "add_parser" and isinstance(node.args[0], ast.Constant):
-                    names.append(node.args[0].value)
-                elif node.func.attr == "set_defaults":
-                    funcs += [k.value.id for k in node.keywords
-                              if k.arg == "func" and isinstance(k.value, ast.Name)]
-        if names or funcs:
-            assert len(names) == 1 and len(funcs) == 1, f"cli.py {fn.name}: cannot pair {names} with {funcs}"
-            handlers[names[0]] = funcs[0]
-    return handlers
-
-
-def cli_imports(command: str, path: Path = CLI, lib: Path = LIB) -> Imports:
-    """What ``facebias COMMAND`` imports: cli.py's module level, and the handler's body with
-    every top-level function or class of cli.py it refers to (transitively)."""
-    tree = ast.parse(path.read_text())
-    current = module_name(path, lib)
-    found = imports_in(tree.body, current, False, into_functions=False)
-    defs = {n.name: n for n in tree.body
-            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
-    handlers = cli_handlers(path)
-    assert command in handlers, f"cli.py has no subcommand {command!r} (has {sorted(handlers)})"
-    seen, todo = set(), [handlers[command]]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        more = imports_in([defs[name]], current, False)
-        found.modules |= more.modules
-        found.prefixes |= more.prefixes
-        found.unresolved += more.unresolved
-        todo += [n.id for n in ast.walk(defs[name]) if isinstance(n, ast.Name) and n.id in defs]
-    return found
-
-
-# --------------------------------------------------------------------------- the stages
-@functools.lru_cache(maxsize=1)
-def _spec() -> dict:
-    return yaml.safe_load((ROOT / "dvc.yaml").read_text())
-
-
-def stages() -> dict[str, dict]:
-    """``{name: stage}`` of dvc.yaml; a foreach stage is its ``do`` block."""
-    spec = _spec()
-    return {name: stage.get("do", stage) for name, stage in spec["stages"].items()}
-
-
-def cmd_text(stage: dict) -> str:
-    spec = _spec()
-    variables = {k: v for d in spec.get("vars", []) if isinstance(d, dict) for k, v in d.items()}
-    cmd = stage["cmd"] if isinstance(stage["cmd"], str) else " && ".join(stage["cmd"])
-    return re.sub(r"\$\{(\w+)\}", lambda m: str(variables.get(m.group(1), m.group(0))), cmd)
-
-
-@dataclass
-class Entry:
-    what: str  # for messages
-    files: set[Path]  # files the entry point itself runs (the notebook, cli.py)
-    imports: Imports
-
-
-def entry_points(stage: dict) -> list[Entry]:
-    cmd = cmd_text(stage)
-    entries = []
-    for rel in re.findall(r"(?<![\w/.])(notebooks/[\w/]+\.py)\b", cmd):
-        path = ROOT / rel
-        assert path.is_file(), f"{rel} in cmd does not exist"
-        entries.append(Entry(rel, {path}, imports_in([ast.parse(path.read_text())], None, False)))
-    for command in re.findall(r"(?:^|&&|\||;)\s*facebias\s+([\w-]+)", cmd):
-        entries.append(Entry(f"facebias {command}", {CLI}, cli_imports(command)))
-    for mod in re.findall(r"\bpython3?\s+-m\s+([\w.]+)", cmd):
-        path = module_file(mod, LIB)
-        assert path is not None, f"python -m {mod}: no such module under lib/"
-        entries.append(Entry(f"python -m {mod}", {path}, Imports(modules={mod})))
-    return entries
-
-
-def required(stage: dict) -> tuple[dict[Path, str], list[str]]:
-    """``{file: what reached it}`` for every file the stage runs, and the dynamic imports on
-    the way that could not be read."""
-    files: dict[Path, str] = {}
-    unresolved = []
-    for entry in entry_points(stage):
-        via: dict[Path, Path | None] = {}
-        _, bad = closure(entry.imports, LIB, via=via)
-        files.update({f: entry.what for f in entry.files})
-        for f, parent in via.items():
-            files.setdefault(f, entry.what if parent is None else str(parent.relative_to(ROOT)))
-        unresolved += [f"{entry.what}: {b}" for b in bad]
-    return files, unresolved
-
-
-def lib_deps(stage: dict) -> list[Path]:
-    return [ROOT / d for d in stage.get("deps", []) if isinstance(d, str) and "${" not in d]
-
-
-def covered(path: Path, deps: Iterable[Path]) -> bool:
-    return any(path == d or d in path.parents for d in deps)
 
 
 # --------------------------------------------------------------------------- tests
 def test_every_stage_runs_code_we_can_analyse():
     """Each stage's cmd names a notebook, a `facebias` subcommand or a `python -m` module (a new
-    kind of cmd must be taught to this file, not slip through), and every dynamic import
+    kind of cmd must be taught to facebias.dvcdeps, not slip through), and every dynamic import
     reached can be read."""
     problems = []
     for name, stage in stages().items():
@@ -382,3 +134,55 @@ def test_cli_imports_only_the_subcommands_own_handler():
     rel = {str(f.relative_to(LIB)) for f in files}
     assert {"facebias/__init__.py", "facebias/worlds/bfw.py", "facebias/io.py"} <= rel
     assert "facebias/generate/build.py" not in rel and "facebias/report.py" not in rel
+
+
+def test_committed_deps_are_what_facebias_deps_writes():
+    """Every stage's lib/ deps equal the import analysis exactly (no stale extra module, no
+    folder broader than what the stage runs): `facebias deps` would change nothing."""
+    assert write_deps(ROOT, check=True) == [], "run `make deps` (facebias deps) and commit dvc.yaml"
+    assert render_deps((ROOT / "dvc.yaml").read_text(), ROOT) == (ROOT / "dvc.yaml").read_text()
+
+
+def test_render_deps_rewrites_only_the_lib_entries(tmp_path):
+    """On a small repository: a stale module and a too-broad folder are replaced by what the
+    notebook imports (a folder where every module of it runs), other deps, comments and the
+    exempt stage stay as written, and a second pass changes nothing."""
+    _write(tmp_path, {
+        "lib/facebias/__init__.py": "",
+        "lib/facebias/a.py": "from facebias import sub\n",
+        "lib/facebias/unused.py": "",
+        "lib/facebias/sub/__init__.py": "from facebias.sub import x, y\n",
+        "lib/facebias/sub/x.py": "", "lib/facebias/sub/y.py": "",
+        "lib/facebias/other/__init__.py": "", "lib/facebias/other/z.py": "", "lib/facebias/other/w.py": "",
+        "lib/facebias/cli.py": "",
+        "notebooks/n.py": "from facebias import a\nfrom facebias.other import z\n",
+    })
+    text = ("stages:\n"
+            "  one:  # a comment\n"
+            "    cmd: papermill notebooks/n.py out.ipynb\n"
+            "    deps:\n"
+            "      - notebooks/n.py\n"
+            "      - lib/facebias/unused.py\n"
+            "      - lib/facebias/other\n"
+            "      - data/x.csv  # kept\n"
+            "    outs:\n"
+            "      - out.ipynb\n"
+            "  stylegan2_weights:\n"
+            "    cmd: python -m facebias.a\n"
+            "    deps:\n"
+            "      - lib/facebias/unused.py\n")
+    (tmp_path / "dvc.yaml").write_text(text)
+    assert write_deps(tmp_path, check=True) == ["one"]
+    assert (tmp_path / "dvc.yaml").read_text() == text  # --check writes nothing
+    assert write_deps(tmp_path) == ["one"]
+    got = (tmp_path / "dvc.yaml").read_text()
+    assert got == text.replace(
+        "      - lib/facebias/unused.py\n      - lib/facebias/other\n",
+        "      - lib/facebias/__init__.py\n      - lib/facebias/a.py\n      - lib/facebias/other/__init__.py\n"
+        "      - lib/facebias/other/z.py\n      - lib/facebias/sub\n", 1)
+    assert yaml.safe_load(got)["stages"]["stylegan2_weights"]["deps"] == ["lib/facebias/unused.py"]  # exempt
+    assert write_deps(tmp_path) == [] and (tmp_path / "dvc.yaml").read_text() == got
+    stage = stages(tmp_path)["one"]
+    assert expected_lib_deps(stage, tmp_path) == [d for d in stage["deps"] if d.startswith("lib/")]
+    with pytest.raises(ValueError, match="no readable deps list"):
+        render_deps(got.replace("    deps:\n", "    deps: [notebooks/n.py]\n    x:\n", 1), tmp_path)

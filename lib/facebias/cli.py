@@ -674,12 +674,39 @@ def _run_repro(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def _add_deps(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "deps",
+        help="write each DVC stage's lib/ deps in dvc.yaml from the code it imports",
+        description="Follow each stage's notebook / facebias command / python -m module through "
+        "its imports (static analysis, facebias.dvcdeps) and write the library files it runs as "
+        "its lib/ deps in dvc.yaml (a folder where it runs all of it); other lines are kept. "
+        "--check only lists the stages that differ (exit 1).",
+    )
+    p.add_argument("--repo", default=".", help="repository root [default: .]")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if a stage differs")
+    p.set_defaults(func=_run_deps)
+
+
+def _run_deps(args: argparse.Namespace) -> int:
+    from facebias.dvcdeps import write_deps
+
+    root = Path(args.repo).resolve()
+    if not (root / "dvc.yaml").is_file():
+        raise InputError(args.repo, "no dvc.yaml here; --repo is the repository root")
+    changed = write_deps(root, check=args.check)
+    verb = "differ" if args.check else "rewritten"
+    print(f"dvc.yaml: lib/ deps {verb} for {', '.join(changed)}" if changed else "dvc.yaml: lib/ deps up to date")
+    return 1 if (changed and args.check) else 0
+
+
 # --------------------------------------------------------------------------- entry point
 _COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_metrics, _add_world, _add_synth,
                                                                     _add_annotate, _add_report]
 _COMMANDS.append(_add_claims)
 _COMMANDS.append(_add_plots)
 _COMMANDS.append(_add_repro)
+_COMMANDS.append(_add_deps)
 
 
 def build_parser() -> argparse.ArgumentParser:
