@@ -31,6 +31,7 @@ pytestmark = pytest.mark.slow(seconds=650)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "bfw_datatable_small.csv"
+SMOKE_PARAMS = ROOT / "tests" / "fixtures" / "smoke_params.yaml"  # the pipeline's smoke scale
 FIGURES = ("score_distributions", "det", "fpr_deviation", "tar_at_far")
 
 
@@ -92,30 +93,13 @@ def pipeline(tmp_path_factory):
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    params["world"].update(identities_per_group=10, images_per_identity=6)
-    params["bfw"].update(n_boot=5, fmr=[0.1, 0.01], report_fmr=[0.01], world_seeds=2)
-    params["batest_world"].update(identities_per_group=40)
-    # Table 4's challenging subset at 45 x 4 images per group: 1.03 million impostor pairs, still
-    # the 10 / FMR that resolves FMR 1e-5 (the paper's 90 x 5 scores 6.5 million)
-    params["batest"].update(n_boot=5, world_seeds=2, world_seeds_tables34=1, table4_subjects=45, table4_images=4)
-    params["generate"].update(scale="smoke", n_transects=10)
-    params["generate_dcgan"].update(scale="smoke", n_fit=300, n_candidates=10)
-    params["synthetic"].update(n_check=8)
-    params["synthetic_dcgan"].update(n_samples=24, n_seeds=8, lever_n_labels=[60, None], lever_kinds=["ridge"],
-                                     n_stability=8, n_boot=50, skin_gate_levels=[-1.5, 1.5])
-    params["transects"].update(n_boot=5, n_train=64, epochs=1, n_observational=100, n_known_truth=20,
-                               n_pixel_seeds=20)
-    params["transects_dcgan"].update(n_boot=5, n_train=64, n_probe=40, epochs=1, n_observational=60, n_held_out=50)
-    params["hcic"].update(models=["sface"], n_boot=5)
-    params["hcic_dcgan"].update(models=["sface"], n_boot=5)
-    params["rapid_experiment"].update(p_sweep=[0.5, 0.8], sweep_queries_per_group=8, semi_fractions=[0.0, 0.5, 1.0])
-    params["rapid_world"].update(queries_per_group=8)
-    params["rapid_experiment"].update(world_seeds=2, bias_boot=20)  # the bias test's query bootstrap
-    # the opt-in real-data stage, on a fixture in the published schema, where the README says
-    # real data go (data/real/<dataset>/; not tracked by any .dvc file until the user adds it)
+    for section, keys in yaml.safe_load(SMOKE_PARAMS.read_text()).items():
+        assert section in params, f"{SMOKE_PARAMS.name}: params.yaml has no section {section!r}"
+        params[section].update(keys)
+    # the real-data stage's fixture where the smoke params point (data/real/<dataset>/, where the
+    # README says real data go; not tracked by any .dvc file until the user adds it)
     (root / "data" / "real" / "bfw").mkdir(parents=True)
     shutil.copy(FIXTURE, root / "data" / "real" / "bfw" / "fixture.csv")
-    params["bfw"]["real"] = {"fx": {"datatable": "data/real/bfw/fixture.csv", "systems": "sphereface,vgg16"}}
     pipe = Pipeline(root, params)
     pipe.write_params()
     pipe.sh("git", "init", "-q")
