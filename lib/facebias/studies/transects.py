@@ -625,9 +625,8 @@ def fit_error_model(X: Any, e: Any, C: float = 1.0, sample_weight: Any = None,
 class ErrorModelResult:
     """Coefficients of the error model with bootstrap uncertainty (like a statsmodels
     results object): ``coef`` from the full-data fit; ``sd`` the bootstrap SD (Fig. 15 error
-    bars); ``ci_low``/``ci_high`` the percentile interval and ``ci_low_mcse``/``ci_high_mcse``
-    the Monte Carlo errors of those bounds (:func:`facebias.stats.percentile_mc_error`);
-    ``significant`` = the interval excludes 0. Arrays follow ``names``; ``replicates`` is
+    bars); ``ci_low``/``ci_high`` the percentile interval (the Monte Carlo errors of its
+    bounds are columns of :meth:`summary`); ``significant`` = the interval excludes 0. Arrays follow ``names``; ``replicates`` is
     (n_boot, p)."""
 
     names: list[str]
@@ -641,16 +640,6 @@ class ErrorModelResult:
     unit: str
     n: int
     replicates: np.ndarray = field(repr=False)
-
-    @property
-    def ci_low_mcse(self) -> np.ndarray:
-        """Monte Carlo standard error of each ``ci_low`` (units of the coefficients)."""
-        return percentile_mc_error(self.replicates, self.ci)[0]
-
-    @property
-    def ci_high_mcse(self) -> np.ndarray:
-        """Monte Carlo standard error of each ``ci_high`` (units of the coefficients)."""
-        return percentile_mc_error(self.replicates, self.ci)[1]
 
     @property
     def significant(self) -> np.ndarray:
