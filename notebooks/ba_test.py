@@ -412,7 +412,7 @@ mc_error.round(4)
 # tables above are seed 0. The claims on the report page read every seed.
 
 # %%
-from facebias.studies import batest_seeds  # noqa: E402
+from facebias.studies.batest import seeds as batest_seeds  # noqa: E402
 from facebias.studies.seeds import world_seeds  # noqa: E402
 
 seeds_1 = world_seeds(wcfg.seed, cfg.world_seeds)

@@ -307,7 +307,7 @@ else:
 seed_tables, world_seed_list = {}, []
 if source == "synthetic":
     from facebias.compute import load_compute
-    from facebias.studies.bfw_seeds import bfw_seed_table
+    from facebias.studies.bfw.seeds import bfw_seed_table
     from facebias.studies.seeds import world_seeds
 
     world_seed_list = world_seeds(df.attrs["world"]["seed"], cfg.world_seeds)

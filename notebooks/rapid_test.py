@@ -646,7 +646,7 @@ else:
 
 # %%
 from facebias.compute import load_compute  # noqa: E402
-from facebias.studies.rapid_seeds import rapid_seed_table  # noqa: E402
+from facebias.studies.rapid.seeds import rapid_seed_table  # noqa: E402
 from facebias.studies.seeds import world_seeds  # noqa: E402
 
 world_seed_list = world_seeds(world_cfg.seed, n_world_seeds)

@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 
 from facebias.metrics import check_scores
-from facebias.studies.rapid import (RapidConfig, RapidEstimate, _check_scores_frame, cluster_count,
-                                    gmm_modes)
+from facebias.studies.rapid import RapidConfig, RapidEstimate, cluster_count, gmm_modes
+from facebias.studies.rapid.tables import _check_scores_frame
 from facebias.validate import require_columns
 
 def normalise_scores(scores: pd.DataFrame, cfg: RapidConfig | None = None,

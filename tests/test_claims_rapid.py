@@ -231,7 +231,7 @@ TINY = {"queries_per_group": 5, "faces_min": 10, "faces_max": 15, "bias": {"sys_
 @pytest.fixture(scope="module")
 def tiny():
     from facebias.studies.rapid import RapidConfig, RapidExperimentConfig
-    from facebias.studies.rapid_seeds import rapid_seed_table
+    from facebias.studies.rapid.seeds import rapid_seed_table
 
     method, experiment = RapidConfig(), RapidExperimentConfig(fmr=(0.1, 0.05), bias_boot=4)
     run = [rapid_seed_table(TINY, method, experiment, [1001, 1002], "serial") for _ in range(2)]
@@ -240,7 +240,7 @@ def tiny():
 
 @TINY_WARNINGS
 def test_rapid_seed_table_is_deterministic(tiny):
-    from facebias.studies.rapid_seeds import RAPID_TABLES
+    from facebias.studies.rapid.seeds import RAPID_TABLES
 
     _, _, (a, b) = tiny
     assert sorted(a) == sorted(RAPID_TABLES)

@@ -1,10 +1,10 @@
 """Issue 28: no measured number typed by hand in the README's prose or a notebook's markdown.
 
-Results live on ``reports/index.html`` and in the README's generated evidence table; prose says
-what is computed and how. This test reads the prose a reviewer reads — README.md outside fenced
-code, outside the generated claims block and outside the sections listed in
-:data:`EXEMPT_SECTIONS`; the pages under ``docs/`` it points to; every markdown cell of
-``notebooks/*.py`` — and fails on every number that looks like a result (a decimal, a
+Results live on ``reports/index.html`` and in the generated evidence tables (the README's and
+each ``docs/papers/`` page's); prose says what is computed and how. This test reads the prose a
+reviewer reads — README.md outside fenced code, outside the generated claims blocks and outside
+the sections listed in :data:`EXEMPT_SECTIONS`; the pages under ``docs/`` and ``docs/papers/``
+it points to, read the same way; every markdown cell of ``notebooks/*.py`` — and fails on every number that looks like a result (a decimal, a
 percentage, a ratio such as ``2.5x`` or a number in scientific notation) unless it is
 
 - a parameter: equal, at its printed precision, to a numeric leaf of ``params.yaml``;
@@ -13,7 +13,8 @@ percentage, a ratio such as ``2.5x`` or a number in scientific notation) unless 
 - a reference, not a value: preceded by one of :data:`REFERENCE_WORDS` (``Sec. 3.4``);
 - listed in :data:`ALLOWED` with the text it must appear in and a reason.
 
-Integers without a unit (counts, sizes, seeds) are not checked.
+Integers without a unit (counts, sizes, seeds) are not checked. ``docs/specs/`` is not read:
+it restates the papers (their numbers, in our words) and holds no measurement.
 """
 
 from __future__ import annotations
@@ -28,17 +29,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from facebias.claims.readme import README_BEGIN, README_END
+from facebias.claims.readme import README_BEGIN, README_END, block_filters
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: README sections (heading line, exactly) whose numbers are not study results, with why.
-#: A section covers its subsections.
+#: Sections (heading line, exactly) of the README or a docs page whose numbers are not study
+#: results, with why. A section covers its subsections.
 EXEMPT_SECTIONS: dict[str, str] = {
     "## Quick start": "build and test timings, each labelled with the date and commit it was measured on",
-    "### The headline columns": "definitions of the `dvc metrics show` columns, no measurements",
-    "## Performance": "benchmark speeds of the code, each with the command that measures it (`make bench`, "
-                      "`make gpu-bench`), not study results",
+    "## The headline columns": "definitions of the `dvc metrics show` columns, no measurements "
+                               "(docs/results.md)",
+    "# Performance": "benchmark speeds of the code, each with the command that measures it (`make bench`, "
+                     "`make gpu-bench`), not study results (docs/performance.md)",
     "## Layout": "the file tree",
 }
 
@@ -220,11 +222,12 @@ def _heading(line: str) -> tuple[int, str] | None:
 
 def readme_prose(text: str) -> Iterator[tuple[int, str]]:
     """(line number, line) of the README's checked prose: outside fenced code, outside the
-    generated claims block and outside :data:`EXEMPT_SECTIONS` (and their subsections)."""
+    generated claims blocks (filtered ones too) and outside :data:`EXEMPT_SECTIONS` (and their
+    subsections)."""
     fenced = generated = False
     stack: list[tuple[int, str]] = []
     for no, line in enumerate(text.splitlines(), 1):
-        if line.strip() == README_BEGIN:
+        if not fenced and block_filters(line) is not None:
             generated = True
             continue
         if line.strip() == README_END:
@@ -258,7 +261,8 @@ def notebook_markdown(text: str) -> Iterator[tuple[int, str]]:
 
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.py"))
-DOCS = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+DOCS = sorted(str(p.relative_to(ROOT / "docs")) for pattern in ("*.md", "papers/*.md")
+              for p in (ROOT / "docs").glob(pattern))
 
 
 @pytest.fixture(scope="module")
@@ -267,11 +271,13 @@ def sources() -> Sources:
 
 
 def test_exempt_sections_exist():
-    """Every exempt heading is in the README (a renamed section must not silently widen the
-    check's hole, nor leave a stale entry)."""
-    headings = {_heading(ln)[1] for ln in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    """Every exempt heading is in the README or a docs page (a renamed section must not
+    silently widen the check's hole, nor leave a stale entry)."""
+    pages = [ROOT / "README.md"] + [ROOT / "docs" / d for d in DOCS]
+    headings = {_heading(ln)[1] for page in pages for ln in page.read_text(encoding="utf-8").splitlines()
                 if _heading(ln)}
     assert set(EXEMPT_SECTIONS) <= headings, set(EXEMPT_SECTIONS) - headings
+    assert any(d.startswith("papers/") for d in DOCS)  # the per-paper pages are read
 
 
 def test_readme_has_one_generated_claims_block():
@@ -298,8 +304,8 @@ def test_notebook_markdown_has_no_handtyped_result(notebook, sources):
 
 @pytest.mark.parametrize("doc", DOCS)
 def test_docs_have_no_handtyped_result(doc, sources):
-    """The pages the README points to (docs/*.md) are prose like the README's, with no
-    exempt section: fenced code is skipped."""
+    """The pages the README points to (docs/*.md, docs/papers/*.md) are prose like the
+    README's: fenced code, generated claims blocks and exempt sections are skipped."""
     text = (ROOT / "docs" / doc).read_text(encoding="utf-8")
     hits = check_lines(f"docs/{doc}", readme_prose(text), sources)
     assert not hits, "numbers no metrics value produced (render them from the metrics, or drop them):\n" + \
@@ -316,9 +322,12 @@ def test_checker_catches_a_planted_result_and_accepts_parameters():
         "## Results", "The gap closes to 0.823 after balancing (IoU > 0.9).",
         "```", "x = 0.777", "```", README_BEGIN, "| 0.555 |", README_END,
         "It moved 173% and 2.5x; FMR 1e-3, 24 %.",
+        "<!-- claims:begin paper=002 (generated by `facebias claims --readme p.md`; do not edit) -->",
+        "| 0.444 |", README_END, "and then 0.333",
     ])
     hits = check_lines("README.md", readme_prose(readme), src)
-    assert [(h.line, h.number) for h in hits] == [(5, "0.823"), (12, "173%"), (12, "2.5x"), (12, "24 %")]
+    assert [(h.line, h.number) for h in hits] == [(5, "0.823"), (12, "173%"), (12, "2.5x"), (12, "24 %"),
+                                                  (16, "0.333")]
     # parameters (a percentage as a fraction), references and versions are allowed
     ok = ["IoU > 0.9 and 20% face area", "Sec. 3.4 of the paper", "spec §1.4–1.8", "gan-face-generate 1.1.1",
           "FMR 1e-4 and 1e-3", "with 95 % bootstrap intervals"]

@@ -7,8 +7,10 @@ import pandas as pd
 import pytest
 
 from facebias.studies import batest as ba
-from facebias.studies import batest_seeds, bfw_seeds, seeds
 from facebias.studies import bfw as bfw_study
+from facebias.studies import seeds
+from facebias.studies.batest import seeds as batest_seeds
+from facebias.studies.bfw import seeds as bfw_seeds
 from facebias.worlds.batest import BAWorldConfig, batest_pairs, make_batest_world
 from facebias.worlds.bfw import BFWWorldConfig, make_bfw_world
 

@@ -14,6 +14,7 @@ from scipy.linalg import block_diag
 
 from facebias.io import load_params
 from facebias.studies import rapid as R
+from facebias.studies.rapid import spectral as RS
 from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
 
 # about 56 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
@@ -48,7 +49,7 @@ def test_one_ideal_block_gives_one_cluster_and_exact_membership():
     assert k == 1
     np.testing.assert_allclose(z[:10], 1.0, atol=1e-9)
     np.testing.assert_allclose(z[10:], 0.0, atol=1e-9)
-    s, _ = R._sorted_spectrum(c)
+    s, _ = RS._sorted_spectrum(c)
     assert s[0] == pytest.approx(10.0)
     lab = R.estimate_labels(frame({"s1": c, "s2": c, "s3": c}), RAW)
     assert (lab["label"].to_numpy() == np.r_[np.ones(10), np.zeros(8)]).all()
@@ -156,7 +157,7 @@ def test_a_second_cluster_with_no_face_in_it_keeps_the_query():
     cluster (``cluster_labels.max() + 1 == 1``), so the query is kept and labelled by the
     first eigenvector."""
     c = weak_rest(12, 48, 0.08)
-    s, _ = R._sorted_spectrum(c)
+    s, _ = RS._sorted_spectrum(c)
     np.testing.assert_allclose(s[:3], [12.0, 4.76, 0.92], atol=1e-9)
     k, z = R.membership(c)
     assert k == 2 and (z[12:] < 0.2).all()

@@ -16,6 +16,7 @@ import rapid_reference as REF
 from test_study_rapid import random_matrix_world
 
 from facebias.studies import rapid as R
+from facebias.studies.rapid import estimation as RE
 from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
 
 
@@ -121,7 +122,7 @@ def test_each_matrix_is_decomposed_once(monkeypatch, chunk):
     w = small_world(7)
     cfg = R.RapidConfig(modes={s: [0.0, 1.0] for s in w.scores["system"].unique()})
     if chunk:
-        monkeypatch.setattr(R, "_EIGH_CHUNK", chunk)
+        monkeypatch.setattr(RE, "_EIGH_CHUNK", chunk)
     calls = []
     eigh = np.linalg.eigh
 
@@ -197,7 +198,7 @@ def test_each_matrix_is_decomposed_once_when_faces_are_dropped(monkeypatch, chun
     s = random_matrix_world(6, hole_rate=0.003)
     cfg = R.RapidConfig(normalise="none")
     if chunk:
-        monkeypatch.setattr(R, "_EIGH_CHUNK", chunk)
+        monkeypatch.setattr(RE, "_EIGH_CHUNK", chunk)
     calls = []
     eigh = np.linalg.eigh
 

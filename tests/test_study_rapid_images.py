@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from facebias.datasets.rapid import SCORES_COLUMNS, load_names, validate_scores
-from facebias.studies.rapid_images import (
+from facebias.studies.rapid.images import (
     cross_query_pairs,
     duplicate_groups,
     image_folder_scores,
@@ -160,7 +160,7 @@ def test_perceptual_hash_is_stable_under_reencoding():
 def test_face_id_groups_spec_cases():
     """Spec item 7: three services' boxes on one face (pairwise IoU 0.5-0.6) form one group;
     two faces far apart form two groups; one service's two overlapping boxes never merge."""
-    from facebias.studies.rapid_images import _iou, face_id_groups
+    from facebias.studies.rapid.faceid import _iou, face_id_groups
 
     a, b, c = (0, 0, 30, 30), (5, 0, 30, 30), (0, 5, 30, 30)
     assert min(_iou(a, b), _iou(a, c), _iou(b, c)) >= 0.5
@@ -172,7 +172,7 @@ def test_face_id_groups_spec_cases():
 
 
 def test_face_id_groups_takes_the_largest_iou_first_and_keeps_one_box_per_service():
-    from facebias.studies.rapid_images import _iou, face_id_groups
+    from facebias.studies.rapid.faceid import _iou, face_id_groups
 
     a1 = (0, 0, 30, 30)
     b_near, b_far = (2, 0, 30, 30), (14, 0, 30, 30)
@@ -183,7 +183,7 @@ def test_face_id_groups_takes_the_largest_iou_first_and_keeps_one_box_per_servic
 
 def test_face_id_groups_with_two_detectors_is_the_folder_paths_iou_rule():
     """For one box per detector, two detectors: one FaceID iff IoU >= 0.2 (brute force)."""
-    from facebias.studies.rapid_images import _iou, face_id_groups
+    from facebias.studies.rapid.faceid import _iou, face_id_groups
 
     rng = np.random.default_rng(0)
     for _ in range(300):
@@ -199,7 +199,7 @@ def test_single_face_images_follows_algorithm_1_on_a_scripted_matcher():
     several faces: the multi-face image is marked only once its partner is known valid,
     later pairs with it are skipped (never compared), and a first pair of two unknown images
     answered "invalid" marks nothing."""
-    from facebias.studies.rapid_images import single_face_images
+    from facebias.studies.rapid.faceid import single_face_images
 
     multi = {"m"}
     calls = []

@@ -11,6 +11,7 @@ from statsmodels.stats.proportion import proportion_confint
 from facebias.classifiers.cnn import predict_p_male, train_shortcut_classifier
 from facebias.generate.procedural import ProceduralGenerator
 from facebias.studies import transects as T
+from facebias.studies.transects.error_model import _fit_lbfgs
 from facebias.worlds.gender_classifier import DEFAULT_EFFECTS, simulated_gender_classifier
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,8 +161,8 @@ def test_fit_error_model_matches_sklearn(experiment, weighted):
     np.testing.assert_allclose(coef, ref.coef_[0], atol=2e-5)
     assert abs(intercept - ref.intercept_[0]) < 2e-5
     # warm-started refits (the bootstrap's path) land on the same optimum
-    theta = T._fit_lbfgs(X.to_numpy(float), df["e"].to_numpy(float), np.ones(len(df)) if w is None else w,
-                         1.0, np.r_[ref.coef_[0], ref.intercept_[0]] + 0.3, tol=1e-9)
+    theta = _fit_lbfgs(X.to_numpy(float), df["e"].to_numpy(float), np.ones(len(df)) if w is None else w,
+                       1.0, np.r_[ref.coef_[0], ref.intercept_[0]] + 0.3, tol=1e-9)
     np.testing.assert_allclose(theta, np.r_[coef, intercept], atol=2e-5)
 
 

@@ -14,6 +14,7 @@ from facebias.classifiers.cnn import predict_p_male, train_shortcut_classifier
 from facebias.classifiers.probe import probe_p_male, train_linear_probe
 from facebias.generate.hyperplanes import Hyperplanes
 from facebias.studies import transects as T
+from facebias.studies.transects.renders import _normals, _set_values
 from facebias.worlds.gender_classifier import simulated_gender_classifier
 
 # about 65 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
@@ -349,9 +350,9 @@ def test_a_cnn_learns_the_light_shortcut_on_the_dcgan_only_without_flips():
     gen, hp = load_generator("dcgan"), Hyperplanes.load(HP_DCGAN)
     imgs, table = T.make_shortcut_training_set(gen, 256, seed=0, shortcut="light", female_high=True,
                                                c_gender=(0.0, 0.0), normals=hp)
-    names, nrm, off = T._normals(gen, hp)
+    names, nrm, off = _normals(gen, hp)
     z0 = gen.sample(48, seed=99)
-    test = {v: gen.synthesize(T._set_values(z0, names, nrm, off, {"light": np.full(48, v)})) for v in (-1.5, 1.5)}
+    test = {v: gen.synthesize(_set_values(z0, names, nrm, off, {"light": np.full(48, v)})) for v in (-1.5, 1.5)}
     gap = {}
     for flip in (False, True):
         cnn = train_shortcut_classifier(imgs, table["y_male"], epochs=12, seed=0, threads=1, flip=flip)

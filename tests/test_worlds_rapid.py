@@ -112,7 +112,7 @@ def test_config_validation():
         RapidWorldConfig(systems={"s": {"noise": 0.5, "transform": "cube"}})
     with pytest.raises(ValueError, match="bias"):
         RapidWorldConfig(bias={"nope": {"AF": 1.5}})
-    with pytest.raises(ValueError, match="p must be in"):
+    with pytest.raises(ValueError, match="p must lie in"):
         RapidWorldConfig(p=1.5)
     with pytest.raises(ValueError, match="unknown key"):
         RapidWorldConfig.from_params({"queries": 3})

@@ -23,14 +23,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from facebias.config import Section, integer, param
+
 __all__ = ["ComputeConfig", "as_compute", "chunk_slices", "dask_client", "iter_chunks", "load_compute", "map_chunks", "map_items",
            "usable_cpus"]
 
 _ADDRESS_PREFIXES = ("tcp://", "tls://", "ucx://", "inproc://", "ws://", "wss://")
 
 
+def _scheduler(value: Any, name: str) -> str:
+    """``local``, ``serial``, a scheduler address or a scheduler file ``*.json``."""
+    if not isinstance(value, str) or not (
+        value in ("local", "serial") or value.startswith(_ADDRESS_PREFIXES) or value.endswith(".json")
+    ):
+        raise ValueError(f"{name} must be 'local', 'serial', a scheduler address "
+                         f"(tcp://host:8786) or a scheduler file (*.json), got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
-class ComputeConfig:
+class ComputeConfig(Section):
     """Where batch work runs (``params.yaml`` section ``compute``).
 
     ``scheduler``: ``"local"`` (a LocalCluster of ``n_workers`` processes with
@@ -38,59 +50,23 @@ class ComputeConfig:
     scheduler address such as ``"tcp://10.0.0.5:8786"``, or a scheduler file ``*.json``
     (``dask scheduler --scheduler-file``). ``chunk_size`` is the number of items per task
     for callers without a natural batch size of their own.
+
+    Examples
+    --------
+    >>> ComputeConfig.from_params({"scheduler": "serial", "chunk_size": 8})
+    ComputeConfig(scheduler='serial', n_workers=2, threads_per_worker=1, chunk_size=8)
     """
 
-    scheduler: str = "local"
-    n_workers: int = 2
-    threads_per_worker: int = 1
-    chunk_size: int = 64
-
-    def __post_init__(self) -> None:
-        s = self.scheduler
-        if not isinstance(s, str) or not (
-            s in ("local", "serial") or s.startswith(_ADDRESS_PREFIXES) or s.endswith(".json")
-        ):
-            raise ValueError(
-                f"compute.scheduler must be 'local', 'serial', a scheduler address "
-                f"(tcp://host:8786) or a scheduler file (*.json), got {s!r}"
-            )
-        for name in ("n_workers", "threads_per_worker", "chunk_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"compute.{name} must be a positive integer, got {v!r}")
+    section = "compute"
+    scheduler: str = param("local", _scheduler)
+    n_workers: int = param(2, integer(1))
+    threads_per_worker: int = param(1, integer(1))
+    chunk_size: int = param(64, integer(1))
 
     @property
     def serial(self) -> bool:
         """Whether work runs in this process, without Dask (``scheduler == "serial"``)."""
         return self.scheduler == "serial"
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any] | None) -> ComputeConfig:
-        """From the ``compute`` section of ``params.yaml`` (``None`` gives the defaults).
-
-        Parameters
-        ----------
-        params : Mapping or None
-            The section's keys and values; missing keys take the defaults.
-
-        Returns
-        -------
-        ComputeConfig
-
-        Raises
-        ------
-        ValueError
-            For an unknown key or an invalid value.
-
-        Examples
-        --------
-        >>> ComputeConfig.from_params({"scheduler": "serial", "chunk_size": 8})
-        ComputeConfig(scheduler='serial', n_workers=2, threads_per_worker=1, chunk_size=8)
-        """
-        from facebias.io import config_from_params
-
-        return config_from_params(cls, dict(params or {}), "compute")
-
 
 
 #: The Dask setting unset for the workers of a ``"local"`` cluster (see :func:`dask_client`).

@@ -2,7 +2,8 @@
 
 Everything here is pure numpy / pandas on latent vectors: no generator, no images, no I/O.
 A generator (StyleGAN2 ``w``, EG3D ``w``, a toy linear model) maps the latents this module
-produces to images; see ``../shared/notes/seeds_004_000.md`` A1.4-A1.8 and B1.2-B1.5.
+produces to images; see ``docs/specs/transects.md`` A1.4-A1.8 and ``docs/specs/hcic.md``
+B1.2-B1.5.
 
 Conventions (used everywhere in this module)
 --------------------------------------------
@@ -250,10 +251,10 @@ def orthogonalize(normals: Any) -> np.ndarray:
     """Dual basis of the attribute normals: ``directions`` (K, D) in their span with
     ``directions[j] @ normals[k] == (j == k)``.
 
-    ``directions = (N Nᵀ)⁻¹ N`` for row normals ``N`` (the notes' ``Ñ = N (NᵀN)⁻¹`` in
-    column layout), computed from the SVD ``N = U S Vᵀ`` as ``U S⁻¹ Vᵀ``. Moving a latent
-    by ``c * directions[j]`` changes attribute ``j``'s decision value by exactly ``c`` and
-    no other attribute's. ``directions[j]`` is ``normals[j]`` minus its projection on the
+    ``directions = (N Nᵀ)⁻¹ N`` for row normals ``N`` (``Ñ = N (NᵀN)⁻¹`` of
+    ``docs/specs/transects.md`` A1.7, in column layout), computed from the SVD
+    ``N = U S Vᵀ`` as ``U S⁻¹ Vᵀ``. Moving a latent by ``c * directions[j]`` changes
+    attribute ``j``'s decision value by exactly ``c`` and no other attribute's. ``directions[j]`` is ``normals[j]`` minus its projection on the
     span of the other normals, rescaled. This corrects the paper's Algorithm 2 (see
     :func:`orthogonalize_printed`).
 

@@ -2,7 +2,7 @@
 
 The default backend is the synthetic BFW world (:mod:`facebias.worlds.bfw`); the held-out
 FPR deviations are read over the world seeds of ``bfw.world_seeds``
-(:func:`facebias.studies.seeds.bfw_seed_table`), the rest from the committed world.
+(:func:`facebias.studies.bfw.seeds.bfw_seed_table`), the rest from the committed world.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from facebias import latent
+from facebias.config import Section, integer, number, optional, param, text
 from facebias.generate import Generator, as_lights, plan
 from facebias.generate.hyperplanes import (
     MACHINE_ATTRIBUTES,
@@ -50,7 +51,7 @@ from facebias.generate.hyperplanes import (
     register_dz,
     vote_sources,
 )
-from facebias.io import atomic_path, config_from_params, write_json_atomic
+from facebias.io import atomic_path, write_json_atomic
 
 __all__ = [
     "SynthConfig",
@@ -99,8 +100,16 @@ SCALES: dict[str, dict[str, int]] = {
 }
 
 
+def _axes(value: Any, name: str) -> Any:
+    """Transect axes: a mapping attribute -> one or more decision values (kept as given)."""
+    for axis, c in value.items():
+        if len(c) < 1:
+            raise ValueError(f"{name}: {axis!r} needs >= 1 value")
+    return value
+
+
 @dataclass(frozen=True)
-class SynthConfig:
+class SynthConfig(Section):
     """Parameters of the synthetic products (``params.yaml`` section ``generate``, or
     ``generate_dcgan`` for the GAN study).
 
@@ -128,38 +137,39 @@ class SynthConfig:
     :data:`~facebias.generate.hyperplanes.MACHINE_ATTRIBUTES`.
     """
 
-    scale: str = "default"
+    section = "generate"
+    scale: str = param("default", text(*SCALES))
     backend: str = "procedural"
-    size: int = 128  # procedural render size in pixels
+    size: int = param(128, integer(1))  # procedural render size in pixels
     world_seed: int = 0  # the procedural generator's fixed world (mesh basis, attribute directions)
     generator: Mapping[str, Any] = field(default_factory=dict)  # other backends' constructor arguments
     seed: int = 0  # sampling of D_z, transect seeds and prototype seeds
-    n_fit: int | None = None  # size of D_z for the hyperplanes (paper 004: 5,000); None: from scale
-    labels: str = "auto"
+    n_fit: int | None = param(None, optional(integer(1)))  # size of D_z for the hyperplanes (paper 004: 5,000); None: from scale
+    labels: str = param("auto", text(*LABEL_MODES))
     # an annotation store with votes/labels on the dz_* items: labels="store" reads (and registers
     # the items in) it; labels="machine" reads only the vote questions' votes from it, read-only
     label_store: str | None = None
     attributes: Mapping[str, Mapping[str, Any]] | None = None
-    n_votes: int = 5  # simulated panel votes per fit-set image and question (004: 5)
+    n_votes: int = param(5, integer(1))  # simulated panel votes per fit-set image and question (004: 5)
     min_labelled: int = 20
     # 004: K-D transects, c values in decision units per axis (two values = 2x2x2 grid)
-    n_transects: int | None = None  # (default 100, paper 1,000); None: from scale
-    transect_axes: Mapping[str, Sequence[float]] = field(default_factory=lambda: {
-        "skin_tone": (-1.5, 1.7), "hair_length": (-1.5, 1.0), "gender": (-1.75, 1.75)})
+    n_transects: int | None = param(None, optional(integer(1)))  # (default 100, paper 1,000); None: from scale
+    transect_axes: Mapping[str, Sequence[float]] = param(factory=lambda: {
+        "skin_tone": (-1.5, 1.7), "hair_length": (-1.5, 1.0), "gender": (-1.75, 1.75)}, check=_axes)
     # hyperplanes the transects and tone prototypes let follow the axes (held_attributes)
     transect_follow: Sequence[str] = ()
     # 000: prototypes, sequences, pairs
-    groups: str = "auto"  # race_gender (race hyperplanes), tone_gender, auto: race_gender if present
+    groups: str = param("auto", text("auto", "race_gender", "tone_gender"))  # race_gender (race hyperplanes), tone_gender, auto: race_gender if present
     tone_axis: str = "skin_tone"  # tone_gender: the hyperplane whose two sides are the L / D groups
-    sequences: str = "auto"  # pose/light: render (yaw=/light= of the backend), latent (learned directions)
+    sequences: str = param("auto", text("auto", "render", "latent"))  # pose/light: render (yaw=/light= of the backend), latent (learned directions)
     latent_step: float = 1.5  # latent sequences: decision-value distance of the outermost level
-    seed_features: str = "mesh"  # max-min seed selection on face meshes of renders, or "latent"
-    n_candidates: int | None = None  # candidate seeds rendered (default 200, paper 1,000)
+    seed_features: str = param("mesh", text("mesh", "latent"))  # max-min seed selection on face meshes of renders, or "latent"
+    n_candidates: int | None = param(None, optional(integer(1)))  # candidate seeds rendered (default 200, paper 1,000)
     # 000's human seed filter before max-min (simulated panel, through a temporary store): the
     # share of candidates kept (paper 300 / 1,000), at least n_seeds (see n_kept_by_filter)
-    seed_filter_keep: float = 0.3
-    seed_filter_votes: int = 9  # panel votes per candidate prototype and question
-    n_seeds: int | None = None  # seeds kept by max-min (default 20, paper 100)
+    seed_filter_keep: float = param(0.3, number(0, 1, open_low=True))
+    seed_filter_votes: int = param(9, integer(1))  # panel votes per candidate prototype and question
+    n_seeds: int | None = param(None, optional(integer(1)))  # seeds kept by max-min (default 20, paper 100)
     c_gender: float = 1.75
     c_race: float = 1.5
     age_target: float = 0.8
@@ -168,18 +178,12 @@ class SynthConfig:
     sequence_n: int = 2
     max_distance: float = 6.0
     n_negative: int | None = None  # negatives per prototype (default 3)
-    batch_size: int = 64
+    batch_size: int = param(64, integer(1))
 
-    def __post_init__(self) -> None:
-        if self.scale not in SCALES:
-            raise ValueError(f"generate.scale: {self.scale!r} is not one of {sorted(SCALES)}")
+    def check(self) -> None:
         for key, value in SCALES[self.scale].items():  # sizes not given come from the preset
             if getattr(self, key) is None:
-                object.__setattr__(self, key, value)
-        for key, allowed in (("labels", LABEL_MODES), ("groups", ("auto", "race_gender", "tone_gender")),
-                             ("sequences", ("auto", "render", "latent")), ("seed_features", ("mesh", "latent"))):
-            if getattr(self, key) not in allowed:
-                raise ValueError(f"generate.{key}: {getattr(self, key)!r} is not one of {list(allowed)}")
+                self._set(key, value)
         if self.labels == "store" and not self.label_store:
             raise ValueError("generate.labels: 'store' needs generate.label_store (the annotation store's path)")
         if self.labels == "machine":
@@ -189,15 +193,6 @@ class SynthConfig:
         if self.n_negative >= self.n_seeds:
             raise ValueError(f"generate: n_negative ({self.n_negative}) needs at least n_negative + 1 "
                              f"seeds, got n_seeds = {self.n_seeds}")
-        for name, c in self.transect_axes.items():
-            if len(c) < 1:
-                raise ValueError(f"generate.transect_axes: {name!r} needs >= 1 value")
-        if not 0 < float(self.seed_filter_keep) <= 1:
-            raise ValueError(f"generate.seed_filter_keep: a share in (0, 1], got {self.seed_filter_keep!r}")
-        for name in ("n_fit", "n_transects", "n_candidates", "n_seeds", "batch_size", "size", "n_votes",
-                     "seed_filter_votes"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"generate.{name}: must be a positive integer, got {getattr(self, name)!r}")
         names = [a.name for a in self.attribute_labels(self.labels if self.labels != "auto" else "panel")]
         if self.attributes is not None:
             missing = [a for a in self.transect_axes if a not in names]
@@ -210,7 +205,7 @@ class SynthConfig:
         given = {k: (dict(v) if k in ("transect_axes", "generator") else
                      ({n: dict(a) for n, a in v.items()} if k == "attributes" and v is not None else v))
                  for k, v in params.items()}
-        return config_from_params(cls, given, "generate")
+        return super().from_params(given)
 
     @property
     def n_kept_by_filter(self) -> int:

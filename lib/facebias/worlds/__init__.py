@@ -4,7 +4,8 @@ One module per world (import the module you need; nothing is re-exported here, s
 study's DVC stage depends only on its own world):
 
 * :mod:`facebias.worlds.bfw`: synthetic BFW pair table (study 002, BFW thresholds);
-  its schema lives with the loader of the published table, :mod:`facebias.datasets.bfw`.
+  its parameters are in :mod:`facebias.worlds.bfw_config` (re-exported by ``bfw``); its
+  schema lives with the loader of the published table, :mod:`facebias.datasets.bfw`.
 * :mod:`facebias.worlds.batest`: synthetic images with nuisance factors and scored pairs
   (study 003, BA-test).
 * :mod:`facebias.worlds.rapid`: noisy web-search queries scored by simulated systems

@@ -41,15 +41,14 @@ understates it, most in the races with the most facial hair, B and I).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from facebias.config import Section, integer, number, param
 from facebias.datasets.bfw import BFW_ETHNICITIES, BFW_GROUPS, GROUP_DTYPE
-from facebias.io import config_from_params
 from facebias.validate import require_columns
 from facebias.worlds._common import _FACTORS, _by_group, _per_group, _rng
 
@@ -64,12 +63,26 @@ MASK_PARAMS: tuple[str, ...] = ("mask_top", "mask_chin", "mask_width", "mask_cx"
 #: rows of the crop over which a mask's area and two masks' IoU are integrated
 MASK_ROWS = 64
 _EFFECTS = ("pose", "brightness", "face_area", "quality", "facial_hair", "mask_iou")
-_PER_GROUP_KEYS = ("genuine_mean", "impostor_mean", "yaw_sd", "brightness_mean", "quality_mean",
-                   "facial_hair_rate", "mask_top", "mask_top_sd", "mask_chin", "mask_width")
+
+
+_NONNEG = number(0)
+
+
+def _per_bfw_group(value: Any, name: str) -> dict[str, float]:
+    """One number per BFW group."""
+    return _per_group(value, name, BFW_GROUPS)
+
+
+def _effects(value: Any, name: str) -> dict[str, float]:
+    """Coefficients of known factors only."""
+    unknown = set(value) - set(_EFFECTS)
+    if unknown:
+        raise ValueError(f"{name}: unknown factor(s) {sorted(unknown)}; known: {list(_EFFECTS)}")
+    return value
 
 
 @dataclass(frozen=True)
-class BAWorldConfig:
+class BAWorldConfig(Section):
     """Size, planted demographic effects, factor distributions and face morphology of the
     BA-test world (see the module docstring for the score model).
 
@@ -133,59 +146,49 @@ class BAWorldConfig:
     --------
     >>> BAWorldConfig().true_gender_gap()  # genuine-score gap M - F per race
     {'A': 0.04, 'B': 0.04, 'I': 0.04, 'W': 0.04}
+    >>> BAWorldConfig.from_params({"sed": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: batest_world: unknown key(s) ['sed']; known keys are [...]
     """
 
+    section = "batest_world"
     seed: int = 3003
-    identities_per_group: int = 200
-    images_per_identity: int = 16
-    sigma: float = 0.08
-    identity_sd: float = 0.02
+    identities_per_group: int = param(200, integer(2))
+    images_per_identity: int = param(16, integer(2))
+    sigma: float = param(0.08, number(0, open_low=True))
+    identity_sd: float = param(0.02, _NONNEG)
     gamma: float = 0.3
-    genuine_mean: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 0.60, 0.64, 0.60, 0.64, 0.60, 0.64, 0.60, 0.64))
-    impostor_mean: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 0.14, 0.12, 0.13, 0.11, 0.13, 0.11, 0.12, 0.10))
+    genuine_mean: dict[str, float] = param(factory=lambda: _by_group(
+        BFW_GROUPS, 0.60, 0.64, 0.60, 0.64, 0.60, 0.64, 0.60, 0.64), check=_per_bfw_group)
+    impostor_mean: dict[str, float] = param(factory=lambda: _by_group(
+        BFW_GROUPS, 0.14, 0.12, 0.13, 0.11, 0.13, 0.11, 0.12, 0.10), check=_per_bfw_group)
     cross_impostor_mean: float = 0.05
-    effects: dict[str, float] = field(default_factory=lambda: {
+    effects: dict[str, float] = param(factory=lambda: {
         "pose": 0.03, "brightness": 0.03, "face_area": 0.0, "quality": 0.2, "facial_hair": 0.03,
-        "mask_iou": 0.03})
-    yaw_sd: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 16, 16, 10, 10, 10, 10, 10, 10))
-    brightness_mean: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 162, 162, 118, 118, 138, 138, 168, 168))
-    quality_mean: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 0.50, 0.50, 0.45, 0.45, 0.50, 0.50, 0.55, 0.55))
-    facial_hair_rate: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 0.0, 0.15, 0.0, 0.50, 0.0, 0.40, 0.0, 0.30))
-    mask_top: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 0.10, 0.15, 0.10, 0.15, 0.10, 0.15, 0.10, 0.15))
-    mask_top_sd: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 0.035, 0.015, 0.035, 0.015, 0.035, 0.015, 0.035, 0.015))
-    mask_chin: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 0.86, 0.90, 0.86, 0.90, 0.86, 0.90, 0.86, 0.90))
-    mask_width: dict[str, float] = field(default_factory=lambda: _by_group(
-        BFW_GROUPS, 0.30, 0.32, 0.30, 0.32, 0.30, 0.32, 0.30, 0.32))
-    beard_chin: float = 0.06
-    mask_identity_sd: float = 0.02
-    mask_image_sd: float = 0.01
-    mask_yaw_shift: float = 0.1
+        "mask_iou": 0.03}, check=_effects)
+    yaw_sd: dict[str, float] = param(factory=lambda: _by_group(
+        BFW_GROUPS, 16, 16, 10, 10, 10, 10, 10, 10), check=_per_bfw_group)
+    brightness_mean: dict[str, float] = param(factory=lambda: _by_group(
+        BFW_GROUPS, 162, 162, 118, 118, 138, 138, 168, 168), check=_per_bfw_group)
+    quality_mean: dict[str, float] = param(factory=lambda: _by_group(
+        BFW_GROUPS, 0.50, 0.50, 0.45, 0.45, 0.50, 0.50, 0.55, 0.55), check=_per_bfw_group)
+    facial_hair_rate: dict[str, float] = param(factory=lambda: _by_group(
+        BFW_GROUPS, 0.0, 0.15, 0.0, 0.50, 0.0, 0.40, 0.0, 0.30), check=_per_bfw_group)
+    mask_top: dict[str, float] = param(factory=lambda: _by_group(
+        BFW_GROUPS, 0.10, 0.15, 0.10, 0.15, 0.10, 0.15, 0.10, 0.15), check=_per_bfw_group)
+    mask_top_sd: dict[str, float] = param(factory=lambda: _by_group(
+        BFW_GROUPS, 0.035, 0.015, 0.035, 0.015, 0.035, 0.015, 0.035, 0.015), check=_per_bfw_group)
+    mask_chin: dict[str, float] = param(factory=lambda: _by_group(
+        BFW_GROUPS, 0.86, 0.90, 0.86, 0.90, 0.86, 0.90, 0.86, 0.90), check=_per_bfw_group)
+    mask_width: dict[str, float] = param(factory=lambda: _by_group(
+        BFW_GROUPS, 0.30, 0.32, 0.30, 0.32, 0.30, 0.32, 0.30, 0.32), check=_per_bfw_group)
+    beard_chin: float = param(0.06, _NONNEG)
+    mask_identity_sd: float = param(0.02, _NONNEG)
+    mask_image_sd: float = param(0.01, _NONNEG)
+    mask_yaw_shift: float = param(0.1, _NONNEG)
 
-    def __post_init__(self) -> None:
-        for key in ("identities_per_group", "images_per_identity"):
-            if int(getattr(self, key)) < 2:
-                raise ValueError(f"batest_world.{key} must be >= 2, got {getattr(self, key)}")
-        for key in _PER_GROUP_KEYS:
-            values = _per_group(getattr(self, key), f"batest_world.{key}", BFW_GROUPS)
-            object.__setattr__(self, key, values)
-        unknown = set(self.effects) - set(_EFFECTS)
-        if unknown:
-            raise ValueError(f"batest_world.effects: unknown factor(s) {sorted(unknown)}; "
-                             f"known: {list(_EFFECTS)}")
-        if not self.sigma > 0:
-            raise ValueError(f"batest_world.sigma must be > 0, got {self.sigma}")
-        for key in ("identity_sd", "beard_chin", "mask_identity_sd", "mask_image_sd", "mask_yaw_shift"):
-            if not getattr(self, key) >= 0:
-                raise ValueError(f"batest_world.{key} must be >= 0, got {getattr(self, key)}")
+    def check(self) -> None:
         for g, rate in self.facial_hair_rate.items():
             if not 0 <= rate <= 1 or (g[1] == "F" and rate != 0):
                 raise ValueError(f"batest_world.facial_hair_rate.{g} must be in [0, 1] "
@@ -197,36 +200,6 @@ class BAWorldConfig:
                 raise ValueError(f"batest_world: group {g}'s mask leaves the crop or misses the "
                                  f"eyes (need 0 <= mask_top < 0.4 < mask_chin + beard_chin <= 1, "
                                  f"0 < mask_width <= 0.5, mask_top_sd >= 0)")
-
-    @classmethod
-    def from_params(cls, d: Mapping[str, Any]) -> BAWorldConfig:
-        """Build from a ``params.yaml`` ``batest_world`` section; missing keys take the defaults.
-
-        Parameters
-        ----------
-        d : mapping
-            The section's keys and values (field names of this class).
-
-        Returns
-        -------
-        BAWorldConfig
-            The validated config.
-
-        Raises
-        ------
-        ValueError
-            For an unknown key or an invalid value.
-
-        Examples
-        --------
-        >>> BAWorldConfig.from_params({"seed": 1}).seed
-        1
-        >>> BAWorldConfig.from_params({"sed": 1})
-        Traceback (most recent call last):
-        ...
-        ValueError: batest_world: unknown key(s) ['sed']; known keys are [...]
-        """
-        return config_from_params(cls, dict(d), "batest_world")
 
     def true_gender_gap(self) -> dict[str, float]:
         """Planted genuine-score gap M - F per race letter (what balancing should recover).

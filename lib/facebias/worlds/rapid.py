@@ -25,13 +25,13 @@ Score level, no images (spec section 1.9). Everything is **synthetic**
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from facebias.io import config_from_params
+from facebias.config import Section, integer, number, param
 from facebias.worlds._common import _R_CROSS, _R_FACES, _R_QUERIES, _name_key, _number, _rng, _unit
 
 __all__ = ["RAPID_TRANSFORMS", "RapidWorldConfig", "RapidWorld", "make_rapid_world"]
@@ -55,8 +55,35 @@ _RAPID_SYSTEMS: dict[str, dict[str, Any]] = {
 _RAPID_GROUPS: tuple[str, ...] = ("AF", "AM", "BF", "BM")
 
 
+_PROB = number(0.0, 1.0)
+_NONNEG = number(0.0)
+
+
+def _groups(value: Any, name: str) -> tuple[str, ...]:
+    """Distinct group names, as a tuple of str."""
+    groups = tuple(str(g) for g in value)
+    if not groups or len(set(groups)) != len(groups):
+        raise ValueError(f"{name} must be distinct and non-empty, got {groups}")
+    return groups
+
+
+def _systems(value: Any, name: str) -> Any:
+    """System name -> ``{noise: >= 0, transform: one of RAPID_TRANSFORMS}`` (kept as given)."""
+    if not isinstance(value, Mapping) or not value:
+        raise ValueError(f"{name} must be a non-empty mapping name -> spec")
+    for s, spec in value.items():
+        if not isinstance(spec, Mapping) or set(spec) - {"noise", "transform"}:
+            raise ValueError(f"{name}.{s}: expected keys noise, transform; got {spec!r}")
+        if _number(spec.get("noise", 0.7), f"{name}.{s}.noise") < 0:
+            raise ValueError(f"{name}.{s}.noise must be >= 0")
+        if spec.get("transform", "cosine") not in RAPID_TRANSFORMS:
+            raise ValueError(f"{name}.{s}.transform must be one of "
+                             f"{sorted(RAPID_TRANSFORMS)}, got {spec.get('transform')!r}")
+    return value
+
+
 @dataclass(frozen=True)
-class RapidWorldConfig:
+class RapidWorldConfig(Section):
     """Noisy web-search queries and simulated FR systems (see the module docstring).
 
     Parameters
@@ -106,85 +133,35 @@ class RapidWorldConfig:
     1   poor    0.9    cosine     2
     """
 
-    seed: int = 1001
-    p: float = 0.7
-    p_sd: float = 0.15
-    groups: tuple[str, ...] = _RAPID_GROUPS
-    queries_per_group: int = 25
-    faces_min: int = 15
-    faces_max: int = 60
-    dim: int = 64
-    group_weight: float = 0.45
-    sigma_img: float = 0.6
-    co_occur: float = 0.3
-    same_group: float = 0.7
-    cross_ratio: float = 1.0
-    systems: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(_RAPID_SYSTEMS))
-    bias: dict[str, dict[str, float]] = field(default_factory=dict)
+    section = "rapid_world"
+    seed: int = param(1001, integer(0))
+    p: float = param(0.7, _PROB)
+    p_sd: float = param(0.15, _NONNEG)
+    groups: tuple[str, ...] = param(_RAPID_GROUPS, _groups)
+    queries_per_group: int = param(25, integer(1))
+    faces_min: int = param(15, integer(2))
+    faces_max: int = param(60, integer(0))
+    dim: int = param(64, integer(2))
+    group_weight: float = param(0.45, _PROB)
+    sigma_img: float = param(0.6, _NONNEG)
+    co_occur: float = param(0.3, _PROB)
+    same_group: float = param(0.7, _PROB)
+    cross_ratio: float = param(1.0, _NONNEG)
+    systems: dict[str, dict[str, Any]] = param(factory=lambda: dict(_RAPID_SYSTEMS), check=_systems)
+    bias: dict[str, dict[str, float]] = param(factory=dict)
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         w = "rapid_world"
-        for key in ("seed", "queries_per_group", "faces_min", "faces_max", "dim"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
-                raise ValueError(f"{w}.{key} must be an integer >= 0, got {v!r}")
-        if not 2 <= self.faces_min < self.faces_max:
+        if not self.faces_min < self.faces_max:
             raise ValueError(f"{w}: need 2 <= faces_min < faces_max, got "
                              f"{self.faces_min}, {self.faces_max}")
-        if self.queries_per_group < 1 or self.dim < 2:
-            raise ValueError(f"{w}: need queries_per_group >= 1 and dim >= 2")
-        for key in ("p", "co_occur", "same_group", "group_weight"):
-            v = _number(getattr(self, key), f"{w}.{key}")
-            if not 0 <= v <= 1:
-                raise ValueError(f"{w}.{key} must be in [0, 1], got {v}")
-        for key in ("p_sd", "sigma_img", "cross_ratio"):
-            if _number(getattr(self, key), f"{w}.{key}") < 0:
-                raise ValueError(f"{w}.{key} must be >= 0, got {getattr(self, key)}")
-        groups = tuple(str(g) for g in self.groups)
-        if not groups or len(set(groups)) != len(groups):
-            raise ValueError(f"{w}.groups must be distinct and non-empty, got {groups}")
-        object.__setattr__(self, "groups", groups)
-        if not isinstance(self.systems, Mapping) or not self.systems:
-            raise ValueError(f"{w}.systems must be a non-empty mapping name -> spec")
-        for name, spec in self.systems.items():
-            if not isinstance(spec, Mapping) or set(spec) - {"noise", "transform"}:
-                raise ValueError(f"{w}.systems.{name}: expected keys noise, transform; got {spec!r}")
-            if _number(spec.get("noise", 0.7), f"{w}.systems.{name}.noise") < 0:
-                raise ValueError(f"{w}.systems.{name}.noise must be >= 0")
-            if spec.get("transform", "cosine") not in RAPID_TRANSFORMS:
-                raise ValueError(f"{w}.systems.{name}.transform must be one of "
-                                 f"{sorted(RAPID_TRANSFORMS)}, got {spec.get('transform')!r}")
         for name, per in self.bias.items():
             if name not in self.systems:
                 raise ValueError(f"{w}.bias: unknown system {name!r}; systems are {list(self.systems)}")
             for g, f in per.items():
-                if g not in groups or _number(f, f"{w}.bias.{name}.{g}") <= 0:
-                    raise ValueError(f"{w}.bias.{name}: group {g!r} must be one of {groups} "
+                if g not in self.groups or _number(f, f"{w}.bias.{name}.{g}") <= 0:
+                    raise ValueError(f"{w}.bias.{name}: group {g!r} must be one of {self.groups} "
                                      f"with a factor > 0, got {f!r}")
-
-    @classmethod
-    def from_params(cls, d: Mapping[str, Any]) -> RapidWorldConfig:
-        """Build from a ``params.yaml`` ``rapid_world`` section; missing keys take the defaults.
-
-        Parameters
-        ----------
-        d : mapping
-            The section (field names of this class; ``groups`` may be a list).
-
-        Returns
-        -------
-        RapidWorldConfig
-            The validated config.
-
-        Raises
-        ------
-        ValueError
-            For an unknown key or an invalid value.
-        """
-        d = dict(d)
-        if "groups" in d:
-            d["groups"] = tuple(d["groups"])
-        return config_from_params(cls, d, "rapid_world")
 
     def truth(self) -> pd.DataFrame:
         """The planted system quality (what a system ranking should recover).
