@@ -9,7 +9,13 @@ from pathlib import Path
 import yaml
 
 from facebias.claims import Kind, evaluate_all
-from facebias.claims.readme import README_BEGIN, README_END, evidence_markdown, replace_block
+from facebias.claims.readme import (
+    README_BEGIN,
+    README_END,
+    block_filters,
+    evidence_markdown,
+    replace_block,
+)
 from facebias.claims.registry import PAPER_ORDER, all_claims
 from facebias.cli import main
 
@@ -55,6 +61,17 @@ def test_readme_evidence_table_is_the_generated_one(capsys):
     assert replace_block(readme, block) == readme, "run: facebias claims --readme README.md"
     assert main(["claims", "--metrics", str(ROOT / "reports" / "metrics"), "--readme", str(ROOT / "README.md"),
                  "--check"]) == 0
+
+
+def test_paper_pages_hold_their_papers_generated_rows():
+    """Every paper has a page in docs/papers/ whose evidence block is limited to it, and every
+    page's blocks are the generated ones (``make reproduce`` rewrites them)."""
+    pages = sorted((ROOT / "docs" / "papers").glob("*.md"))
+    filters = [f for p in pages for line in p.read_text(encoding="utf-8").splitlines()
+               if (f := block_filters(line)) is not None]
+    assert {paper for f in filters for paper in f.get("paper", ())} == set(PAPER_ORDER)
+    assert main(["claims", "--metrics", str(ROOT / "reports" / "metrics"), "--readme", *map(str, pages),
+                 "--check"]) == 0, "run: facebias claims --readme README.md docs/papers/*.md"
 
 
 def test_claims_cli_prints_the_table_and_checks_a_stale_readme(tmp_path, capsys):

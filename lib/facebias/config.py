@@ -38,7 +38,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -202,7 +202,7 @@ class Section:
     their fields with :func:`param`; override :meth:`check` for checks across fields.
     """
 
-    section: ClassVar[str] = ""
+    section = ""  # not annotated: a class attribute, not a field (nor a ClassVar entry in __dataclass_fields__)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -519,15 +519,3 @@ def read_pickle_frame(path: str | os.PathLike) -> pd.DataFrame:
     if not isinstance(obj, pd.DataFrame):
         raise ValueError(f"{p}: expected a pickled pandas DataFrame, got {type(obj).__name__}")
     return obj
-
-
-# TRANSITION (issue 31): the section checks moved to facebias.config; removed once every importer is updated.
-from facebias.config import (  # noqa: E402,F401
-    config_from_params,
-    param_bool,
-    param_float,
-    param_int,
-    param_interval,
-    param_list,
-    param_str,
-)

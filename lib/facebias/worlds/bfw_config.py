@@ -8,12 +8,13 @@ described in the docstring of :mod:`facebias.worlds.bfw`, which re-exports every
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from math import comb
 from typing import Any
 
 import numpy as np
 
+from facebias.config import Section, integer, param
 from facebias.datasets.bfw import BFW_COLUMNS, BFW_GROUPS
 from facebias.worlds._common import _by_group, _number, _per_group
 
@@ -64,9 +65,9 @@ class SystemSpec:
     noise_spread: float | dict[str, float] = 0.0
 
     def __post_init__(self) -> None:
-        where = f"world.systems.{self.name}"
+        where = f"bfw_world.systems.{self.name}"
         if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise ValueError(f"world.systems: system name {self.name!r} must be an identifier")
+            raise ValueError(f"bfw_world.systems: system name {self.name!r} must be an identifier")
         if self.name in BFW_COLUMNS:
             raise ValueError(f"{where}: name clashes with the BFW column {self.name!r}")
         rho = _per_group(self.group_similarity, f"{where}.group_similarity", BFW_GROUPS)
@@ -194,8 +195,56 @@ SIM_B = SystemSpec(
 _INT_KEYS = ("seed", "identities_per_group", "images_per_identity", "n_folds", "dim")
 
 
+def _within_negatives(value: Any, name: str) -> str | int:
+    """``"all"`` or an integer >= 0 of different-identity pairs per fold and subgroup."""
+    if isinstance(value, str):
+        if value != "all":
+            raise ValueError(f"{name} must be 'all' or an integer, got {value!r}")
+    elif isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise ValueError(f"{name} must be 'all' or an integer >= 0, got {value!r}")
+    return value
+
+
+def _nonnegative(value: Any, name: str) -> Any:
+    """A number >= 0 (kept as given)."""
+    if _number(value, name) < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def _systems(value: Any, name: str) -> tuple[SystemSpec, ...]:
+    """One or more :class:`SystemSpec` with distinct names, as a tuple."""
+    if not value:
+        raise ValueError(f"{name} must name at least one system")
+    for s in value:
+        if not isinstance(s, SystemSpec):
+            raise ValueError(f"{name} must hold SystemSpec, got {type(s).__name__}")
+    names = [s.name for s in value]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{name}: duplicate system names in {names}")
+    return tuple(value)
+
+
+def _system_specs(systems: Any, name: str) -> tuple[SystemSpec, ...]:
+    """``params.yaml``'s mapping name -> ``{group_similarity, noise, ...}`` as specs."""
+    if not isinstance(systems, Mapping) or not systems:
+        raise ValueError(f"{name} must be a non-empty mapping name -> system")
+    specs = []
+    for key, spec in systems.items():
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"{name}.{key} must be a mapping")
+        bad = sorted(set(spec) - {"noise", "group_similarity", "similarity_spread", "noise_spread"}, key=str)
+        if bad:
+            raise ValueError(f"{name}.{key}: unknown key(s) {bad}")
+        if "group_similarity" not in spec:
+            raise ValueError(f"{name}.{key}.group_similarity is required")
+        specs.append(SystemSpec(str(key), dict(spec["group_similarity"]), spec.get("noise", 0.9),
+                                spec.get("similarity_spread", 0.0), spec.get("noise_spread", 0.0)))
+    return tuple(specs)
+
+
 @dataclass(frozen=True)
-class BFWWorldConfig:
+class BFWWorldConfig(Section):
     """Size, pair recipe and systems of a synthetic BFW world (see the module docstring).
 
     Parameters
@@ -231,60 +280,33 @@ class BFWWorldConfig:
     (8, 112)
     """
 
-    seed: int = 2026
-    identities_per_group: int = 100
-    images_per_identity: int = 25
-    n_folds: int = 5
-    dim: int = 64
-    within_negatives: str | int = "all"
-    cross_negatives: float = 1.0
-    systems: tuple[SystemSpec, ...] = field(default=(SIM_A, SIM_B))
+    section = "bfw_world"
+    seed: int = param(2026, integer(0))
+    identities_per_group: int = param(100, integer())
+    images_per_identity: int = param(25, integer(2))
+    n_folds: int = param(5, integer(2))
+    dim: int = param(64, integer(2))
+    within_negatives: str | int = param("all", _within_negatives)
+    cross_negatives: float = param(1.0, _nonnegative)
+    systems: tuple[SystemSpec, ...] = param((SIM_A, SIM_B), _systems)
 
-    def __post_init__(self) -> None:
-        for key in _INT_KEYS:
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int | np.integer):
-                raise ValueError(f"world.{key} must be an integer, got {v!r}")
-        if self.seed < 0:
-            raise ValueError(f"world.seed must be >= 0, got {self.seed}")
-        if self.n_folds < 2:
-            raise ValueError(f"world.n_folds must be >= 2, got {self.n_folds}")
+    def check(self) -> None:
+        w = self.section
         if self.identities_per_group < self.n_folds:
-            raise ValueError("world.identities_per_group must be >= world.n_folds")
+            raise ValueError(f"{w}.identities_per_group must be >= {w}.n_folds")
         if self.identities_per_group % self.n_folds:
             raise ValueError(
-                f"world.identities_per_group ({self.identities_per_group}) must be divisible "
-                f"by world.n_folds ({self.n_folds})"
+                f"{w}.identities_per_group ({self.identities_per_group}) must be divisible "
+                f"by {w}.n_folds ({self.n_folds})"
             )
-        if self.images_per_identity < 2:
-            raise ValueError("world.images_per_identity must be >= 2 (genuine pairs need two)")
-        if self.dim < 2:
-            raise ValueError(f"world.dim must be >= 2, got {self.dim}")
         wn = self.within_negatives
-        if isinstance(wn, str):
-            if wn != "all":
-                raise ValueError(f"world.within_negatives must be 'all' or an integer, got {wn!r}")
-        elif isinstance(wn, bool) or not isinstance(wn, int | np.integer) or wn < 0:
-            raise ValueError(f"world.within_negatives must be 'all' or an integer >= 0, got {wn!r}")
-        elif wn > self.within_available:
+        if not isinstance(wn, str) and wn > self.within_available:
             raise ValueError(
-                f"world.within_negatives = {wn} exceeds the {self.within_available} "
+                f"{w}.within_negatives = {wn} exceeds the {self.within_available} "
                 "different-identity pairs available per fold and subgroup"
             )
-        cn = _number(self.cross_negatives, "world.cross_negatives")
-        if cn < 0:
-            raise ValueError(f"world.cross_negatives must be >= 0, got {cn}")
-        if round(cn * self.genuine_per_fold) > self.cross_available:
-            raise ValueError("world.cross_negatives asks for more cross-subgroup pairs than exist")
-        if not self.systems:
-            raise ValueError("world.systems must name at least one system")
-        names = [s.name for s in self.systems]
-        if len(set(names)) != len(names):
-            raise ValueError(f"world.systems: duplicate system names in {names}")
-        for s in self.systems:
-            if not isinstance(s, SystemSpec):
-                raise ValueError(f"world.systems must hold SystemSpec, got {type(s).__name__}")
-        object.__setattr__(self, "systems", tuple(self.systems))
+        if round(float(self.cross_negatives) * self.genuine_per_fold) > self.cross_available:
+            raise ValueError(f"{w}.cross_negatives asks for more cross-subgroup pairs than exist")
 
     # derived counts ------------------------------------------------------------------
     @property
@@ -339,35 +361,14 @@ class BFWWorldConfig:
         >>> BFWWorldConfig.from_params({"folds": 5})
         Traceback (most recent call last):
         ...
-        ValueError: world: unknown key(s) ['folds']; expected [...]
+        ValueError: bfw_world: unknown key(s) ['folds']; known keys are [...]
         """
         if not isinstance(d, Mapping):
-            raise ValueError(f"world: expected a mapping, got {type(d).__name__}")
-        known = {*_INT_KEYS, "within_negatives", "cross_negatives", "systems"}
-        unknown = sorted(set(d) - known, key=str)
-        if unknown:
-            raise ValueError(f"world: unknown key(s) {unknown}; expected {sorted(known)}")
-        kwargs = {k: v for k, v in d.items() if k != "systems"}
+            raise ValueError(f"{cls.section}: expected a mapping, got {type(d).__name__}")
+        d = dict(d)
         if "systems" in d:
-            systems = d["systems"]
-            if not isinstance(systems, Mapping) or not systems:
-                raise ValueError("world.systems must be a non-empty mapping name -> system")
-            specs = []
-            for name, spec in systems.items():
-                if not isinstance(spec, Mapping):
-                    raise ValueError(f"world.systems.{name} must be a mapping")
-                bad = sorted(set(spec) - {"noise", "group_similarity", "similarity_spread", "noise_spread"},
-                             key=str)
-                if bad:
-                    raise ValueError(f"world.systems.{name}: unknown key(s) {bad}")
-                if "group_similarity" not in spec:
-                    raise ValueError(f"world.systems.{name}.group_similarity is required")
-                specs.append(
-                    SystemSpec(str(name), dict(spec["group_similarity"]), spec.get("noise", 0.9),
-                               spec.get("similarity_spread", 0.0), spec.get("noise_spread", 0.0))
-                )
-            kwargs["systems"] = tuple(specs)
-        return cls(**kwargs)
+            d["systems"] = _system_specs(d["systems"], f"{cls.section}.systems")
+        return super().from_params(d)
 
     def to_params(self) -> dict[str, Any]:
         """The ``params.yaml`` section (JSON-serialisable); ``from_params`` inverts it.

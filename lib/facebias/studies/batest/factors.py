@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from facebias.io import param_float, param_list, param_str
+from facebias.config import param_float, param_list, param_str
 from facebias.validate import require_columns
 
 __all__ = ["BA_FILTERS", "check_filters", "apply_filters", "passes_filters"]

@@ -48,7 +48,7 @@ Conventions
   renders; lighter / darker face x gender on the DCGAN): nothing here names a group.
 """
 
-from facebias.studies.hcic.config import HCICConfig
+from facebias.studies.hcic.config import HCICConfig, HCICDcganConfig
 from facebias.studies.hcic.fnmr import (
     error_curves,
     fixed_threshold_points,
@@ -177,6 +177,7 @@ __all__ = [
     "uncanny_examples",
     "embed_images",
     "HCICConfig",
+    "HCICDcganConfig",
     "GROUP_DESCRIPTIONS",
     "SIMULATION_LABEL",
     "annotator_description",

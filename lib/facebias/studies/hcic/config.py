@@ -5,20 +5,27 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass
 from typing import Any
 
-from facebias.io import config_from_params, param_float, param_int, param_list, param_str
+from facebias.config import Section, integer, listof, number, param, param_float, param_str, text
 from facebias.studies.hcic.similarity import MODEL_THRESHOLDS
 
-__all__ = [
-    "HCICConfig",
-]
+__all__ = ["HCICConfig", "HCICDcganConfig"]
+
+_UNIT = number(0, 1)
+_OPEN_RATE = number(0, 1, open_low=True, open_high=True)
+
+
+def _toy_noise(value: Any, name: str) -> dict[str, float]:
+    """Group -> extra embedding noise (>= 0)."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} must be a mapping group -> noise, got {value!r}")
+    return {param_str(g, f"{name} key"): param_float(v, f"{name}.{g}", low=0) for g, v in value.items()}
 
 
 @dataclass(frozen=True)
-class HCICConfig:
+class HCICConfig(Section):
     """Parameters of the study (``params.yaml`` sections ``hcic``, ``hcic_dcgan``).
 
     Parameters
@@ -59,98 +66,76 @@ class HCICConfig:
         The paper's human seed filter (candidate seeds and seeds kept, 000: 1,000 and 300),
         beside which the notebook sets the one the synth stage ran
         (:func:`seed_filter_funnel`; the stage's share is ``generate.seed_filter_keep``).
-    section : str, default "hcic"
-        The ``params.yaml`` section, for messages (not a key of it).
 
     Raises
     ------
     ValueError
         For a mistyped value or one out of range, or ``t_main`` not in ``t_hcic``.
+
+    Examples
+    --------
+    >>> HCICConfig.from_params({"t_hcic": [0.3], "t_main": 0.3}).t_hcic
+    (0.3,)
+    >>> HCICConfig.from_params({"t_main": 0.5})
+    Traceback (most recent call last):
+    ...
+    ValueError: hcic.t_main must be one of t_hcic [0.2, 0.3, 0.4], got 0.5
     """
 
-    models: tuple[str, ...] = ("sface", "dlib")
-    t_hcic: tuple[float, ...] = (0.2, 0.3, 0.4)
-    t_main: float = 0.3
-    t_fixed: float = 0.6
-    fmr: float = 0.01
-    n_boot: int = 200
-    n_boot_test: int = 2000
-    alpha: float = 0.05
-    toy_noise: dict[str, float] = field(default_factory=dict)
-    n_cross: int = 1
-    seed: int = 0
-    min_size: int = 0
-    group_order: tuple[str, ...] = ()
-    own_group_effects: tuple[float, ...] = (0.0, 0.25, 0.5)
-    own_group_majority_share: float = 0.8
-    seed_filter_candidates: int = 1000
-    seed_filter_keep: int = 300
-    section: str = field(default="hcic", compare=False, repr=False)
+    section = "hcic"
+    models: tuple[str, ...] = param(("sface", "dlib"), listof(text(*MODEL_THRESHOLDS), min_len=0))
+    t_hcic: tuple[float, ...] = param((0.2, 0.3, 0.4), listof(_UNIT))
+    t_main: float = param(0.3, _UNIT)
+    t_fixed: float = param(0.6, number(-1, 1))
+    fmr: float = param(0.01, _OPEN_RATE)
+    n_boot: int = param(200, integer(0))
+    n_boot_test: int = param(2000, integer(1))
+    alpha: float = param(0.05, _OPEN_RATE)
+    toy_noise: dict[str, float] = param(factory=dict, check=_toy_noise)
+    n_cross: int = param(1, integer(0))
+    seed: int = param(0, integer(0))
+    min_size: int = param(0, integer(0))
+    group_order: tuple[str, ...] = param((), listof(text(), min_len=0))
+    own_group_effects: tuple[float, ...] = param((0.0, 0.25, 0.5), listof(_UNIT, min_len=0))
+    own_group_majority_share: float = param(0.8, _UNIT)
+    seed_filter_candidates: int = param(1000, integer(1))
+    seed_filter_keep: int = param(300, integer(1))
 
-    def __post_init__(self) -> None:
-        def put(key: str, value: Any) -> None:
-            object.__setattr__(self, key, value)
-
+    def check(self) -> None:
         k = self.section
-        put("models", param_list(self.models, f"{k}.models",
-                                 partial(param_str, choices=tuple(MODEL_THRESHOLDS)), min_len=0))
-        unit = partial(param_float, low=0, high=1)
-        put("t_hcic", param_list(self.t_hcic, f"{k}.t_hcic", unit))
-        put("t_main", unit(self.t_main, f"{k}.t_main"))
         if self.t_main not in self.t_hcic:
             raise ValueError(f"{k}.t_main must be one of t_hcic {list(self.t_hcic)}, got {self.t_main!r}")
-        put("t_fixed", param_float(self.t_fixed, f"{k}.t_fixed", -1, 1))
-        put("fmr", param_float(self.fmr, f"{k}.fmr", 0, 1, open_low=True, open_high=True))
-        put("n_boot", param_int(self.n_boot, f"{k}.n_boot", minimum=0))
-        put("n_boot_test", param_int(self.n_boot_test, f"{k}.n_boot_test", minimum=1))
-        put("alpha", param_float(self.alpha, f"{k}.alpha", 0, 1, open_low=True, open_high=True))
-        put("n_cross", param_int(self.n_cross, f"{k}.n_cross", minimum=0))
-        put("seed", param_int(self.seed, f"{k}.seed", minimum=0))
-        put("min_size", param_int(self.min_size, f"{k}.min_size", minimum=0))
-        put("group_order", param_list(self.group_order, f"{k}.group_order", param_str, min_len=0))
-        put("own_group_effects", param_list(self.own_group_effects, f"{k}.own_group_effects", unit, min_len=0))
-        put("own_group_majority_share", unit(self.own_group_majority_share, f"{k}.own_group_majority_share"))
-        put("seed_filter_candidates", param_int(self.seed_filter_candidates, f"{k}.seed_filter_candidates",
-                                                minimum=1))
-        put("seed_filter_keep", param_int(self.seed_filter_keep, f"{k}.seed_filter_keep", minimum=1))
         if self.seed_filter_keep > self.seed_filter_candidates:
             raise ValueError(f"{k}.seed_filter_keep must be <= seed_filter_candidates, got "
                              f"{self.seed_filter_keep} > {self.seed_filter_candidates}")
-        if not isinstance(self.toy_noise, Mapping):
-            raise ValueError(f"{k}.toy_noise must be a mapping group -> noise, got {self.toy_noise!r}")
-        put("toy_noise", {param_str(g, f"{k}.toy_noise key"): param_float(v, f"{k}.toy_noise.{g}", low=0)
-                          for g, v in self.toy_noise.items()})
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any], section: str = "hcic") -> HCICConfig:
+    def from_params(cls, params: Mapping[str, Any] | None, section: str | None = None) -> HCICConfig:
         """Build from a ``params.yaml`` section: unknown keys and mistyped values raise.
 
         Parameters
         ----------
         params : mapping
             The section's keys and values.
-        section : str, default "hcic"
-            Its name (``"hcic"`` or ``"hcic_dcgan"``), for messages.
+        section : {"hcic", "hcic_dcgan"}, optional
+            Which section it is (default: this class's): picks :class:`HCICConfig` or
+            :class:`HCICDcganConfig`.
 
         Returns
         -------
         HCICConfig
             The validated config.
-
-        Raises
-        ------
-        ValueError
-            For an unknown key (``section`` included) or an invalid value.
-
-        Examples
-        --------
-        >>> HCICConfig.from_params({"t_hcic": [0.3], "t_main": 0.3}).t_hcic
-        (0.3,)
-        >>> HCICConfig.from_params({"t_main": 0.5})
-        Traceback (most recent call last):
-        ...
-        ValueError: hcic.t_main must be one of t_hcic [0.2, 0.3, 0.4], got 0.5
         """
-        if "section" in params:  # a field, but not a key of the section
-            raise ValueError(f"{section}: unknown key(s) ['section']")
-        return config_from_params(cls, {**params, "section": section}, section)
+        sections = {c.section: c for c in (HCICConfig, HCICDcganConfig)}
+        if (section or cls.section) not in sections:
+            raise ValueError(f"unknown paper-000 section {section!r}; known: {sorted(sections)}")
+        return Section.from_params.__func__(sections[section or cls.section], params)
+
+
+@dataclass(frozen=True)
+class HCICDcganConfig(HCICConfig):
+    """Section ``hcic_dcgan``: the same study on the DCGAN's 64 px renders, which are
+    enlarged to ``min_size`` = 256 px before embedding (the machine annotators' rule)."""
+
+    section = "hcic_dcgan"
+    min_size: int = param(256, integer(0))

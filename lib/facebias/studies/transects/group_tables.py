@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from facebias.io import param_int
+from facebias.config import param_int
 from facebias.stats import wilson_interval
 from facebias.studies.transects.error_model import errors
 from facebias.studies.transects.pruning import AGE_NAMES, BINARY, _half_up, _scores
