@@ -33,7 +33,7 @@ reproduce: $(STAMP) tracked-data
 	@git rev-parse --git-dir >/dev/null 2>&1 || (echo "make reproduce needs a git checkout (dvc uses git)"; exit 1)
 	$(BIN)/facebias repro --jobs $(REPRO_JOBS)
 	$(BIN)/dvc repro
-	$(BIN)/facebias claims --readme README.md
+	$(BIN)/facebias claims --readme README.md $(sort $(wildcard docs/papers/*.md))
 	@echo "figures: reports/figures/  metrics: reports/metrics/ (dvc metrics show)  notebooks: reports/notebooks/"
 
 # data.dvc tracks the human annotations (data/real/annotations). A fresh clone records that
