@@ -29,7 +29,7 @@ from facebias.worlds.bfw import BFWWorldConfig, make_bfw_world
 
 
 def tpr_peer(pairs, fmr, n_boot, seed):
-    """Table 4's intervals by weighting every pair (the reference of tests/test_study_batest.py)."""
+    """Table 4's intervals by weighting every pair (the reference of tests/studies/batest/test_study.py)."""
     s, gen, g = pairs["score"].to_numpy(), pairs["label"].to_numpy() == 1, pairs["group"].to_numpy()
     imp_order = np.flatnonzero(~gen)[np.argsort(s[~gen], kind="stable")]
     imp = _SortedScores(s[imp_order])

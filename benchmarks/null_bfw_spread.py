@@ -1,7 +1,7 @@
 """The null BFW world's spread at one global threshold, over world seeds: the bounds that
-tests/test_study_bfw.py states for a null world come from here, not from one seed.
+tests/studies/bfw/test_study.py states for a null world come from here, not from one seed.
 
-A null world (``tests/test_study_bfw.NULL``: the same identity similarity and noise in every
+A null world (``tests/studies/bfw/test_study.NULL``: the same identity similarity and noise in every
 subgroup) still shows subgroup FPR deviations at a global threshold, from identity-correlated
 pairs. Per seed (default size: 100 identities x 25 images per subgroup, 5 folds), the
 fold-averaged held-out rates at FAR 1e-2 give the largest |FPR deviation| (percent) and the

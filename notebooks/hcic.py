@@ -36,7 +36,7 @@
 #   generator, no ground truth): 20 seeds × 4 groups × 17 = 1,360 renders at 64 px. Paper 000's
 #   race × gender prototypes need a race labeller and none ships offline, so the groups are
 #   what is **measured**: lighter / darker **face** (the two sides of the `face_darkness`
-#   hyperplane fitted to −ITA of face-skin pixels; it fails the skin gate of `synthetic_dcgan`,
+#   hyperplane fitted to −ITA of face-skin pixels; it fails the skin gate of `synthetic_faces_dcgan`,
 #   so it is not called skin tone) × gender (the p_male labeller): LM LF DM DF — *not race*.
 #   Pose and light sequences step along the learned yaw / light directions. No annotator has
 #   rated these images, so the pair labels are the **intended** ones (same seed = same
@@ -69,7 +69,7 @@ pair_votes = "data/annotations/hcic_pair_votes.parquet"  # store-schema votes; e
 cache_dir = "artifacts/embeddings"  # embedding cache (by pixel content and model); "" for none
 compute = None  # where uncached embeddings run: None: the params.yaml compute section (Dask); serial: in-process
 reports_dir = "reports"
-name = "hcic"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
+name = "hcic"  # outputs: {reports_dir}/figures/{name}/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 
 # %%
 import json
@@ -93,7 +93,7 @@ root = repo_root()
 cfg = H.HCICConfig.from_params({**load_params(root / params_file, section), **overrides}, section)
 models, fmr, n_boot, seed, min_size = list(cfg.models), cfg.fmr, cfg.n_boot, cfg.seed, cfg.min_size
 data = root / synthetic / "hcic"
-fig_dir = root / reports_dir / "figures"
+fig_dir = root / reports_dir / "figures" / name  # one folder per study
 summary_path = root / synthetic / "summary.json"
 summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
 backend = str(summary.get("backend", "unknown"))

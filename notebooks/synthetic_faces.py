@@ -32,11 +32,11 @@
 # checks the results.
 
 # %% tags=["parameters"]
-params_file = "params.yaml"  # reads the `generate` and `synthetic` sections
+params_file = "params.yaml"  # reads the `generate` and `synthetic_faces` sections
 data_dir = "data/synthetic"  # written by the `synth` stage
 reports_dir = "reports"
-name = "synthetic"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
-overrides = {}  # replaces keys of the `synthetic` section
+name = "synthetic_faces"  # outputs: {reports_dir}/figures/{name}/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
+overrides = {}  # replaces keys of the `synthetic_faces` section
 
 # %%
 import matplotlib.pyplot as plt
@@ -49,15 +49,15 @@ from facebias.browser import TransectBrowser, grid_image
 from facebias.generate import load_generator
 from facebias.generate.build import GROUPS, Hyperplanes, SynthConfig
 from facebias.io import load_params, repo_root
-from facebias.studies import synthetic as S
+from facebias.studies import synthetic_faces as S
 from facebias.studies.headlines import write_study_metrics
 
 root = repo_root()
 cfg = SynthConfig.from_params(load_params(root / params_file, "generate"))
-checks = {**load_params(root / params_file, "synthetic"), **overrides}
+checks = {**load_params(root / params_file, "synthetic_faces"), **overrides}
 n_check, check_models = int(checks["n_check"]), bool(checks["check_models"])
 data = root / data_dir
-fig_dir = root / reports_dir / "figures"
+fig_dir = root / reports_dir / "figures" / name  # one folder per study
 summary = pd.read_json(data / "summary.json", typ="series")
 hp = Hyperplanes.load(data / "hyperplanes.npz")
 gen = load_generator(cfg.backend, size=cfg.size, seed=cfg.world_seed)
@@ -226,7 +226,7 @@ display(pd.DataFrame({"here": counts, "scaled to 600 prototypes": {k: v * scale 
 # **Known limitation:** the FMR at the published thresholds (SFace cosine 0.363, dlib
 # distance 0.6) is reported, not targeted: models trained on photographs find the renders
 # of different identities more alike than photos of different people.
-# With `synthetic.check_models: false` these checks are skipped: the metrics then have no
+# With `synthetic_faces.check_models: false` these checks are skipped: the metrics then have no
 # `acceptance` block and the report says the gender control was not measured.
 
 # %%
@@ -278,7 +278,7 @@ head, details = S.summarise_procedural(
     backend=cfg.backend, provenance=provenance, summary=summary, transect_images=timgs, hcic_images=himgs,
     counts=counts, orthogonality_error=ortho_error, gender_range=leak, cosines=cos, check=check,
     acceptance=acceptance)  # acceptance None (check_models: false): no acceptance key
-write_study_metrics(root / reports_dir / "metrics", name, details, "synthetic", overview=head)
+write_study_metrics(root / reports_dir / "metrics", name, details, "synthetic_faces", overview=head)
 head
 
 # %% [markdown]

@@ -34,7 +34,7 @@
 # It converts this jupytext source into the gitignored `build/transect_browser.ipynb` and
 # serves it with voila (port 8866; `make browse BROWSE_PORT=8900`). Parameters go through
 # papermill: `make browse BROWSE_PARAMS="-p backend dcgan -p hyperplanes
-# data/synthetic_dcgan/hyperplanes.npz"` (that file comes from `dvc repro synth_dcgan`; when a
+# data/synthetic_dcgan/hyperplanes.npz"` (that file comes from `dvc repro generate_dcgan`; when a
 # file is missing the page says what to run). In JupyterLab (`make lab`) run it as it is.
 
 # %% tags=["parameters"]

@@ -43,7 +43,7 @@ overrides = {}  # replaces keys of the `transects` section (n_boot, n_train, epo
 synthetic = "data/synthetic"  # written by the `synth` stage
 votes = "data/annotations/transects_votes.parquet"  # written by the `annotations` stage
 reports_dir = "reports"
-name = "transects"  # outputs: {reports_dir}/figures/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
+name = "transects"  # outputs: {reports_dir}/figures/{name}/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 torch_threads = 0  # CNN training threads; 0: classifiers.cnn.CNN_THREADS (the weights depend on the count)
 
 # %%
@@ -77,7 +77,7 @@ seed, n_boot = cfg.seed, cfg.n_boot
 panel_cfg = load_params(root / params_file, "annotate").get("panel", {})
 gen_cfg = SynthConfig.from_params(load_params(root / params_file, "generate"))
 data = root / synthetic
-fig_dir = root / reports_dir / "figures"
+fig_dir = root / reports_dir / "figures" / name  # one folder per study
 images = pd.read_parquet(data / "transects" / "images.parquet")
 gen = load_generator(gen_cfg.backend, size=gen_cfg.size, seed=gen_cfg.world_seed) \
     if gen_cfg.backend == "procedural" else load_generator(gen_cfg.backend)

@@ -1,5 +1,5 @@
-"""Synthetic paper-000 tables shared by test_study_hcic.py (the procedural renderer's six
-race x gender groups) and test_hcic_backends.py (the DCGAN's four skin x gender groups):
+"""Synthetic paper-000 tables shared by studies/hcic/test_study.py (the procedural renderer's six
+race x gender groups) and studies/hcic/test_backends.py (the DCGAN's four skin x gender groups):
 an images table in the ``synth`` schema, its HCIC pairs, and module fixtures of both."""
 
 from __future__ import annotations

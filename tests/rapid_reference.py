@@ -1,4 +1,4 @@
-"""The slow, plain reference that tests/test_study_rapid_fast.py compares the optimised
+"""The slow, plain reference that tests/studies/rapid/test_batched_estimation.py compares the optimised
 ``facebias.studies.rapid.estimate`` with, bit for bit: one query at a time, one system at a
 time, in Python loops, following the authors' code (GitHub ``caltechvisionlab/frt-rapid-test``)
 step by step rather than the library's vectorised layout.

@@ -266,13 +266,13 @@ def test_toggling_orthogonal_keeps_the_face_and_says_what_raw_mode_does(browser)
 
 # ---------------------------------------------------------------- issue 19, friction 1
 def test_app_says_what_to_run_when_the_hyperplanes_are_missing(tmp_path, monkeypatch):
-    (tmp_path / "dvc.yaml").write_text("stages:\n  synth_dcgan:\n    cmd: facebias synth\n"
+    (tmp_path / "dvc.yaml").write_text("stages:\n  generate_dcgan:\n    cmd: facebias synth\n"
                                        "    outs:\n      - data/synthetic_dcgan\n")
     (tmp_path / "notebooks").mkdir()
     monkeypatch.chdir(tmp_path / "notebooks")  # voila's kernel runs in the notebook's folder
     app = browser_app(hyperplanes="data/synthetic_dcgan/hyperplanes.npz")
     assert type(app).__name__ == "HTML"  # a message on the page, not an exception
-    assert "dvc repro synth_dcgan" in app.value
+    assert "dvc repro generate_dcgan" in app.value
     assert str(tmp_path / "data" / "synthetic_dcgan" / "hyperplanes.npz") in app.value
     other = browser_app(hyperplanes=str(tmp_path / "elsewhere.npz"))
     assert "facebias synth" in other.value and "elsewhere.npz" in other.value

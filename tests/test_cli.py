@@ -441,7 +441,7 @@ def test_params_in_utf16_with_a_byte_order_mark_are_read(tmp_path):
     assert load_params(tmp_path / "p.yaml", "world") == {"seed": 5}
 
 
-WORLD_PARAMS = "world:\n  identities_per_group: 5\n  images_per_identity: 2\n  n_folds: 5\n"
+WORLD_PARAMS = "bfw_world:\n  identities_per_group: 5\n  images_per_identity: 2\n  n_folds: 5\n"
 
 
 @pytest.mark.parametrize("out", ["afile/w.parquet", "adir"])

@@ -33,6 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "bfw_datatable_small.csv"
 SMOKE_PARAMS = ROOT / "tests" / "fixtures" / "smoke_params.yaml"  # the pipeline's smoke scale
 FIGURES = ("score_distributions", "det", "fpr_deviation", "tar_at_far")
+# figure folders, longest name first (reports/figures/<study>/<study>_*.png)
+STUDIES = ("synthetic_faces_dcgan", "synthetic_faces", "transects_dcgan", "transects", "hcic_dcgan", "hcic",
+           "batest", "bfw_real_fx", "bfw", "rapid")
 
 
 def run_notebook(notebook: str, tmp_path: Path, **parameters) -> Path:
@@ -54,7 +57,7 @@ def tiny_world(tmp_path_factory):
 
 def test_bfw_notebook_rejects_a_missing_score_column(tiny_world, tmp_path):
     with pytest.raises(papermill.PapermillExecutionError, match="no score column"):
-        run_notebook("bfw_thresholds", tmp_path, datatable=str(tiny_world), systems="sphereface",
+        run_notebook("bfw", tmp_path, datatable=str(tiny_world), systems="sphereface",
                      reports_dir=str(tmp_path / "r"), overrides={"n_boot": 0})
 
 
@@ -78,7 +81,8 @@ class Pipeline:
         return json.loads((self.root / "reports" / "metrics" / f"{name}.json").read_text())
 
     def figure(self, name: str) -> Path:
-        return self.root / "reports" / "figures" / f"{name}.png"
+        study = next(s for s in STUDIES if name.startswith(f"{s}_"))  # the longest matching study
+        return self.root / "reports" / "figures" / study / f"{name}.png"
 
 
 @pytest.fixture(scope="module")
@@ -190,9 +194,9 @@ def test_ba_test_on_the_known_truth_world(pipeline):
 # --------------------------------------------------------------------------- papers 004 and 000
 def test_synthetic_faces(pipeline, tmp_path):
     for fig in ("transect_2d", "orthogonalisation", "transects_2x2x2", "prototypes", "sequences"):
-        assert pipeline.figure(f"synthetic_{fig}").stat().st_size > 10_000
+        assert pipeline.figure(f"synthetic_faces_{fig}").stat().st_size > 10_000
     assert len(list((pipeline.root / "data" / "synthetic" / "hcic" / "images").glob("*.png"))) == 2 * 6 * 17
-    m = pipeline.metrics("synthetic_details")["overview"]
+    m = pipeline.metrics("synthetic_faces_details")["overview"]
     # orthogonalised directions are dual to the normals (<d_j, n_k> = 1 iff j == k), and along
     # them a hair transect no longer moves the generator's true gender as the raw normal does
     assert m["orthogonality_max_error"] < 1e-9
@@ -213,7 +217,7 @@ def test_synthetic_faces(pipeline, tmp_path):
 
 
 def test_synth_on_the_dcgan_without_truth(pipeline):
-    """`synth_dcgan`: the GAN has no truth(), so its hyperplanes come from machine labels of
+    """`generate_dcgan`: the GAN has no truth(), so its hyperplanes come from machine labels of
     fit-set renders collected through the store; every product is written, with no true_*
     column, lighter / darker face x gender groups and learned pose/light sequences."""
     out = pipeline.root / "data" / "synthetic_dcgan"
@@ -232,9 +236,9 @@ def test_synth_on_the_dcgan_without_truth(pipeline):
 
 
 def test_synthetic_dcgan_acceptance(pipeline):
-    """`synthetic_dcgan` (notebooks/gan_faces.py): the acceptance table of a generator without
+    """`synthetic_faces_dcgan` (notebooks/synthetic_faces_dcgan.py): the acceptance table of a generator without
     truth, every target row with a measured value and a verdict, every figure written."""
-    m = pipeline.metrics("synthetic_dcgan_details")
+    m = pipeline.metrics("synthetic_faces_dcgan_details")
     assert m["backend"] == "dcgan" and m["n_hcic_images"] == 2 * 4 * 17
     acc = m["acceptance"]
     for key in ("detect_rate", "median_impostor", "gender_spearman", "drift_reduction", "yaw_auc", "light_auc"):
@@ -255,7 +259,7 @@ def test_synthetic_dcgan_acceptance(pipeline):
     assert gate["any_passes"] == any(c["passes"] for c in gate["candidates"].values())
     for fig in ("labeller_agreement", "transects", "prototypes", "gender_levers", "orthogonalisation",
                 "labeller_stability", "no_face", "skin_gate", "acceptance"):
-        assert pipeline.figure(f"synthetic_dcgan_{fig}").stat().st_size > 5000
+        assert pipeline.figure(f"synthetic_faces_dcgan_{fig}").stat().st_size > 5000
 
 
 def test_transects(pipeline):
@@ -358,8 +362,8 @@ def test_report_metrics_and_offline_plots(pipeline):
     assert max(map(len, lines)) <= 160, shown
     assert lines[0].split() == ["Path", *sorted(set(lines[0].split()) - {"Path"})]
     assert set(lines[0].split()) - {"Path"} <= set(headlines.COLUMNS)
-    for name, kind in (("bfw", "bfw"), ("bfw_real_fx", "bfw"), ("batest", "batest"), ("synthetic", "synthetic"),
-                       ("synthetic_dcgan", "synthetic_dcgan"), ("transects", "transects"),
+    for name, kind in (("bfw", "bfw"), ("bfw_real_fx", "bfw"), ("batest", "batest"), ("synthetic_faces", "synthetic_faces"),
+                       ("synthetic_faces_dcgan", "synthetic_faces_dcgan"), ("transects", "transects"),
                        ("transects_dcgan", "transects_dcgan"), ("hcic", "hcic"), ("hcic_dcgan", "hcic"),
                        ("rapid", "rapid")):
         assert pipeline.metrics(name) == headlines.headline(kind, pipeline.metrics(f"{name}_details")), name
@@ -387,7 +391,7 @@ def test_pipeline_is_incremental(pipeline):
     params["bfw"]["fmr"] = [0.1]
     pipeline.write_params()
     log = pipeline.sh("dvc", "repro")
-    assert "'world' didn't change" in log and "Running stage 'bfw'" in log
+    assert "'bfw_world' didn't change" in log and "Running stage 'bfw'" in log
     assert "Running stage 'batest'" not in log  # another study's parameter: not rerun
     assert "Running stage 'synth'" not in log and "Running stage 'hcic'" not in log
     assert "Running stage 'bfw_real@fx'" in log
@@ -396,7 +400,7 @@ def test_pipeline_is_incremental(pipeline):
     log = pipeline.sh("dvc", "repro")
     assert "Running stage 'hcic'" in log and "Running stage 'hcic_dcgan'" not in log
     assert "Running stage 'synth'" not in log and "Running stage 'transects'" not in log
-    det = sorted(p.name for p in (pipeline.root / "reports" / "figures" / "hcic_det").iterdir())
+    det = sorted(p.name for p in (pipeline.root / "reports" / "figures" / "hcic" / "hcic_det").iterdir())
     # a directory output: no stale or missing figures (HCIC labels at each t_hcic, and the
     # intended labels beside them)
     assert det == ["intended.png", "t25.png", "t30.png"]
@@ -412,4 +416,4 @@ def test_pipeline_is_incremental(pipeline):
     reads = {n for n, s in spec.items() if "foreach" not in s and "compute" in s.get("params", [])}
     reads |= {f"{n}@{k}" for n, s in spec.items() if "foreach" in s and "compute" in s["do"].get("params", [])
               for k in params["bfw"]["real"]}
-    assert {"synth", "hcic"} <= reads and stale == reads, (stale, reads)
+    assert {"generate", "hcic"} <= reads and stale == reads, (stale, reads)

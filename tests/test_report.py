@@ -23,7 +23,7 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
 def _reports(tmp_path, with_rapid=True):
     r = tmp_path / "reports"
     (r / "metrics").mkdir(parents=True)
-    (r / "figures" / "hcic_det").mkdir(parents=True)
+    (r / "figures" / "hcic" / "hcic_det").mkdir(parents=True)
     (r / "notebooks").mkdir()
     metrics = {
         "bfw_details.json": {"provenance": "backend: synthetic world (facebias.world, seed 2026)",
@@ -39,7 +39,7 @@ def _reports(tmp_path, with_rapid=True):
                            for g, t in (("AF", 0.84), ("AM", 0.9), ("BF", 0.76), ("BM", 0.81))],
             "overview": {"source": "synthetic", "gap_rel_error_mean": {
                 "original": 0.78, "balanced": 0.43, "balanced_nfh": 0.065}}},
-        "synthetic_details.json": {"overview": {
+        "synthetic_faces_details.json": {"overview": {
             "source": "synthetic (procedural generator)", "orthogonality_max_error": 1e-15,
             "acceptance": {"gender_spearman_transect_pooled": 0.93, "detect_rate": 1.0},
             "hair_transect_gender_range": {"raw": 0.46, "orthogonal": 0.009}}},
@@ -63,8 +63,9 @@ def _reports(tmp_path, with_rapid=True):
     for p in PAPERS:
         for f in p.figures:
             if f.endswith(".png"):
+                (r / "figures" / f).parent.mkdir(parents=True, exist_ok=True)
                 (r / "figures" / f).write_bytes(PNG)
-    (r / "figures" / "hcic_det" / "t30.png").write_bytes(PNG)
+    (r / "figures" / "hcic" / "hcic_det" / "t30.png").write_bytes(PNG)
     (r / "notebooks" / "hcic.ipynb").write_text("{}")
     return r
 
@@ -76,14 +77,14 @@ def _demo_claims():
                      lambda m: Measured.one(cells(m)), rule, kind, f"evidence of {key}", backend=backend, **kw)
     return (
         one("d.bfw", "002", lambda m: {"AF": m("bfw_details.json", "rank1_diagonal")["sim_a"]["AF"]}, Between(lo=0.75),
-            ("bfw_details.json",), kind=Kind.CALIBRATED, calibrated=("world.systems.sim_a.group_similarity",)),
+            ("bfw_details.json",), kind=Kind.CALIBRATED, calibrated=("bfw_world.systems.sim_a.group_similarity",)),
         one("d.batest", "003", lambda m: {"orig": m("batest_details.json", "overview/gap_rel_error_mean/original")},
             Between(hi=0.1), ("batest_details.json",)),
-        one("d.transects", "004", lambda m: {"raw": m("synthetic_details.json",
+        one("d.transects", "004", lambda m: {"raw": m("synthetic_faces_details.json",
                                                       "overview/hair_transect_gender_range/raw")},
-            Sign(+1), ("synthetic_details.json",)),
-        one("d.transects.dcgan", "004", lambda m: {"x": m("synthetic_dcgan_details.json", "orthogonality_max_error")},
-            Sign(+1), ("synthetic_dcgan_details.json",), backend="dcgan", kind=Kind.LEARNED),
+            Sign(+1), ("synthetic_faces_details.json",)),
+        one("d.transects.dcgan", "004", lambda m: {"x": m("synthetic_faces_dcgan_details.json", "orthogonality_max_error")},
+            Sign(+1), ("synthetic_faces_dcgan_details.json",), backend="dcgan", kind=Kind.LEARNED),
         one("d.hcic", "000", lambda m: {k: m("hcic_details.json", f"similarity_by_relation/sface/{k}")
                                         for k in ("same_prototype", "same_group", "different_group")},
             Order(("same_prototype", "same_group", "different_group")), ("hcic_details.json",)),
@@ -101,7 +102,7 @@ def test_every_paper_with_its_claims_verdicts_kinds_and_backend(tmp_path):
     # the claim's quote, our cell, the rule, the computed verdict and the kind with its parameter
     assert "quote of d.bfw" in p002 and "every cell &gt;= 0.75" in p002
     assert "<b>agrees</b><br>1 of 1 cells" in p002  # AF 0.85 >= 0.75
-    assert "world.systems.sim_a.group_similarity" in p002 and "calibrated to the paper" in p002
+    assert "bfw_world.systems.sim_a.group_similarity" in p002 and "calibrated to the paper" in p002
     p003 = page.split('id="p003"')[1].split('id="p004"')[0]
     assert "<b>disagrees</b>" in p003 and "0.78" in p003
     p000 = page.split('id="p000"')[1].split('id="p001"')[0]
@@ -112,7 +113,7 @@ def test_every_paper_with_its_claims_verdicts_kinds_and_backend(tmp_path):
     assert "Backend: backend: synthetic world (facebias.world, seed 2026)" not in page
     assert "Backend: synthetic world (facebias.world, seed 2026)" in page
     assert 'href="notebooks/hcic.ipynb"' in page
-    assert 'src="figures/hcic_det/t30.png"' in page  # directory outputs are expanded
+    assert 'src="figures/hcic/hcic_det/t30.png"' in page  # directory outputs are expanded
     # the summary counts every claim once, by kind and verdict
     summary = page.split('<table class="summary">')[1].split("</table>")[0]
     assert summary.count("<tr>") == 1 + 3  # header + real test, calibrated, learned

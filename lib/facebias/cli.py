@@ -4,9 +4,9 @@ Commands
 --------
 metrics   per-group error rates and fairness summaries of a table of scored pairs
           (``facebias.metrics.group_report``).
-world     the synthetic known-truth BFW pair table (DVC stage ``world``).
-synth     the synthetic faces of papers 004 and 000 (DVC stage ``synth``).
-annotate  the simulated annotator panel's votes on them (DVC stage ``annotations``).
+world     the synthetic known-truth BFW pair table (DVC stage ``bfw_world``).
+synth     the synthetic faces of papers 004 and 000 (DVC stage ``generate``).
+annotate  the simulated annotator panel's votes on them (DVC stage ``annotate``).
 report    reports/index.html, every paper's claims beside our measurements (stage ``report``).
 claims    the claims' computed verdicts as evidence tables (``--readme README.md docs/papers/*.md``).
 plots     an offline page of DVC's plots, no scripts (``facebias.dvcplots``; ``make plots``).
@@ -438,8 +438,8 @@ def _check_out_folder(out: str) -> None:
 def _add_world(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "world",
-        help="write the synthetic known-truth BFW pair table (DVC stage `world`)",
-        description="Generate the known-truth world of facebias.worlds.bfw from the `world` section "
+        help="write the synthetic known-truth BFW pair table (DVC stage `bfw_world`)",
+        description="Generate the known-truth world of facebias.worlds.bfw from the `bfw_world` section "
         "of a params file and write it as parquet (atomically). Everything in it is synthetic.",
     )
     p.add_argument("--params", default="params.yaml", help="params file [default: params.yaml]")
@@ -453,7 +453,7 @@ def _run_world(args: argparse.Namespace) -> int:
     from facebias.worlds.bfw import BFWWorldConfig, make_bfw_world, write_world
 
     try:
-        config = BFWWorldConfig.from_params(load_params(args.params, "world"))
+        config = BFWWorldConfig.from_params(load_params(args.params, "bfw_world"))
     except (OSError, KeyError, ValueError) as exc:
         raise InputError(args.params, _problem(exc, args.params)) from None
     _check_out_file(args.out)
@@ -471,7 +471,7 @@ def _run_world(args: argparse.Namespace) -> int:
 def _add_synth(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "synth",
-        help="render the synthetic faces of papers 004 and 000 (DVC stage `synth`)",
+        help="render the synthetic faces of papers 004 and 000 (DVC stage `generate`)",
         description="Fit the attribute hyperplanes, plan the transects (004) and the prototypes, "
         "sequences and pairs (000) from the `generate` section (or --section) of a params file, "
         "with hyperplanes fitted on labels of sampled renders collected through the annotation "
@@ -508,7 +508,7 @@ def _run_synth(args: argparse.Namespace) -> int:
 def _add_annotate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "annotate",
-        help="simulate the annotator panel on the synthetic faces (DVC stage `annotations`)",
+        help="simulate the annotator panel on the synthetic faces (DVC stage `annotate`)",
         description="Let the simulated annotator panel of the `annotate` section of a params file "
         "rate the transect images (paper 004), the HCIC images and pairs (paper 000) under SYNTHETIC, "
         "through the annotation store (source 'simulated'), and export the votes as parquet under OUT.",

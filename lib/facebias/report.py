@@ -35,7 +35,7 @@ class Backend:
     key: str
     label: str
     notebook: str  # reports/notebooks/<notebook>.ipynb
-    figures: Sequence[str]  # under reports/figures/ (files or directories of PNGs)
+    figures: Sequence[str]  # under reports/figures/: <study>/<file or folder of PNGs>
     provenance_file: str = ""
     source: str = ""  # notebooks/<source>.py when it differs from the executed notebook's name
     more_notebooks: Sequence[tuple[str, str]] = ()  # further (executed notebook, source) pairs
@@ -46,7 +46,7 @@ class Paper:
     key: str
     title: str
     notebook: str  # reports/notebooks/<notebook>.ipynb
-    figures: Sequence[str]  # under reports/figures/ (files or directories of PNGs)
+    figures: Sequence[str]  # under reports/figures/: <study>/<file or folder of PNGs>
     provenance_file: str = ""  # the metrics file whose provenance/source names the backend
     more_backends: Sequence[Backend] = field(default_factory=tuple)  # shown one after another
     label: str = ""  # the first backend's title when there are more
@@ -59,42 +59,42 @@ class Paper:
 
 
 PAPERS: tuple[Paper, ...] = (
-    Paper("002", "Robinson et al., Face recognition: too bias, or not too bias? (BFW)", "bfw_thresholds",
-          ["bfw_det.png", "bfw_det_folds.png", "bfw_fpr_deviation.png", "bfw_seeds.png", "bfw_tar_at_far.png",
-           "bfw_rank1_confusion.png"],
+    Paper("002", "Robinson et al., Face recognition: too bias, or not too bias? (BFW)", "bfw",
+          ["bfw/bfw_det.png", "bfw/bfw_det_folds.png", "bfw/bfw_fpr_deviation.png", "bfw/bfw_seeds.png", "bfw/bfw_tar_at_far.png",
+           "bfw/bfw_rank1_confusion.png"],
           "bfw_details.json"),
-    Paper("003", "Wu & Bowyer, BA-test: balanced evaluation of the gender gap", "ba_test",
-          ["batest_gender_gap.png", "batest_table1_seeds.png", "batest_face_area_masks.png",
-           "batest_fmr_at_reference.png", "batest_tpr.png", "batest_identity_count.png", "batest_factors.png"],
+    Paper("003", "Wu & Bowyer, BA-test: balanced evaluation of the gender gap", "batest",
+          ["batest/batest_gender_gap.png", "batest/batest_table1_seeds.png", "batest/batest_face_area_masks.png",
+           "batest/batest_fmr_at_reference.png", "batest/batest_tpr.png", "batest/batest_identity_count.png", "batest/batest_factors.png"],
           "batest_details.json"),
     Paper("004", "Balakrishnan et al., Towards causal benchmarking of bias in face analysis (transects)",
           "transects",
-          ["synthetic_orthogonalisation.png", "synthetic_transects_2x2x2.png",
-           "transects_group_errors.png", "transects_observational_vs_experimental.png",
-           "transects_coefficients.png", "transects_age_gender.png"],
+          ["synthetic_faces/synthetic_faces_orthogonalisation.png", "synthetic_faces/synthetic_faces_transects_2x2x2.png",
+           "transects/transects_group_errors.png", "transects/transects_observational_vs_experimental.png",
+           "transects/transects_coefficients.png", "transects/transects_age_gender.png"],
           "transects_details.json",
           more_backends=(Backend("dcgan", "DCGAN (learned latent space; machine labels, no truth)", "transects_dcgan",
-                                 ["synthetic_dcgan_orthogonalisation.png", "synthetic_dcgan_transects.png",
-                                  "synthetic_dcgan_gender_levers.png", "synthetic_dcgan_acceptance.png",
-                                  "transects_dcgan_examples.png", "transects_dcgan_group_errors.png",
-                                  "transects_dcgan_paired.png", "transects_dcgan_coefficients.png"],
-                                 "transects_dcgan_details.json", source="transects_gan",
-                                 more_notebooks=(("synthetic_dcgan", "gan_faces"),)),),
+                                 ["synthetic_faces_dcgan/synthetic_faces_dcgan_orthogonalisation.png", "synthetic_faces_dcgan/synthetic_faces_dcgan_transects.png",
+                                  "synthetic_faces_dcgan/synthetic_faces_dcgan_gender_levers.png", "synthetic_faces_dcgan/synthetic_faces_dcgan_acceptance.png",
+                                  "transects_dcgan/transects_dcgan_examples.png", "transects_dcgan/transects_dcgan_group_errors.png",
+                                  "transects_dcgan/transects_dcgan_paired.png", "transects_dcgan/transects_dcgan_coefficients.png"],
+                                 "transects_dcgan_details.json", source="transects_dcgan",
+                                 more_notebooks=(("synthetic_faces_dcgan", "synthetic_faces_dcgan"),)),),
           label="procedural renderer (known truth; simulated panel)"),
     Paper("000", "Liang et al., Benchmarking algorithmic bias in face recognition with synthetic faces "
           "and human identity confidence (HCIC)", "hcic",
-          ["synthetic_prototypes.png", "hcic_similarity", "hcic_det", "hcic_fnmr_by_group.png",
-           "hcic_annotator_consistency.png"],
+          ["synthetic_faces/synthetic_faces_prototypes.png", "hcic/hcic_similarity", "hcic/hcic_det", "hcic/hcic_fnmr_by_group.png",
+           "hcic/hcic_annotator_consistency.png"],
           "hcic_details.json",
           more_backends=(Backend("dcgan", "DCGAN (groups along a learned 'skin tone' direction, not validated as skin, × gender; "
                                  "intended labels)", "hcic_dcgan",
-                                 ["synthetic_dcgan_prototypes.png", "hcic_dcgan_similarity", "hcic_dcgan_det",
-                                  "hcic_dcgan_fnmr_by_group.png", "hcic_dcgan_fnmr_by_attribute.png"],
+                                 ["synthetic_faces_dcgan/synthetic_faces_dcgan_prototypes.png", "hcic_dcgan/hcic_dcgan_similarity", "hcic_dcgan/hcic_dcgan_det",
+                                  "hcic_dcgan/hcic_dcgan_fnmr_by_group.png", "hcic_dcgan/hcic_dcgan_fnmr_by_attribute.png"],
                                  "hcic_dcgan_details.json", source="hcic"),),
           label="procedural renderer (known truth; simulated panel)"),
     Paper("001", "Knott et al., A rapid test for accuracy and bias of face recognition technology",
-          "rapid_test",
-          ["rapid_curves.png", "rapid_seeds.png", "rapid_bias.png", "rapid_voting.png", "rapid_p_sweep.png"],
+          "rapid",
+          ["rapid/rapid_curves.png", "rapid/rapid_seeds.png", "rapid/rapid_bias.png", "rapid/rapid_voting.png", "rapid/rapid_p_sweep.png"],
           "rapid_details.json"),
 )
 

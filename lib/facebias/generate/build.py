@@ -705,12 +705,12 @@ def label_transect_images(folder: str | Path, image_ids: Sequence[str], compute:
 def transect_readings(folder: str | Path, image_ids: Sequence[str], images: Sequence[np.ndarray],
                       names: Sequence[str], measure: Any = None, verbose: bool = True) -> pd.DataFrame:
     """The machine annotators' readings of the transect images ``images`` (as loaded by the
-    caller), from the synth stage's :data:`TRANSECT_READINGS` after checking that every
+    caller), from the generate stage's :data:`TRANSECT_READINGS` after checking that every
     image is the one that was read there.
 
     Each image's :func:`image_key` must equal the stored key of its ``image_id``, so a
     readings file left from other renders is never used. Where ``folder`` has no readings
-    file (data built before the synth stage wrote one) the images are labelled here, with a
+    file (data built before the generate stage wrote one) the images are labelled here, with a
     warning: ``measure(images, names)``, default :func:`facebias.annotate.machine.label_images`
     (``progress=False``, upscaled to :data:`READINGS_MIN_SIZE` px), which is how the stored
     readings were made.
@@ -759,7 +759,7 @@ def transect_readings(folder: str | Path, image_ids: Sequence[str], images: Sequ
     if not path.is_file():
         import warnings
 
-        warnings.warn(f"{path} does not exist (data built by an older synth stage?): labelling the "
+        warnings.warn(f"{path} does not exist (data built by an older generate stage?): labelling the "
                       f"{len(images)} transect images here", stacklevel=2)
         if measure is None:
             from facebias.annotate.machine import label_images
@@ -769,15 +769,15 @@ def transect_readings(folder: str | Path, image_ids: Sequence[str], images: Sequ
     stored = pd.read_parquet(path).set_index("image_id")
     lacking = [n for n in names if n not in stored.columns]
     if lacking:
-        raise ValueError(f"{path} has no readings of {lacking} (columns {list(stored.columns)}); rerun the synth stage")
+        raise ValueError(f"{path} has no readings of {lacking} (columns {list(stored.columns)}); rerun the generate stage")
     absent = [i for i in ids if i not in stored.index]
     if absent:
-        raise ValueError(f"{path} has no row for image {absent[0]!r} ({len(absent)} missing); rerun the synth stage")
+        raise ValueError(f"{path} has no row for image {absent[0]!r} ({len(absent)} missing); rerun the generate stage")
     keys = stored[READINGS_KEY].reindex(ids).to_numpy()
     for iid, key, im in zip(ids, keys, images, strict=True):
         if image_key(im) != key:
             raise ValueError(f"{path}: image {iid!r} is not the image its readings were made on "
-                             "(content key differs; stale readings): rerun the synth stage")
+                             "(content key differs; stale readings): rerun the generate stage")
     if verbose:
         print(f"machine readings of {len(ids)} transect images from {path} (content keys verified)")
     return pd.DataFrame(stored.reindex(ids)[names].to_numpy(np.float64), columns=names)

@@ -65,9 +65,9 @@ PROCEDURAL_TARGETS: dict[str, tuple[str, float]] = {
     "gender_spearman_within_identity": (">=", 0.7), "p_male_female_end": ("<=", 0.4),
     "p_male_male_end": (">=", 0.8)}
 #: Issue 15's targets for a generator without truth (key of the backend measurements ->
-#: (op, value)): notebooks/gan_faces.py's acceptance table. ``drift_reduction`` is read over
+#: (op, value)): notebooks/synthetic_faces_dcgan.py's acceptance table. ``drift_reduction`` is read over
 #: the full drift table (every axis x every other attribute whose raw drift is resolved:
-#: :func:`facebias.studies.synthetic.drift_acceptance`), its smallest reduction: "every
+#: :func:`facebias.studies.synthetic_faces.drift_acceptance`), its smallest reduction: "every
 #: unwanted drift at least halved", never the best case.
 BACKEND_TARGETS: dict[str, tuple[str, float]] = {
     "detect_rate": (">=", 0.95), "median_impostor": ("<=", 0.30), "gender_spearman": (">=", 0.85),
@@ -705,7 +705,7 @@ def drift_readings(generator: Any, hp: Any, ends: Mapping[str, Any], n_seeds: in
     axis and each direction, to the axis' decision values ``lo`` and ``hi``
     (:func:`move_to`), rendered and read by the labeller of every attribute (the axis' own
     attribute included: its response). The statistics over seeds (drift in SD, bootstrap
-    intervals, raw vs orthogonalised) are :func:`facebias.studies.synthetic.drift_table`.
+    intervals, raw vs orthogonalised) are :func:`facebias.studies.synthetic_faces.drift_table`.
 
     Parameters
     ----------

@@ -218,9 +218,9 @@ DEFINITIONS: dict[str, tuple[dict[str, str], Callable[[Mapping[str, Any]], dict[
                 "bias_after": "the same on IoU-balanced pairs without facial hair",
                 "planted": "the planted genuine gap, averaged over races",
                 "truth_error": "relative error of the balanced + NFH gap against the planted one"}, _batest),
-    "synthetic": ({"bias": "gender score range along a hair transect, raw normals",
+    "synthetic_faces": ({"bias": "gender score range along a hair transect, raw normals",
                    "bias_after": "the same, orthogonalised normals"}, _synthetic),
-    "synthetic_dcgan": ({"bias": "median |drift| (SD) of every other attribute along every raw normal, over the "
+    "synthetic_faces_dcgan": ({"bias": "median |drift| (SD) of every other attribute along every raw normal, over the "
                                  "cells whose raw interval excludes 0, read by machine labellers (a learned "
                                  "generator: no truth)",
                          "bias_after": "the same cells along the orthogonalised directions"}, _synthetic_dcgan),
@@ -264,7 +264,7 @@ def headline(kind: str, details: Mapping[str, Any]) -> dict[str, float]:
     --------
     >>> d = {"overview": {"hair_transect_gender_range": {"raw": 0.5, "orthogonal": 0.02},
     ...                   "orthogonality_max_error": 1e-15}}
-    >>> headline("synthetic", d)
+    >>> headline("synthetic_faces", d)
     {'bias': 0.5, 'bias_after': 0.02}
     """
     if kind not in DEFINITIONS:

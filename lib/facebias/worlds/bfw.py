@@ -467,7 +467,7 @@ def read_world(path: str | os.PathLike) -> pd.DataFrame:
     """
     if not os.path.exists(path):
         raise FileNotFoundError(
-            f"{path}: no synthetic world here; generate it with `dvc repro world` "
+            f"{path}: no synthetic world here; generate it with `dvc repro bfw_world` "
             "(or `facebias world --out PATH`)"
         )
     return read_parquet(path)

@@ -1,7 +1,7 @@
 """The parameters of the synthetic BFW world (study 002) of :mod:`facebias.worlds.bfw`:
 the simulated systems (:class:`SystemSpec`, the planted :data:`SIM_A` and :data:`SIM_B`)
 and the world's size and pair recipe (:class:`BFWWorldConfig`, the ``params.yaml``
-section ``world``). The generative model they parametrise, and the pair recipe, are
+section ``bfw_world``). The generative model they parametrise, and the pair recipe, are
 described in the docstring of :mod:`facebias.worlds.bfw`, which re-exports every name here.
 """
 
@@ -142,7 +142,7 @@ class SystemSpec:
         return self.noise[group] if isinstance(self.noise, dict) else float(self.noise)
 
     def to_params(self) -> dict[str, Any]:
-        """This system's ``params.yaml`` entry under ``world.systems.<name>``.
+        """This system's ``params.yaml`` entry under ``bfw_world.systems.<name>``.
 
         Returns
         -------

@@ -29,7 +29,7 @@ Contents (module -> paper section):
   ``identity_count_experiment``, ``identity_count_subset``, ``dprime_identity_bootstrap``,
   ``score_ks``, ``IDENTITY_COUNT_DESIGNS``).
 * :mod:`~facebias.studies.batest.summary`: ``summarise`` builds what
-  ``reports/metrics/batest.json`` and ``batest_details.json`` hold (notebooks/ba_test.py).
+  ``reports/metrics/batest.json`` and ``batest_details.json`` hold (notebooks/batest.py).
 * :mod:`~facebias.studies.batest.seeds`: Tables 1, 3 and 4 over world seeds (not
   re-exported here; import the submodule).
 

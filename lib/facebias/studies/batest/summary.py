@@ -1,5 +1,5 @@
 """Paper 003 metrics: :func:`summarise` builds what ``reports/metrics/batest.json`` and
-``batest_details.json`` hold (notebooks/ba_test.py).
+``batest_details.json`` hold (notebooks/batest.py).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def summarise(*, provenance: str, config: BATestConfig, world: BAWorldConfig, im
               table3_gamma: pd.DataFrame | None = None,
               ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(headline, details)``: what ``reports/metrics/<name>.json`` and
-    ``<name>_details.json`` hold (notebooks/ba_test.py).
+    ``<name>_details.json`` hold (notebooks/batest.py).
 
     ``world``: the known-truth world (its seed and planted gaps, M - F score units);
     ``images`` / ``kept`` / ``balanced``: all, filtered (:func:`apply_filters`, whose

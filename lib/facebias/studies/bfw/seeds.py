@@ -39,7 +39,7 @@ def bfw_seed_table(world: Mapping[str, Any], seeds: Sequence[int], systems: Sequ
     Parameters
     ----------
     world : mapping
-        The ``world`` section of ``params.yaml`` (its ``seed`` is replaced by each seed).
+        The ``bfw_world`` section of ``params.yaml`` (its ``seed`` is replaced by each seed).
     seeds : sequence of int
     systems : sequence of str
         Score columns.

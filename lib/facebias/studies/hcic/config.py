@@ -64,7 +64,7 @@ class HCICConfig(Section):
         Share of those panels from the first group of the figure order, in [0, 1].
     seed_filter_candidates, seed_filter_keep : int, default 1000, 300
         The paper's human seed filter (candidate seeds and seeds kept, 000: 1,000 and 300),
-        beside which the notebook sets the one the synth stage ran
+        beside which the notebook sets the one the generate stage ran
         (:func:`seed_filter_funnel`; the stage's share is ``generate.seed_filter_keep``).
 
     Raises

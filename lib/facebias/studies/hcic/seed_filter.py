@@ -3,7 +3,7 @@
 The paper's human filter of the candidate seeds (1,000 -> 300, for realism and for agreement
 with the intended groups) before max-min selection (300 -> 100). The generation stage runs it
 (:mod:`facebias.annotate.seed_filter`, re-exported here); :func:`seed_filter_funnel` reads
-back what the synth stage ran and sets its funnel beside the paper's.
+back what the generate stage ran and sets its funnel beside the paper's.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ __all__ = [
 
 
 def seed_filter_funnel(hcic_summary: Mapping[str, Any], paper: Sequence[int] = (1000, 300, 100)) -> dict[str, Any]:
-    """The seed filter the synth stage ran before max-min (``summary.json``'s ``hcic``
+    """The seed filter the generate stage ran before max-min (``summary.json``'s ``hcic``
     section, :func:`facebias.generate.build.candidate_seed_filter`), with the funnel's sizes
     beside the paper's.
 
@@ -71,7 +71,7 @@ def seed_filter_funnel(hcic_summary: Mapping[str, Any], paper: Sequence[int] = (
     (True, 'SIMULATION')
     """
     if "seed_filter" not in hcic_summary:
-        raise ValueError("no seed_filter record: the products were made before the synth stage ran the filter")
+        raise ValueError("no seed_filter record: the products were made before the generate stage ran the filter")
     n_cand, n_keep, n_sel = (int(x) for x in paper)
     if not n_cand >= n_keep >= n_sel >= 1:
         raise ValueError(f"paper funnel must decrease, got {paper}")

@@ -151,7 +151,7 @@ def summarise(*, backend: str, provenance: str, config: HCICConfig, labels: Pair
     own_group : mapping, optional
         Summary of :func:`own_group_check` (cells rejected per planted effect).
     seed_filter : mapping, optional
-        :func:`seed_filter_funnel` (the synth stage's seed filter before max-min).
+        :func:`seed_filter_funnel` (the generate stage's seed filter before max-min).
     own_group_image : mapping, optional
         Summary of :func:`own_group_image_check` (Fig. 3 c with a planted own-group effect).
     group_tests : mapping, optional

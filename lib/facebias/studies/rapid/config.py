@@ -1,6 +1,6 @@
 """Paper 001, the study's parameters: :class:`RapidConfig` (the method, ``params.yaml``
 section ``rapid``; ``docs/specs/rapid.md`` sections 1.4, 1.5 and 5) and
-:class:`RapidExperimentConfig` (what ``notebooks/rapid_test.py`` measures, section
+:class:`RapidExperimentConfig` (what ``notebooks/rapid.py`` measures, section
 ``rapid_experiment``)."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class RapidConfig(Section):
 
 @dataclass(frozen=True)
 class RapidExperimentConfig(Section):
-    """What ``notebooks/rapid_test.py`` measures on the known-truth world (``params.yaml``
+    """What ``notebooks/rapid.py`` measures on the known-truth world (``params.yaml``
     section ``rapid_experiment``; the method is :class:`RapidConfig`, the world
     ``rapid_world``). Defaults: the committed study.
 

@@ -1,5 +1,5 @@
 """Paper 001 on the known-truth world (``docs/specs/rapid.md`` sections 1.9 and 5 #22): what
-``notebooks/rapid_test.py`` reports, as functions of a world. ``world``: anything with
+``notebooks/rapid.py`` reports, as functions of a world. ``world``: anything with
 ``faces``, ``scores`` and ``cross_scores`` (:class:`facebias.worlds.rapid.RapidWorld`).
 
 The voting ablation (Fig. S.7, :func:`voting_ablation`); the p sweep (:func:`sweep_point`,

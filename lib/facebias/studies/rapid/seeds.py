@@ -43,7 +43,7 @@ def _rapid_bias_rows(world_cfg: Any, est_pairs: pd.DataFrame, true_pairs: pd.Dat
 def _rapid_one(seed: int, world: Mapping[str, Any], method: Any, experiment: Any, null_world: bool,
                voting: bool) -> dict[str, pd.DataFrame]:
     """Paper 001's statistics on the rapid world under ``seed``: the calls of
-    ``notebooks/rapid_test.py`` for its committed world."""
+    ``notebooks/rapid.py`` for its committed world."""
     from facebias.studies import rapid as R
     from facebias.worlds.rapid import RapidWorldConfig, make_rapid_world
 
@@ -96,7 +96,7 @@ def _rapid_one(seed: int, world: Mapping[str, Any], method: Any, experiment: Any
 def rapid_seed_table(world_params: Mapping[str, Any], method: Any, experiment: Any, seeds: Sequence[int],
                      compute: Any = None, null_world: bool = True, voting: bool = True) -> dict[str, pd.DataFrame]:
     """Paper 001's statistics on the rapid known-truth world under each seed, with the calls
-    ``notebooks/rapid_test.py`` makes for its committed world (so the sweep's row of that
+    ``notebooks/rapid.py`` makes for its committed world (so the sweep's row of that
     seed holds the notebook's numbers).
 
     Parameters

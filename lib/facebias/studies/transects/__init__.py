@@ -1,7 +1,7 @@
 """Paper 004 (Balakrishnan et al., *Towards causal benchmarking of bias in face analysis
 algorithms*): gender-classifier errors on transects vs an observational sample, in two
 studies: a procedural generator with known truth (notebooks/transects.py) and a learned
-generator without truth (the DCGAN, StyleGAN2; notebooks/transects_gan.py). Sections are
+generator without truth (the DCGAN, StyleGAN2; notebooks/transects_dcgan.py). Sections are
 those of ``docs/specs/transects.md``.
 
 =====================  =================================================================

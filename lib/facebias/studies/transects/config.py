@@ -1,7 +1,7 @@
 """Settings of paper 004's two transect studies (``docs/specs/transects.md`` A1.9-A1.13):
 :class:`TransectsConfig` (``params.yaml`` section ``transects``: the procedural generator
 with truth, notebooks/transects.py) and :class:`GANTransectsConfig` (section
-``transects_dcgan``: a learned generator without truth, notebooks/transects_gan.py).
+``transects_dcgan``: a learned generator without truth, notebooks/transects_dcgan.py).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class TransectsConfig(Section):
 @dataclass(frozen=True)
 class GANTransectsConfig(Section):
     """Parameters of the study on a generator without truth (``params.yaml`` section
-    ``transects_dcgan``; notebooks/transects_gan.py).
+    ``transects_dcgan``; notebooks/transects_dcgan.py).
 
     ``labeller``: the machine annotator whose P(male) is the perceived gender (never
     scored); ``shortcut``: the planted shortcut attribute (a hyperplane and transect axis of

@@ -264,7 +264,7 @@ def known_truth_check(generator: Any, hyperplanes: Any, synth_config: Any, panel
                       interactions: Mapping[tuple[str, str], float] | None = None) -> KnownTruthCheck:
     """The planted check at the paper's scale, without rendering.
 
-    ``n_transects`` transects are planned as the ``synth`` stage plans them
+    ``n_transects`` transects are planned as the ``generate`` stage plans them
     (:func:`facebias.generate.build.plan_transects` with ``synth_config``'s axes and
     ``hyperplanes``; plan seed ``seed + 1000``), rated by ``panel`` from what the faces look
     like (:func:`rated_sample` with ``perception_sd``: the intended attributes blurred per
@@ -282,7 +282,7 @@ def known_truth_check(generator: Any, hyperplanes: Any, synth_config: Any, panel
     hyperplanes : object
         Its attribute hyperplanes, for planning.
     synth_config : object
-        The ``synth`` stage's config (its axes; ``n_transects`` and ``seed`` replaced).
+        The ``generate`` stage's config (its axes; ``n_transects`` and ``seed`` replaced).
     panel : object
         A simulated annotator panel.
     n_transects : int

@@ -1,4 +1,4 @@
-"""Paper 004's study on a generator without truth (the DCGAN, StyleGAN2; notebooks/transects_gan.py;
+"""Paper 004's study on a generator without truth (the DCGAN, StyleGAN2; notebooks/transects_dcgan.py;
 ``docs/specs/transects.md`` A1.10 for the pruning of perceived gender, A1.13 (c) and (e)
 for the error models and group tables).
 
