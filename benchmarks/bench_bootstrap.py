@@ -20,7 +20,8 @@ import time
 import numpy as np
 
 from facebias import metrics
-from facebias.metrics import _SortedScores
+from facebias.metrics.groups import _GroupSets
+from facebias.metrics.weighted import _SortedScores
 from facebias.stats import bootstrap_weights, percentile_interval
 from facebias.studies import batest as study
 from facebias.studies import bfw as bfw_study
@@ -66,8 +67,8 @@ def main() -> None:
     rates = np.array([0.01, 0.001])
     rep, t_ours = timed(metrics.group_report, bpairs, "sim_a", "label", "group", rates.tolist(),
                         ids=("id1", "id2"), n_boot=50, seed=3)
-    sets = metrics._GroupSets.of(bpairs["sim_a"].to_numpy(), bpairs["label"].to_numpy() == 1, bpairs["group"],
-                                 "label", "group")
+    sets = _GroupSets.of(bpairs["sim_a"].to_numpy(), bpairs["label"].to_numpy() == 1, bpairs["group"],
+                         "label", "group")
 
     def peer():
         for w in bootstrap_weights(len(bpairs), 50, 3, id1=bpairs["id1"].to_numpy(), id2=bpairs["id2"].to_numpy()):

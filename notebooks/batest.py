@@ -406,7 +406,7 @@ mc_error.round(4)
 # %% [markdown]
 # ## Over world seeds
 # One seed of the world is an anecdote. Tables 1, 3 and 4 are recomputed on the world under
-# further seeds (`facebias.studies.batest_seeds.batest_seed_tables`, the same calls as above, run
+# further seeds (`facebias.studies.batest.seeds.batest_seed_tables`, the same calls as above, run
 # where the `compute` section says): Table 1 on `world_seeds` seeds, Tables 3 and 4 (about a
 # minute of all-pairs scoring per seed) on `world_seeds_tables34`; the committed seed's
 # tables above are seed 0. The claims on the report page read every seed.

@@ -299,7 +299,7 @@ else:
 # ## Over world seeds
 # One seed of a world is an anecdote. On the synthetic world, the held-out FPR deviation of
 # the first system (Fig. 6) is recomputed on the world under `world_seeds` seeds, the
-# committed world's seed first (`facebias.studies.bfw_seeds.bfw_seed_table`, run where the
+# committed world's seed first (`facebias.studies.bfw.seeds.bfw_seed_table`, run where the
 # `compute` section says). Each dot is one seed's max over subgroups of |FPR − target| / target;
 # the claims on the report page read these, and the headline is their mean.
 

@@ -786,7 +786,7 @@ else:
 # * **Group differences of the real models** (`group_differences`): a **real test**: each pair
 #   of groups is tested with a prototype-cluster bootstrap (Holm over the pairs), which could
 #   find no difference; it finds a planted one and rarely a null one on toy tables
-#   (tests/test_hcic_group_tests.py). A rate with too few impostors is unresolved and carries
+#   (tests/studies/hcic/test_group_tests.py). A rate with too few impostors is unresolved and carries
 #   no claim.
 # * **HCIC labels vs intended labels**: the panel votes from a dissimilarity truth we wrote
 #   (`pair_dissimilarity`), so how many intended-same pairs become "different" is a property
@@ -805,12 +805,12 @@ else:
 #   Kruskal-Wallis test on per-image agreement could miss the planted effect or reject the null
 #   (a first, pooled chi-square version did reject null panels: one annotator's votes are not
 #   independent); on 20 null panels of equally gendered faces it rejects at most 3 and every
-#   planted panel (tests/test_study_hcic.py). On the procedural faces a null rejection would
+#   planted panel (tests/studies/hcic/test_study.py). On the procedural faces a null rejection would
 #   mean the groups' gender truth itself differs in clarity.
 # * **Seed filter** (synth stage, before max-min), a **SIMULATION** here: it reads back the
 #   realism and group truth through a noisy simulated panel, so which seeds fail is by
 #   construction; what it exercises is the store round trip, the rule and that max-min only
-#   sees the kept seeds (tested in `tests/test_generate_seed_filter.py` with planted uncanny
+#   sees the kept seeds (tested in `tests/annotate/test_seed_filter.py` with planted uncanny
 #   and wrong-group candidates).
 # * **Not reproduced**: the paper's human answers, its models (SFNet-20 / ResNet-34) and the
 #   four causes of Supp. 18 (a judgement by eye).

@@ -22,7 +22,7 @@
 # face a label (1 = the queried person, 0 = someone else, −1 = excluded). FNMR-vs-FMR curves
 # and per-group error rates then come from these estimated labels, with no human annotation.
 # Method: `facebias.studies.rapid` (the authors' code rules: gap rule T = 4 / ratio 1.5,
-# τ = 0.2 on z = λ₁u₁², ≥ 8 faces per query, ≥ 5 per cluster; spec `seed_001.md` §1.4–1.8).
+# τ = 0.2 on z = λ₁u₁², ≥ 8 faces per query, ≥ 5 per cluster; spec `docs/specs/rapid.md` sections 1.4–1.8).
 #
 # Claims checked here, on a known-truth world:
 #
@@ -44,7 +44,7 @@
 # systems of different quality and score scales (cosine, 0–100 confidence, logit, sigmoid,
 # percent). Every number below is about that world; none is the paper's (its Celebrities and
 # Athletes data and the five commercial services are not available). For real images, see
-# `facebias.studies.rapid_images.image_folder_study` (dlib and SFace on your own folders).
+# `facebias.studies.rapid.images.image_folder_study` (dlib and SFace on your own folders).
 #
 # Conventions: scores are similarities; a pair matches iff `score > t`; rates are fractions;
 # curves use the **raw** scores (normalisation is for estimation only). True curves use the
@@ -594,18 +594,18 @@ else:
 # | Fig. S.15 (partial annotation) | `rapid_semi_supervised.png` | reproduced |
 # | Table S.1 (confusion matrix) | the table of the first section | reproduced |
 #
-# **Image path.** `facebias.studies.rapid_images.image_folder_study` runs the method on
+# **Image path.** `facebias.studies.rapid.images.image_folder_study` runs the method on
 # folders of photos (dlib and SFace). Two of its steps stand in for the paper's: (1) the
 # paper keeps a face when every service detects it and the boxes of different services,
 # grouped by IoU > 0.2 (Kruskal, one box per service), form one FaceID; the folder path
 # uses two offline detectors (YuNet, dlib HOG) as the "services" and requires each to find
 # exactly one face with IoU ≥ 0.2. The paper's grouping rule itself is
-# `rapid_images.face_id_groups`. (2) The paper's duplicate removal (MobileNet cosine > 0.9
+# `rapid.faceid.face_id_groups`. (2) The paper's duplicate removal (MobileNet cosine > 0.9
 # on images and face crops; weights need a download) is replaced by a DCT perceptual hash
 # on images and face crops. The paper's **Algorithm 1** (single-face images for a service
 # with no detector, read from its "multiple faces" error while comparing pairs) differs
 # from both: it needs a matcher that reports that error, which no offline model does; it is
-# `rapid_images.single_face_images`, tested on a scripted matcher, and not used by the
+# `rapid.faceid.single_face_images`, tested on a scripted matcher, and not used by the
 # folder path.
 #
 # ## Conclusion: which recoveries are evidence
@@ -625,7 +625,7 @@ else:
 #   on the null world the estimated per-group rates of the best systems carry an excess for
 #   the group with the most label errors, which the per-group intervals of one system read
 #   as a bias. The interaction test that removes it was designed after seeing that failure,
-#   so its clean null result is not a calibration of its level: `tests/test_study_rapid.py`
+#   so its clean null result is not a calibration of its level: `tests/studies/rapid/test_study.py`
 #   checks it on two seeds (1001: sys_a × 2 on AF, and null; 7: sys_c × 1.5 on BM, and
 #   null), where the estimate flags exactly the planted cell and nothing on the null worlds.
 # * **Voting ablation, partial annotation, subsets, model change.** Real tests of the
@@ -636,7 +636,7 @@ else:
 # ## Over world seeds
 # One world seed is an anecdote. The statistics the claims read are recomputed on the world
 # under `world_seeds` seeds (`rapid_experiment.world_seeds`), the committed seed first
-# (`facebias.studies.rapid_seeds.rapid_seed_table`: the calls above, run where the `compute` section
+# (`facebias.studies.rapid.seeds.rapid_seed_table`: the calls above, run where the `compute` section
 # says): label agreement, |ΔFNMR| per system and FMR (estimate, naive labels, Type A / B), the
 # ranking's Kendall τ, the EER per group, the bias test on the world and on the same world
 # without its planted bias (`bias: {}`, same seed), and the voting ablation. Seed 0 of the

@@ -62,9 +62,9 @@ from facebias.generate import checks
 from facebias.generate.build import SynthConfig, load_backend
 from facebias.generate.hyperplanes import Hyperplanes
 from facebias.io import load_params, repo_root
-from facebias.studies import labeller_checks as LC
 from facebias.studies import synthetic_faces as S
 from facebias.studies.headlines import write_study_metrics
+from facebias.studies.synthetic_faces import labeller_checks as LC
 
 root = repo_root()
 cfg = SynthConfig.from_params(load_params(root / params_file, section))
@@ -313,7 +313,7 @@ seq_auc
 # 64 px renders upscaled to 256 px. Without people, what can be checked is whether a
 # labeller is stable where it should be, whether related labellers agree, and how often it
 # finds no face and whom that drops; none of this shows that a labeller reads what it is
-# named for (`facebias.studies.labeller_checks`).
+# named for (`facebias.studies.synthetic_faces.labeller_checks`).
 #
 # ### a. Stability under resampling
 # The first `n_stability` fit-set renders, read after the labellers' own bicubic upscaling
@@ -510,7 +510,7 @@ print(f"gender ρ (default fit, {main['kind']}, orthogonalised): {main['spearman
 
 # %%
 from facebias.generate.build import held_attributes  # noqa: E402
-from facebias.studies import skin_axis  # noqa: E402
+from facebias.studies.synthetic_faces import skin_axis  # noqa: E402
 
 gate = skin_axis.SkinGate.from_mapping(chk["skin_gate"])
 tone = cfg.tone_axis

@@ -9,7 +9,10 @@ from scipy.stats import norm
 from sklearn.metrics import roc_curve
 
 from facebias import metrics as M
-from facebias.metrics import _pooled_threshold, _SortedScores
+from facebias.metrics.groups import _group_report_inputs, _group_table, _GroupSets
+from facebias.metrics.rates import _allowed_false_matches
+from facebias.metrics.weighted import _pooled_threshold, _SortedScores
+from facebias.stats import bootstrap_weights
 
 
 def brute_threshold(imp, f):
@@ -529,7 +532,7 @@ def test_upper_order_statistics_match_a_full_sort(case, monkeypatch):
         "bound_ties": np.r_[np.zeros(n - 1000), np.ones(1000)],
     }[case]
     fmrs = [0.2, 0.1, 1e-2, 1e-3, 1e-4, 3e-5, 1e-5, 0.05, 0.004, 2e-4]  # 10 targets: sorted tail
-    ref = np.sort(imp)[n - 1 - M._allowed_false_matches(np.array(fmrs), n)]
+    ref = np.sort(imp)[n - 1 - _allowed_false_matches(np.array(fmrs), n)]
     sizes = []
     partition = np.partition
 
@@ -557,12 +560,12 @@ def test_group_report_identity_bootstrap_equals_weighting_every_pair():
     rates = [0.1, 0.02]
     got = M.group_report(pairs, "score", "label", "group", rates, ids=("id1", "id2"), n_boot=40, seed=2,
                          min_impostor_factor=0)
-    s, is_gen, g, r = M._group_report_inputs(pairs, "score", "label", "group", rates, 0.95, 40)
-    sets = M._GroupSets.of(s, is_gen, g, "label", "group")
+    s, is_gen, g, r = _group_report_inputs(pairs, "score", "label", "group", rates, 0.95, 40)
+    sets = _GroupSets.of(s, is_gen, g, "label", "group")
     boots: dict[str, list[np.ndarray]] = {}
-    for w in M.bootstrap_weights(n, 40, 2, id1=pairs["id1"].to_numpy(), id2=pairs["id2"].to_numpy()):
+    for w in bootstrap_weights(n, 40, 2, id1=pairs["id1"].to_numpy(), id2=pairs["id2"].to_numpy()):
         for k, v in sets.evaluate(w[sets.order], r).items():
             boots.setdefault(k, []).append(v)
-    want = M._group_table(sets, r, sets.evaluate(None, r), boots, 40, 0.95, np.ones((2, 3), bool))
+    want = _group_table(sets, r, sets.evaluate(None, r), boots, 40, 0.95, np.ones((2, 3), bool))
     pd.testing.assert_frame_equal(got.table, want)
     assert (got.table.filter(like="_hi").to_numpy() > got.table.filter(like="_lo").to_numpy()).any()

@@ -12,8 +12,9 @@ The analysis is conservative: every import in a reached module counts, at any ne
 (a lazy import inside a function runs when the function is called), ``importlib.import_module``
 with a literal (or an f-string's literal package prefix: every module under it) counts, and
 importing ``facebias.a.b`` also runs ``facebias/__init__.py`` and ``facebias/a/__init__.py``.
-One exception: of lib/facebias/cli.py only the module level and the subcommand's handler (with
-the cli.py functions it refers to) count, not the other subcommands' lazy imports.
+One exception: of the CLI (the package lib/facebias/cli/, or a single lib/facebias/cli.py) only
+the module level of its modules and the subcommand's handler (with the CLI functions it refers
+to, in any of its modules) count, not the other subcommands' lazy imports.
 
 :func:`write_deps` rewrites the ``lib/`` entries of every stage's ``deps`` in dvc.yaml from
 that analysis (``facebias deps``; ``--check`` only reports), a folder standing for its modules
@@ -34,7 +35,8 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["PACKAGE", "Imports", "closure", "imports_in", "cli_handlers", "cli_imports", "stages", "entry_points",
+__all__ = ["PACKAGE", "Imports", "closure", "imports_in", "cli_modules", "cli_handlers", "cli_imports", "stages",
+           "entry_points",
            "required", "lib_deps", "covered", "expected_lib_deps", "render_deps", "write_deps", "EXEMPT"]
 
 PACKAGE = "facebias"
@@ -54,8 +56,15 @@ def _root() -> Path:
     return repo_root()
 
 
+def _cli_file(lib: Path) -> Path:
+    """The CLI's entry file under ``lib``: the package's ``facebias/cli/__init__.py``, else
+    the single module ``facebias/cli.py``."""
+    init = lib / PACKAGE / "cli" / "__init__.py"
+    return init if init.is_file() else lib / PACKAGE / "cli.py"
+
+
 def _cli() -> Path:
-    return _root() / "lib" / PACKAGE / "cli.py"
+    return _cli_file(_root() / "lib")
 
 
 # --------------------------------------------------------------------------- import analysis
@@ -184,50 +193,132 @@ def _below(prefix: str, lib: Path, package: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- the CLI
-def cli_handlers(path: Path | None = None) -> dict[str, str]:
-    """``{subcommand: handler function}``: each function that calls ``add_parser("NAME")``
-    and ``set_defaults(func=HANDLER)``."""
-    tree = ast.parse((path or _cli()).read_text())
-    handlers = {}
-    for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef):
+def _lib_of(path: Path) -> Path:
+    """The folder holding the package of the CLI file ``path``."""
+    return next(p.parent for p in path.parents if p.name == PACKAGE)
+
+
+def _in_cli(name: str, cli: str) -> bool:
+    return name == cli or name.startswith(cli + ".")
+
+
+def cli_modules(path: Path | None = None, lib: Path | None = None) -> dict[str, Path]:
+    """``{module: file}`` of the CLI: its entry file ``path`` (the package's __init__.py or
+    cli.py) and every module of the CLI that a module level reached imports, transitively:
+    what ``facebias COMMAND`` runs before its handler is called."""
+    path = path or _cli()
+    lib = lib or _lib_of(path)
+    cli = module_name(path, lib)
+    found: dict[str, Path] = {}
+    todo = [cli]
+    while todo:
+        name = todo.pop()
+        file = module_file(name, lib)
+        if name in found or file is None:
             continue
-        names, funcs = [], []
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr == "add_parser" and isinstance(node.args[0], ast.Constant):
-                    names.append(node.args[0].value)
-                elif node.func.attr == "set_defaults":
-                    funcs += [k.value.id for k in node.keywords
-                              if k.arg == "func" and isinstance(k.value, ast.Name)]
-        if names or funcs:
-            assert len(names) == 1 and len(funcs) == 1, f"cli.py {fn.name}: cannot pair {names} with {funcs}"
-            handlers[names[0]] = funcs[0]
-    return handlers
+        found[name] = file
+        top = imports_in(ast.parse(file.read_text()).body, name, file.name == "__init__.py", into_functions=False)
+        todo += sorted(m for m in top.modules if _in_cli(m, cli))
+    return found
+
+
+def _from_cli(tree: ast.Module, current: str, is_package: bool, cli: str) -> dict[str, tuple[str, str]]:
+    """``{alias: (module, name)}`` of the module-level ``from CLI-MODULE import name``."""
+    package = current if is_package else current.rpartition(".")[0]
+    out = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            parts = package.split(".")
+            base = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        if _in_cli(base, cli):
+            out.update({a.asname or a.name: (base, a.name) for a in node.names if a.name != "*"})
+    return out
+
+
+class _CLI:
+    """The CLI's modules parsed: top-level definitions by (module, name), the names each module
+    imports from another, and the subcommands' handlers."""
+
+    def __init__(self, path: Path | None = None, lib: Path | None = None):
+        path = path or _cli()
+        self.lib = lib or _lib_of(path)
+        self.name = module_name(path, self.lib)
+        self.files = cli_modules(path, self.lib)
+        self.trees = {m: ast.parse(f.read_text()) for m, f in self.files.items()}
+        self.defs = {(m, n.name): n for m, tree in self.trees.items() for n in tree.body
+                     if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+        self.imported = {m: _from_cli(tree, m, self.is_package(m), self.name) for m, tree in self.trees.items()}
+        self.handlers: dict[str, tuple[str, str]] = {}
+        for m, tree in self.trees.items():
+            for fn in tree.body:
+                if not isinstance(fn, ast.FunctionDef):
+                    continue
+                names, funcs = [], []
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                        if node.func.attr == "add_parser" and isinstance(node.args[0], ast.Constant):
+                            names.append(node.args[0].value)
+                        elif node.func.attr == "set_defaults":
+                            funcs += [k.value.id for k in node.keywords
+                                      if k.arg == "func" and isinstance(k.value, ast.Name)]
+                if names or funcs:
+                    assert len(names) == 1 and len(funcs) == 1, f"{m} {fn.name}: cannot pair {names} with {funcs}"
+                    self.handlers[names[0]] = (m, funcs[0])
+
+    def is_package(self, module: str) -> bool:
+        return self.files[module].name == "__init__.py"
+
+    def resolve(self, module: str, name: str) -> tuple[str, str] | None:
+        """The top-level definition ``name`` refers to in CLI module ``module`` (following
+        ``from`` imports between the CLI's modules), or None."""
+        for _ in range(len(self.trees) + 1):
+            if (module, name) in self.defs:
+                return module, name
+            if name not in self.imported.get(module, {}):
+                return None
+            module, name = self.imported[module][name]
+        return None
+
+
+def cli_handlers(path: Path | None = None) -> dict[str, str]:
+    """``{subcommand: handler function}``: each function of the CLI's modules that calls
+    ``add_parser("NAME")`` and ``set_defaults(func=HANDLER)``."""
+    return {command: func for command, (_, func) in _CLI(path).handlers.items()}
 
 
 def cli_imports(command: str, path: Path | None = None, lib: Path | None = None) -> Imports:
-    """What ``facebias COMMAND`` imports: cli.py's module level, and the handler's body with
-    every top-level function or class of cli.py it refers to (transitively)."""
-    path, lib = path or _cli(), lib or _root() / "lib"
-    tree = ast.parse(path.read_text())
-    current = module_name(path, lib)
-    found = imports_in(tree.body, current, False, into_functions=False)
-    defs = {n.name: n for n in tree.body
-            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
-    handlers = cli_handlers(path)
-    assert command in handlers, f"cli.py has no subcommand {command!r} (has {sorted(handlers)})"
-    seen, todo = set(), [handlers[command]]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        more = imports_in([defs[name]], current, False)
+    """What ``facebias COMMAND`` imports: the module level of the CLI's modules, and the
+    handler's body with every top-level function or class of the CLI it refers to
+    (transitively, across the CLI's modules). The CLI's own modules are left out (they are
+    the entry point's files, :func:`cli_modules`); the packages above the CLI are in."""
+    cli = _CLI(path, lib)
+    found = Imports()
+    for m, tree in cli.trees.items():
+        more = imports_in(tree.body, m, cli.is_package(m), into_functions=False)
         found.modules |= more.modules
         found.prefixes |= more.prefixes
         found.unresolved += more.unresolved
-        todo += [n.id for n in ast.walk(defs[name]) if isinstance(n, ast.Name) and n.id in defs]
+    assert command in cli.handlers, f"the CLI has no subcommand {command!r} (has {sorted(cli.handlers)})"
+    start = cli.resolve(*cli.handlers[command])
+    assert start is not None, f"the CLI's handler {cli.handlers[command]} is not defined in {sorted(cli.files)}"
+    seen, todo = set(), [start]
+    while todo:
+        key = todo.pop()
+        if key in seen:
+            continue
+        seen.add(key)
+        more = imports_in([cli.defs[key]], key[0], cli.is_package(key[0]))
+        found.modules |= more.modules
+        found.prefixes |= more.prefixes
+        found.unresolved += more.unresolved
+        todo += [r for n in ast.walk(cli.defs[key]) if isinstance(n, ast.Name) and (r := cli.resolve(key[0], n.id))]
+    found.modules = {m for m in found.modules if not _in_cli(m, cli.name)}
+    if "." in cli.name:  # importing the CLI runs the packages above it
+        found.modules.add(cli.name.rpartition(".")[0])
     return found
 
 
@@ -254,7 +345,7 @@ def cmd_text(stage: dict, root: Path | None = None) -> str:
 @dataclass
 class Entry:
     what: str  # for messages
-    files: set[Path]  # files the entry point itself runs (the notebook, cli.py)
+    files: set[Path]  # files the entry point itself runs (the notebook, the CLI's modules)
     imports: Imports
 
 
@@ -270,8 +361,8 @@ def entry_points(stage: dict, root: Path | None = None) -> list[Entry]:
         assert path.is_file(), f"{rel} in cmd does not exist"
         entries.append(Entry(rel, {path}, imports_in([ast.parse(path.read_text())], None, False)))
     for command in re.findall(r"(?:^|&&|\||;)\s*facebias\s+([\w-]+)", cmd):
-        cli = lib / PACKAGE / "cli.py"
-        entries.append(Entry(f"facebias {command}", {cli}, cli_imports(command, cli, lib)))
+        cli = _cli_file(lib)
+        entries.append(Entry(f"facebias {command}", set(cli_modules(cli, lib).values()), cli_imports(command, cli, lib)))
     for mod in re.findall(r"\bpython3?\s+-m\s+([\w.]+)", cmd):
         path = module_file(mod, lib)
         assert path is not None, f"python -m {mod}: no such module under lib/"

@@ -238,7 +238,7 @@ SCHEMAS: dict[str, MetricsSchema] = {s.kind: s for s in (
     _s("rapid_details", "paper provenance world n_faces queries_included label_agreement coverage type_a type_b "
        "kendall_tau_fnmr delta_fnmr delta_fnmr_naive delta_fnmr_type_a delta_fnmr_type_b eer_abs_error_max "
        "voting semi_supervised p_sweep breakdown bias subsets model_change",
-       "seeds bootstrap_mc_error",  # seeds: the world-seed sweep (facebias.studies.rapid_seeds)
+       "seeds bootstrap_mc_error",  # seeds: the world-seed sweep (facebias.studies.rapid.seeds)
        paths="delta_fnmr/* delta_fnmr_naive/* bias/flagged_est bias/flagged_true bias/recovery/* "
              "seeds/world_seeds seeds/fmr seeds/labels/*/agreement seeds/fnmr/*/delta seeds/fnmr/*/est_minus_true "
              "seeds/fnmr/*/delta_naive seeds/ranking/*/kendall_tau seeds/eer/*/eer_est seeds/eer/*/eer_true "

@@ -1,5 +1,5 @@
 """Paper 001's claims as data (facebias.claims.rapid) and the rapid world over seeds
-(facebias.studies.rapid_seeds.rapid_seed_table)."""
+(facebias.studies.rapid.seeds.rapid_seed_table)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Inputs of the rapid test (paper 001): names.csv and scores tables (the image path:
-test_study_rapid_images.py)."""
+tests/studies/rapid/test_images.py)."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ import pytest
 from skimage import data as skdata  # noqa: E402
 
 from facebias.faces import factors as F  # noqa: E402
+from facebias.faces import quality as Q  # noqa: E402
 from facebias.faces.landmarks import landmarks68  # noqa: E402
 
 HAVE_BRISQUE = all(
@@ -140,7 +141,7 @@ def test_brisque_blur_raises_score(face_crop, brisque_models):
 
 def test_brisque_missing_files_returns_none(tmp_path, monkeypatch, caplog, face_crop):
     monkeypatch.setenv("FACEBIAS_BRISQUE_DIR", str(tmp_path))
-    monkeypatch.setattr(F, "BRISQUE_SEARCH_DIRS", (str(tmp_path / "nowhere"),))
+    monkeypatch.setattr(Q, "BRISQUE_SEARCH_DIRS", (str(tmp_path / "nowhere"),))  # where brisque looks it up
     with caplog.at_level(logging.WARNING, logger="facebias.faces"):
         assert F.brisque(face_crop) is None
     assert "brisque_model_live.yml" in caplog.text and "opencv-data" in caplog.text

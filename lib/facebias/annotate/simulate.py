@@ -315,7 +315,7 @@ def simulate_pair_votes(pairs: pd.DataFrame, n_per_item: int = 9, panel: Panel |
     of self pairs reach HCIC > 0.3 (10 % with the earlier floor of 0.10); at 0.6 a vote
     reaches level 2 with probability ~P(N(0, 1) > 1.5 / 0.6) = 0.6 % (plus 1.8 % outliers
     there), and HCIC > 0.3 needs at least 3 of the 9 votes at level >= 2, so almost never
-    (tests/test_annotate_simulate.py bounds it at 1 % from this binomial tail). The per-pair
+    (tests/annotate/test_simulate.py bounds it at 1 % from this binomial tail). The per-pair
     SD of all other pairs is unchanged.
 
     Parameters

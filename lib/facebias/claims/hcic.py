@@ -46,7 +46,7 @@ MODELS = ("sface", "dlib")
 #: The paper's HCIC threshold (Sec. 4.1.1, Fig. 6): same identity iff HCIC <= 0.3.
 T_HCIC = "0.3"
 #: The toy system's planted groups, per backend (``params.yaml`` ``hcic.toy_noise`` and
-#: ``hcic_dcgan.toy_noise``; tests/test_claims_hcic.py checks they agree).
+#: ``hcic_dcgan.toy_noise``; tests/claims/test_hcic.py checks they agree).
 PLANTED_TOY_GROUPS = {"main": ("BF", "AM"), "dcgan": ("DF", "LM")}
 #: The paper's groups: White, and the Black and East Asian groups it finds worse.
 WHITE, OTHERS = ("WM", "WF"), ("BM", "BF", "AM", "AF")

@@ -1,7 +1,7 @@
 """Inputs of the rapid test (paper 001): the names list and scores tables.
 
 Two entry points (the image-folder path that produces scores from photos is
-:mod:`facebias.studies.rapid_images`):
+:mod:`facebias.studies.rapid.images`):
 
 * :func:`load_names` reads the frt-rapid-test ``names.csv`` (``person_id,name,race,gender``
   plus an optional ``upload_path``; ``person_id`` may be omitted, as in the authors'

@@ -116,7 +116,7 @@ PANEL_ATTRIBUTES: tuple[AttributeLabel, ...] = (
 #: Machine annotators on renders (:mod:`facebias.annotate.machine`): a generator without truth.
 #: ``face_darkness`` is -ITA of the face-skin pixels (higher = darker or less yellow). It is
 #: *not* called skin tone: on the DCGAN no direction fitted on it passes the skin-axis gate
-#: (:mod:`facebias.studies.skin_axis`; the notebook ``synthetic_faces_dcgan.py`` prints the gate), so it
+#: (:mod:`facebias.studies.synthetic_faces.skin_axis`; the notebook ``synthetic_faces_dcgan.py`` prints the gate), so it
 #: is named for what it measurably changes, the face's darkness. ``background``, ``exposure``
 #: and ``white_balance`` (border L*, image L*, image b*) are what a skin direction must not
 #: move: the transects and prototypes hold them (:func:`facebias.generate.build.held_attributes`).

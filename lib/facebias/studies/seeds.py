@@ -1,8 +1,8 @@
 """World-based headlines over independent world seeds.
 
 One seed of a known-truth world is an anecdote: each study's ``<study>_seeds`` module
-(:mod:`facebias.studies.bfw_seeds`, :mod:`~facebias.studies.batest_seeds`,
-:mod:`~facebias.studies.rapid_seeds`) rebuilds its world under K seeds and recomputes the
+(:mod:`facebias.studies.bfw.seeds`, :mod:`~facebias.studies.batest.seeds`,
+:mod:`~facebias.studies.rapid.seeds`) rebuilds its world under K seeds and recomputes the
 statistics its claims read (:mod:`facebias.claims`), as tidy tables with a ``seed`` column. The notebooks store them in ``<study>_details.json`` under
 ``seeds``; the headline is the mean over seeds and the page shows mean and range.
 

@@ -233,7 +233,7 @@ def test_tpr_identity_bootstrap_equals_weighting_every_pair():
     """The identity bootstrap's replicates (top impostor weights and a total over identity
     pairs) equal, bit for bit, weighting every pair by stats.bootstrap_weights and reading the
     threshold off all the cumulative weights: the reference below."""
-    from facebias.metrics import _SortedScores
+    from facebias.metrics.weighted import _SortedScores
     from facebias.stats import bootstrap_weights, percentile_interval, percentile_mc_error
 
     rng = np.random.default_rng(8)

@@ -1,5 +1,5 @@
 """The rapid test's image path (paper 001): folders of photos -> scores tables
-(:mod:`facebias.studies.rapid_images`), with its near-duplicate and cross-query pair steps."""
+(:mod:`facebias.studies.rapid.images`), with its near-duplicate and cross-query pair steps."""
 
 from __future__ import annotations
 

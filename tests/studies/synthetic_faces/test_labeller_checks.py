@@ -1,4 +1,4 @@
-"""facebias.studies.labeller_checks: the machine labellers' offline checks on small made-up
+"""facebias.studies.synthetic_faces.labeller_checks: the machine labellers' offline checks on small made-up
 images and fake labellers whose behaviour under a resampling is known."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from facebias.faces.images import upscale
-from facebias.studies import labeller_checks as L
+from facebias.studies.synthetic_faces import labeller_checks as L
 
 
 def _images(n=30, size=16, seed=0):

@@ -1,5 +1,5 @@
 """facebias.annotate.palette (the nearest Monk Skin Tone swatch, CIE76 Delta E) and the palette
-checks of facebias.studies.labeller_checks: hand cases, skimage as the independent colour
+checks of facebias.studies.synthetic_faces.labeller_checks: hand cases, skimage as the independent colour
 implementation, a planted monotone relation found and a shuffled one not."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from skimage.color import deltaE_cie76, rgb2lab
 
 from facebias.annotate.machine import ita_degrees
 from facebias.annotate.palette import FAR_DELTA_E, MONK_SKIN_TONES, nearest_swatch, swatches_lab
-from facebias.studies import labeller_checks as LC
+from facebias.studies.synthetic_faces import labeller_checks as LC
 
 SW = swatches_lab()
 

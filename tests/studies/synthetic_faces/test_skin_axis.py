@@ -1,4 +1,4 @@
-"""The skin-axis gate (facebias.studies.skin_axis): a direction that only changes the face's
+"""The skin-axis gate (facebias.studies.synthetic_faces.skin_axis): a direction that only changes the face's
 skin colour passes; a colour cast, an exposure change and a direction that makes faces
 undetectable are each caught; holding a fitted background hyperplane removes a planted
 background leak. A small fake generator renders a face disc on a border; a fake measure
@@ -12,7 +12,7 @@ import pytest
 
 from facebias.annotate.machine import border_mask, ita_degrees, rgb_to_lab
 from facebias.generate.hyperplanes import AttributeLabel, fit_from_labels
-from facebias.studies import skin_axis as K
+from facebias.studies.synthetic_faces import skin_axis as K
 
 SIZE = 32
 D = 6

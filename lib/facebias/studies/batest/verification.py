@@ -18,7 +18,6 @@ import pandas as pd
 
 from facebias.metrics import (
     TOO_FEW_IMPOSTORS,
-    _SortedScores,
     check_labels,
     check_rates,
     check_scores,
@@ -27,6 +26,7 @@ from facebias.metrics import (
     fmr_at,
     threshold_at_fmr,
 )
+from facebias.metrics.weighted import _SortedScores
 from facebias.stats import (
     bootstrap_weights,
     identity_bootstrap,

@@ -39,7 +39,7 @@ PLANTED_SHORTCUT_EFFECT = 2.0
 
 #: What the figures call a tone axis and its two sides, by the axis' name (the covariate is
 #: ``tone_dark`` whatever the axis: its darker side). ``face_darkness`` (the DCGAN's -ITA
-#: direction, which fails the skin gate of :mod:`facebias.studies.skin_axis`) is not skin.
+#: direction, which fails the skin gate of :mod:`facebias.studies.synthetic_faces.skin_axis`) is not skin.
 TONE_LABELS: dict[str, tuple[str, str, str]] = {
     "skin_tone": ("skin tone", "light skin", "dark skin"),
     "face_darkness": ("face darkness", "lighter face", "darker face"),

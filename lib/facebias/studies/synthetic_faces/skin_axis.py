@@ -1,4 +1,6 @@
-"""Is a learned "skin tone" direction skin tone? Readings along it and a gate declared in advance.
+"""Is a learned "skin tone" direction skin tone? Readings along it and a gate declared in advance
+(notebooks/synthetic_faces_dcgan.py; the skin axis of paper 004's transects,
+``docs/specs/transects.md`` sections A1.7-A1.8 and A5.4).
 
 A direction fitted on a skin-colour label (−ITA of face-skin pixels) can move anything
 that moves that label: the exposure of the whole image, the background, a colour cast.
