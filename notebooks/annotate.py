@@ -49,7 +49,7 @@ annotator = "annotator01"  # your annotator id
 synthetic = "data/synthetic"  # written by the `synth` stage
 n_items = 40  # items in this annotation list
 seed = 0  # which items, in which order (keep it to resume)
-image_set = "hcic"  # task "image": "hcic" (SCALES_000) or "transects" (SCALES_004)
+image_set = "hcic"  # task "image": "hcic" (SCALES_HCIC) or "transects" (SCALES_TRANSECTS)
 
 # %%
 from pathlib import Path
@@ -58,8 +58,8 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from facebias.annotate import (
-    SCALES_000,
-    SCALES_004,
+    SCALES_HCIC,
+    SCALES_TRANSECTS,
     AnnotationStore,
     pair_item_ids,
     synthetic_image_path,
@@ -120,7 +120,7 @@ elif ready:
     items = pd.DataFrame({"item_id": pick["image_id"].astype(str).to_numpy(),
                           "path": [str(images / f"{i}.png") for i in pick["image_id"]]})
     db.register_items(items["item_id"], image=[synthetic_image_path(subset, i) for i in items["item_id"]])
-    scales = SCALES_000 if image_set == "hcic" else SCALES_004
+    scales = SCALES_HCIC if image_set == "hcic" else SCALES_TRANSECTS
     tool = ImageAnnotator(db, items, annotator, scales={f"{subset}/{q}": s for q, s in scales.items()})
 
 # %% [markdown]

@@ -62,7 +62,7 @@
 # %% tags=["parameters"]
 params_file = "params.yaml"
 section = "hcic"  # params section: hcic (procedural renders) or hcic_dcgan (the DCGAN)
-overrides = {}  # replaces keys of the section (models, t_hcic, t_main, t_fixed, fmr, n_boot, min_size, ...)
+overrides = {}  # replaces keys of the section (models, t_hcic, t_hcic_main, t_toy, fmr, n_boot, min_size, ...)
 synthetic = "data/synthetic"  # output of `facebias synth` for one backend (hcic/ and summary.json)
 image_votes = "data/annotations/hcic_image_votes.parquet"  # store-schema votes; empty: none
 pair_votes = "data/annotations/hcic_pair_votes.parquet"  # store-schema votes; empty: intended labels
@@ -105,7 +105,7 @@ allp["relation"] = H.relation(allp)
 GROUPS = H.group_order(images, cfg.group_order)  # from the data; the section only orders them
 COLOR = {g: plots.group_color(g, j) for j, g in enumerate(GROUPS)}
 SYSTEMS = [*models, "toy"]
-FIXED = {**H.MODEL_THRESHOLDS, "toy": cfg.t_fixed}
+FIXED = {**H.MODEL_THRESHOLDS, "toy": cfg.t_toy}
 CENTRE = H.centre_levels(images)
 group_kind = summary.get("groups") or ("race_gender" if "race" in images.columns
                                        else "tone_gender" if "tone" in images.columns else "group")
@@ -119,7 +119,7 @@ votes_image = pd.read_parquet(root / image_votes) if image_votes else None
 
 who = H.annotator_description  # the annotators behind a votes table
 LABELS = "hcic" if votes_pair is not None else "intended"
-labels_desc = (f"HCIC from {who(votes_pair)} (t_hcic = {cfg.t_main:g})" if LABELS == "hcic"
+labels_desc = (f"HCIC from {who(votes_pair)} (t_hcic = {cfg.t_hcic_main:g})" if LABELS == "hcic"
                else "intended (same seed = same identity; no annotator votes)")
 provenance = (f"faces: {backend} generator ({len(images)} renders, {synthetic}); groups: {', '.join(GROUPS)} "
               f"= {group_desc}; models: {', '.join('SFace' if m == 'sface' else m for m in models)} + toy "
@@ -174,7 +174,7 @@ if fte:
 # labels are the intended ones, every pair is kept and the levels are the intended steps.
 
 # %%
-labels = H.pair_labels(pairs, votes_pair, votes_image, cfg.t_hcic, cfg.t_main)
+labels = H.pair_labels(pairs, votes_pair, votes_image, cfg.t_hcic, cfg.t_hcic_main)
 pairs, matrix, skipped = labels.pairs, labels.matrix, labels.skipped
 LABEL_SETS, MAIN = labels.label_sets, labels.main
 allp["level_human"] = labels.levels(allp)
@@ -647,7 +647,7 @@ if matrix is None:
     skipped["supp_fig17"] = "no pair votes: no annotator scores to show"
     print("skipped:", skipped["supp_fig17"])
 else:
-    ex17 = H.same_pair_examples(pairs, matrix, t_hcic=cfg.t_main)
+    ex17 = H.same_pair_examples(pairs, matrix, t_hcic=cfg.t_hcic_main)
     display(ex17.round(2))  # noqa: F821
     cols = [*H.ATTRIBUTES, "judged different"]
     n_rows = int(ex17["row"].max()) + 1 if len(ex17) else 0

@@ -57,7 +57,7 @@ import pandas as pd
 from PIL import Image
 
 from facebias import plots, stats
-from facebias.annotate import SCALES_004, Panel, scores_from_votes
+from facebias.annotate import SCALES_TRANSECTS, Panel, scores_from_votes
 from facebias.classifiers.cnn import predict_p_male, train_shortcut_classifier
 from facebias.faces.attributes import age_gender_table
 from facebias.generate import load_generator
@@ -103,7 +103,7 @@ def load_png(image_id):
 
 # %%
 votes_df = pd.read_parquet(root / votes)
-scores = scores_from_votes(votes_df[votes_df["item_id"].isin(images["image_id"])], SCALES_004)
+scores = scores_from_votes(votes_df[votes_df["item_id"].isin(images["image_id"])], SCALES_TRANSECTS)
 df_all = images.set_index("image_id").join(scores, how="inner")
 if len(df_all) != len(images):
     raise ValueError(f"{votes}: scores for {len(df_all)} of {len(images)} transect images")
@@ -121,8 +121,8 @@ print("share of kept images whose perceived level matches the generator's intend
 # rater offsets and 3 % outlier votes (`annotate.panel` in params.yaml), not from humans.
 
 # %%
-ann_sd = T.annotation_sd(votes_df[votes_df["item_id"].isin(images["image_id"])], SCALES_004)
-sd_order = list(SCALES_004)
+ann_sd = T.annotation_sd(votes_df[votes_df["item_id"].isin(images["image_id"])], SCALES_TRANSECTS)
+sd_order = list(SCALES_TRANSECTS)
 fig, ax = plt.subplots(figsize=(8, 3.6))
 ax.boxplot([ann_sd.loc[ann_sd["question"] == q, "sd"] for q in sd_order], showmeans=True)
 ax.set_xticks(range(1, len(sd_order) + 1), sd_order, rotation=20, fontsize=8)

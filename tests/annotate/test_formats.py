@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from facebias.annotate import (
-    SCALES_004,
+    SCALES_TRANSECTS,
     AnnotationStore,
     read_sagemaker,
     read_transects_pkl,
@@ -54,7 +54,7 @@ def test_fixtures_are_what_the_script_writes(tmp_path):
 
 def test_read_sagemaker_votes_and_scale():
     votes, scale = read_sagemaker(GENDER)
-    assert scale.name == "gender" and scale.levels == SCALES_004["gender"].levels
+    assert scale.name == "gender" and scale.levels == SCALES_TRANSECTS["gender"].levels
     assert list(votes.columns) == ["annotator", "item_id", "question", "value"]
     assert votes["value"].dtype == np.int64
     # image 0000 (manifest line 0) has answers in two iteration folders: 3 + 2 votes
@@ -109,14 +109,14 @@ def test_read_sagemaker_errors(sm_copy):
 
 
 def test_read_votes_csv_and_import_into_store(tmp_path):
-    votes = read_votes_csv(FIX / "votes.csv", SCALES_004)
+    votes = read_votes_csv(FIX / "votes.csv", SCALES_TRANSECTS)
     assert votes["item_id"].tolist() == ["0001", "0002", "0001", "0001", "0003", "0002"]
     assert votes["value"].tolist() == [4, 0, 3, 4, 5, 1]     # 'Broad smile' -> 4
     assert votes["value"].dtype == np.int64
     assert votes["time"].iloc[1] == 1583056801.5 and np.isnan(votes["time"].iloc[5])
     with AnnotationStore(tmp_path / "s.sqlite") as store:
         store.add_items(pd.DataFrame({"item_id": ["0001", "0002", "0003"], "kind": "image"}))
-        assert store.add_votes(votes, SCALES_004, source="imported") == 6
+        assert store.add_votes(votes, SCALES_TRANSECTS, source="imported") == 6
         back = store.votes()
         assert back["vote_id"].tolist() == ["c1", "c2", "c3", "c4", "c5", "c6"]
         assert (back["source"] == "imported").all()
@@ -134,10 +134,10 @@ def test_read_votes_csv_errors(tmp_path):
     p.write_text("annotator,item_id,question,value\na,1,gender,Male\n")
     with pytest.raises(ValueError, match="line 2"):
         read_votes_csv(p)                       # level names need scales
-    assert read_votes_csv(p, SCALES_004)["value"].tolist() == [4]
+    assert read_votes_csv(p, SCALES_TRANSECTS)["value"].tolist() == [4]
     p.write_text("annotator,item_id,question,value\na,1,gender,5\n")
     with pytest.raises(ValueError, match="line 2: value 5 outside"):
-        read_votes_csv(p, SCALES_004)
+        read_votes_csv(p, SCALES_TRANSECTS)
     p.write_text("annotator,item_id,question,value\n,1,gender,1\n")
     with pytest.raises(ValueError, match="line 2: empty annotator"):
         read_votes_csv(p)

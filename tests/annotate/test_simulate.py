@@ -10,8 +10,8 @@ from scipy import stats
 
 from facebias.annotate import (
     PAIR_SCALE,
-    SCALES_000,
-    SCALES_004,
+    SCALES_HCIC,
+    SCALES_TRANSECTS,
     AnnotationStore,
     Panel,
     hcic,
@@ -23,8 +23,8 @@ from facebias.annotate import (
     votes_matrix,
 )
 from facebias.annotate.simulate import (
-    ATTR_MAP_000,
-    ATTR_MAP_004,
+    ATTR_MAP_HCIC,
+    ATTR_MAP_TRANSECTS,
     pair_dissimilarity,
     realism_truth,
 )
@@ -33,21 +33,21 @@ from facebias.generate import plan
 
 def _truth(n: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    cols = {c: rng.uniform(0, 1, n) for c in set(ATTR_MAP_004.values()) | set(ATTR_MAP_000.values())}
+    cols = {c: rng.uniform(0, 1, n) for c in set(ATTR_MAP_TRANSECTS.values()) | set(ATTR_MAP_HCIC.values())}
     return pd.DataFrame({"item_id": [f"im{i:04d}" for i in range(n)], **cols})
 
 
 def test_image_votes_recover_truth_with_004_disagreement():
     truth = _truth(400)
-    votes = simulate_image_votes(truth, SCALES_004, 5, Panel(noise=0.45), ATTR_MAP_004)
+    votes = simulate_image_votes(truth, SCALES_TRANSECTS, 5, Panel(noise=0.45), ATTR_MAP_TRANSECTS)
     assert list(votes.columns) == ["annotator", "item_id", "question", "value"]
     assert len(votes) == 400 * 8 * 5
     sds = []
-    for q, sc in SCALES_004.items():
+    for q, sc in SCALES_TRANSECTS.items():
         ids, m = votes_matrix(votes, q)
         assert m.shape == (400, 5) and ids.tolist() == truth["item_id"].tolist()
         assert m.min() >= 0 and m.max() <= sc.k - 1
-        rho = stats.spearmanr(score(m, sc.k), truth[ATTR_MAP_004[q]]).statistic
+        rho = stats.spearmanr(score(m, sc.k), truth[ATTR_MAP_TRANSECTS[q]]).statistic
         assert rho > 0.9, (q, rho)
         sds.append(item_sd(m, sc.k))
         # each item is rated by 5 distinct annotators
@@ -61,7 +61,7 @@ def test_noise_controls_agreement():
     truth = _truth(300, seed=1)
     sd = {}
     for noise in (0.2, 0.45, 1.0):
-        v = simulate_image_votes(truth, SCALES_000, 9, Panel(noise=noise, outlier_rate=0),
+        v = simulate_image_votes(truth, SCALES_HCIC, 9, Panel(noise=noise, outlier_rate=0),
                                  {"age": "true_age"})
         _, m = votes_matrix(v, "age")
         sd[noise] = np.median(item_sd(m, 5))
@@ -135,9 +135,9 @@ def test_realism_filter_removes_far_shell_latents_and_only_those():
     np.testing.assert_allclose(truth[: n // 2], 0.15)
     np.testing.assert_allclose(truth[n // 2:], 0.90)
     items = pd.DataFrame({"item_id": [f"i{i}" for i in range(n)], "true_uncanny": truth})
-    v = simulate_image_votes(items, {"uncanny": SCALES_000["uncanny"]}, 9, Panel(), {"uncanny": "true_uncanny"})
+    v = simulate_image_votes(items, {"uncanny": SCALES_HCIC["uncanny"]}, 9, Panel(), {"uncanny": "true_uncanny"})
     ids, m = votes_matrix(v, "uncanny")
-    flagged = pd.Series(score(m, SCALES_000["uncanny"].k, agg="mean") >= 0.8, index=ids)[items["item_id"]].to_numpy()
+    flagged = pd.Series(score(m, SCALES_HCIC["uncanny"].k, agg="mean") >= 0.8, index=ids)[items["item_id"]].to_numpy()
     assert not flagged[: n // 2].any()
     assert flagged[n // 2:].mean() > 0.6
 
@@ -163,9 +163,9 @@ def test_own_group_effect_planted_and_null():
 
 def test_deterministic_given_seed():
     truth = _truth(50)
-    a = simulate_image_votes(truth, SCALES_000, 9, Panel(seed=7), ATTR_MAP_000)
-    b = simulate_image_votes(truth, SCALES_000, 9, Panel(seed=7), ATTR_MAP_000)
-    c = simulate_image_votes(truth, SCALES_000, 9, Panel(seed=8), ATTR_MAP_000)
+    a = simulate_image_votes(truth, SCALES_HCIC, 9, Panel(seed=7), ATTR_MAP_HCIC)
+    b = simulate_image_votes(truth, SCALES_HCIC, 9, Panel(seed=7), ATTR_MAP_HCIC)
+    c = simulate_image_votes(truth, SCALES_HCIC, 9, Panel(seed=8), ATTR_MAP_HCIC)
     pd.testing.assert_frame_equal(a, b)
     assert not a["value"].equals(c["value"])
     assert set(a["annotator"]) <= {f"sim{i:03d}" for i in range(40)}
@@ -174,11 +174,11 @@ def test_deterministic_given_seed():
 def test_input_validation():
     truth = _truth(5)
     with pytest.raises(ValueError, match="in \\[0, 1\\]"):
-        simulate_image_votes(truth.assign(true_age=2.0), SCALES_004, 5, Panel(), {"age": "true_age"})
+        simulate_image_votes(truth.assign(true_age=2.0), SCALES_TRANSECTS, 5, Panel(), {"age": "true_age"})
     with pytest.raises(ValueError, match="not found"):
-        simulate_image_votes(truth, SCALES_004, 5, Panel(), {"age": "true_nothing"})
+        simulate_image_votes(truth, SCALES_TRANSECTS, 5, Panel(), {"age": "true_nothing"})
     with pytest.raises(ValueError, match="n_per_item"):
-        simulate_image_votes(truth, SCALES_004, 41, Panel(), {"age": "true_age"})
+        simulate_image_votes(truth, SCALES_TRANSECTS, 41, Panel(), {"age": "true_age"})
     with pytest.raises(ValueError, match="group"):
         simulate_pair_votes(_pairs(3, 0.5, "A").drop(columns="group"), 9,
                             Panel(own_group_effect=0.3))
@@ -230,12 +230,12 @@ def test_simulate_synthetic_writes_the_contract_files(synthetic_dir, tmp_path):
 
     tv = pd.read_parquet(paths["transects_votes"])
     assert list(tv.columns) == cols and (tv["source"] == "simulated").all()
-    assert set(tv["item_id"]) == set(timg["image_id"]) and set(tv["question"]) == set(SCALES_004)
+    assert set(tv["item_id"]) == set(timg["image_id"]) and set(tv["question"]) == set(SCALES_TRANSECTS)
     assert (tv.groupby(["item_id", "question"]).size() == 5).all()
-    assert (tv["k"] == tv["question"].map({q: s.k for q, s in SCALES_004.items()})).all()
+    assert (tv["k"] == tv["question"].map({q: s.k for q, s in SCALES_TRANSECTS.items()})).all()
 
     hv = pd.read_parquet(paths["hcic_image_votes"])
-    assert set(hv["item_id"]) == set(himg["image_id"]) and set(hv["question"]) == set(SCALES_000)
+    assert set(hv["item_id"]) == set(himg["image_id"]) and set(hv["question"]) == set(SCALES_HCIC)
     assert (hv.groupby(["item_id", "question"]).size() == 9).all() and (hv["k"] == 5).all()
 
     pv = pd.read_parquet(paths["hcic_pair_votes"])
@@ -247,13 +247,13 @@ def test_simulate_synthetic_writes_the_contract_files(synthetic_dir, tmp_path):
     with AnnotationStore(paths["store"]) as store:
         assert store.n_votes == len(tv) + len(hv) + len(pv)
         assert set(store.votes()["vote_id"]) == set(tv["vote_id"]) | set(hv["vote_id"]) | set(pv["vote_id"])
-        assert store.scales()["hcic/age"] == SCALES_000["age"]
-        assert store.scales()["transects/age"] == SCALES_004["age"]
+        assert store.scales()["hcic/age"] == SCALES_HCIC["age"]
+        assert store.scales()["transects/age"] == SCALES_TRANSECTS["age"]
 
     # perceived attributes follow the generator truth (Pearson: many images share a truth
     # value, e.g. a prototype's pose and light variants, so ranks are mostly ties)
     truth = himg.assign(true_uncanny=realism_truth(np.load(synthetic_dir / "hcic" / "latents.npy")))
-    for q, col in ATTR_MAP_000.items():
+    for q, col in ATTR_MAP_HCIC.items():
         ids, m = votes_matrix(hv, q)
         t = truth.set_index("image_id").loc[ids, col]
         assert stats.pearsonr(score(m, 5, agg="mean"), t).statistic > 0.8, q
@@ -287,7 +287,7 @@ def test_simulate_synthetic_votes_on_the_perceived_faces(synthetic_dir, tmp_path
     seen = perceived_truth(timg, 1.3, seed=0).set_index("image_id")["true_gender"]
     tv = pd.read_parquet(blurred["transects_votes"])
     ids, m = votes_matrix(tv, "gender")
-    mean = score(m, SCALES_004["gender"].k, agg="mean")
+    mean = score(m, SCALES_TRANSECTS["gender"].k, agg="mean")
     intended = timg.set_index("image_id")["true_gender"].loc[ids]
     err_seen = np.abs(mean - seen.loc[ids].to_numpy()).mean()
     err_intended = np.abs(mean - intended.to_numpy()).mean()

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from facebias.annotate import PAIR_SCALE, SCALES_004, AnnotationStore, Scale
+from facebias.annotate import PAIR_SCALE, SCALES_TRANSECTS, AnnotationStore, Scale
 
-AGE = SCALES_004["age"]  # k = 6
+AGE = SCALES_TRANSECTS["age"]  # k = 6
 
 
 def _dump(path) -> dict[str, list[tuple]]:
@@ -40,10 +40,10 @@ def store(tmp_path):
 
 
 def test_scales_shape():
-    assert {k: s.k for k, s in SCALES_004.items()} == {
+    assert {k: s.k for k, s in SCALES_TRANSECTS.items()} == {
         "age": 6, "skin_color": 6, "gender": 5, "hair_length": 5, "facial_hair": 4,
         "makeup": 4, "smile": 5, "uncanny": 5}
-    assert SCALES_004["smile"].levels == ("Frown", "Serious", "Neutral", "Smile", "Broad smile")
+    assert SCALES_TRANSECTS["smile"].levels == ("Frown", "Serious", "Neutral", "Smile", "Broad smile")
     assert PAIR_SCALE.levels[0] == "Likely same" and PAIR_SCALE.levels[4] == "Likely different"
     np.testing.assert_allclose(AGE.normalise([0, 1, 5, np.nan]), [0, 0.2, 1, np.nan])
     with pytest.raises(ValueError, match="0..5"):
@@ -114,16 +114,16 @@ def test_add_votes_bad_row_stores_nothing(store):
     ]
     for frame, match in cases:
         with pytest.raises(ValueError, match=match):
-            store.add_votes(frame, SCALES_004, source="imported")
+            store.add_votes(frame, SCALES_TRANSECTS, source="imported")
         assert _dump(store.path) == before
     # the new question 'smile' was not half-registered by the failed loads
     assert "smile" not in store.scales()
     with pytest.raises(ValueError, match="source"):
-        store.add_votes(good, SCALES_004, source="bogus")
-    assert store.add_votes(good, SCALES_004, source="imported", chunk_size=2) == 3
+        store.add_votes(good, SCALES_TRANSECTS, source="bogus")
+    assert store.add_votes(good, SCALES_TRANSECTS, source="imported", chunk_size=2) == 3
     assert store.votes()["annotator"].tolist() == ["ann0", "x", "y", "z"]
     assert set(store.votes()["source"].iloc[1:]) == {"imported"}
-    assert store.scales()["smile"] == SCALES_004["smile"]
+    assert store.scales()["smile"] == SCALES_TRANSECTS["smile"]
 
 
 def test_update_and_delete_blocked_by_triggers(store):
@@ -248,12 +248,12 @@ def test_sigkill_loses_at_most_the_vote_in_flight(tmp_path):
     path = tmp_path / "kill.sqlite"
     code = textwrap.dedent(f"""
         import sys, pandas as pd
-        from facebias.annotate import AnnotationStore, SCALES_004
+        from facebias.annotate import AnnotationStore, SCALES_TRANSECTS
         s = AnnotationStore({str(path)!r})
         s.add_items(pd.DataFrame({{"item_id": ["a"], "kind": ["image"]}}))
         i = 0
         while True:
-            vid = s.add_vote("w", "a", "age", i % 6, scale=SCALES_004["age"], vote_id=f"v{{i}}")
+            vid = s.add_vote("w", "a", "age", i % 6, scale=SCALES_TRANSECTS["age"], vote_id=f"v{{i}}")
             print(vid, flush=True)
             i += 1
     """)

@@ -14,9 +14,9 @@ import sqlite3
 import pandas as pd
 import pytest
 
-from facebias.annotate import SCALES_004, AnnotationStore, Scale
+from facebias.annotate import SCALES_TRANSECTS, AnnotationStore, Scale
 
-AGE = SCALES_004["age"]  # k = 6
+AGE = SCALES_TRANSECTS["age"]  # k = 6
 N_PROC = 4
 N_TRIALS = 6
 
@@ -186,7 +186,7 @@ def test_concurrent_first_votes_on_a_new_question_all_stored(tmp_path, api):
         frame = pd.DataFrame({"annotator": [f"w{rank}"] * 2, "item_id": ["a", "b"],
                               "question": ["q", "smile"], "value": [rank % AGE.k, 1],
                               "vote_id": [f"v{rank}", f"s{rank}"]})
-        return s.add_votes(frame, {"q": AGE, "smile": SCALES_004["smile"]}, chunk_size=1)
+        return s.add_votes(frame, {"q": AGE, "smile": SCALES_TRANSECTS["smile"]}, chunk_size=1)
 
     out, paths = _race(tmp_path, _new_store(items=("a", "b")), op)
     assert _failures(out) == []
@@ -196,7 +196,7 @@ def test_concurrent_first_votes_on_a_new_question_all_stored(tmp_path, api):
             votes = s.votes()
             assert len(votes) == per_proc * N_PROC
             assert sorted(votes.loc[votes["question"] == "q", "vote_id"]) == [f"v{r}" for r in range(N_PROC)]
-            expect = {"q": AGE} | ({"smile": SCALES_004["smile"]} if api == "add_votes" else {})
+            expect = {"q": AGE} | ({"smile": SCALES_TRANSECTS["smile"]} if api == "add_votes" else {})
             assert s.scales() == expect
 
 

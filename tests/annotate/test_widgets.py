@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from facebias.annotate import PAIR_SCALE, SCALES_000, SCALES_004, AnnotationStore, Scale
+from facebias.annotate import PAIR_SCALE, SCALES_HCIC, SCALES_TRANSECTS, AnnotationStore, Scale
 from facebias.annotate.widgets import ImageAnnotator, PairAnnotator, load_png
 
 # about 63 s under make test (make profile, 2 cores): handed out first; make test-fast skips it
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow(seconds=63)
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "annotate.py"
-QUESTIONS = list(SCALES_000)  # age, expression, gender, skin_color, uncanny
+QUESTIONS = list(SCALES_HCIC)  # age, expression, gender, skin_color, uncanny
 
 
 def _png(path: Path, shade: int) -> None:
@@ -96,7 +96,7 @@ def _submit_key(tool) -> None:
 # ---------------------------------------------------------------- image mode
 def test_image_clicks_and_keys_store_one_human_vote_per_question(db, images):
     tool = ImageAnnotator(db, images, "ann1")
-    assert tool.questions == SCALES_000 and tool.current_item == "img_a"
+    assert tool.questions == SCALES_HCIC and tool.current_item == "img_a"
     assert tool.progress_label.value == "0 / 3 done" and "ann1" in tool.header.value
     assert "img_a" not in tool.header.value and tool.image.value[:4] == b"\x89PNG"  # no item ids
     # item 1 with the mouse: a toggle click sets the pending answer; nothing stored yet
@@ -134,7 +134,7 @@ def test_image_clicks_and_keys_store_one_human_vote_per_question(db, images):
 
 
 def test_image_changing_a_pending_answer_and_incomplete_submit(db, images):
-    tool = ImageAnnotator(db, images, "ann1", scales={q: SCALES_000[q] for q in ("age", "gender")})
+    tool = ImageAnnotator(db, images, "ann1", scales={q: SCALES_HCIC[q] for q in ("age", "gender")})
     tool.toggles["age"].value = 1
     tool.toggles["age"].value = 3  # a second click before Next changes the pending answer
     with pytest.raises(ValueError, match="missing: \\['gender'\\]"):
@@ -160,7 +160,7 @@ def test_image_changing_a_pending_answer_and_incomplete_submit(db, images):
 
 
 def test_image_resume_and_no_second_vote_for_a_stored_question(db, images):
-    scales = {q: SCALES_000[q] for q in ("age", "gender")}
+    scales = {q: SCALES_HCIC[q] for q in ("age", "gender")}
     first = ImageAnnotator(db, images, "ann1", scales=scales)
     first.answer("age", 1)
     first.answer("gender", 2)
@@ -191,7 +191,7 @@ def test_image_resume_and_no_second_vote_for_a_stored_question(db, images):
 
 
 def test_image_all_done_state(db, images):
-    scales = {"uncanny": SCALES_000["uncanny"]}
+    scales = {"uncanny": SCALES_HCIC["uncanny"]}
     tool = ImageAnnotator(db, images, "ann1", scales=scales)
     for _ in range(3):
         tool.shortcut.value = "2"
@@ -215,7 +215,7 @@ def test_image_keys_stamped_by_the_page_apply_to_their_image_only(db, images):
     instead of answering the next image unseen."""
     import json
 
-    scales = {q: SCALES_000[q] for q in ("age", "gender")}
+    scales = {q: SCALES_HCIC[q] for q in ("age", "gender")}
     tool = ImageAnnotator(db, images, "ann1", scales=scales)
     assert 'data-item="img_a"' in tool.item_marker.value
     log: list = []
@@ -244,24 +244,24 @@ def test_image_keys_stamped_by_the_page_apply_to_their_image_only(db, images):
 def test_image_scales_004_missing_image_and_bad_input(db, images, tmp_path):
     items = images.copy()
     items.loc[1, "path"] = str(tmp_path / "nope.png")
-    tool = ImageAnnotator(db, items, "ann1", scales=SCALES_004)
+    tool = ImageAnnotator(db, items, "ann1", scales=SCALES_TRANSECTS)
     assert tool.toggles["age"].options[-1] == ("6 Senior (65+)", 5)
     tool.answer("age", 5)
     assert tool.current_question == "skin_color"
-    for q in list(SCALES_004)[1:]:
+    for q in list(SCALES_TRANSECTS)[1:]:
         tool.answer(q, 0)
     tool.submit()
     assert tool.current_item == "img_b" and "image not found" in tool.image_caption.value
     # a store whose 'age' question uses the 6-level 004 scale cannot take 000 votes
     with pytest.raises(ValueError, match="another store"):
-        ImageAnnotator(db, items, "ann1", scales=SCALES_000)
+        ImageAnnotator(db, items, "ann1", scales=SCALES_HCIC)
     with pytest.raises(ValueError, match="not registered"):
         ImageAnnotator(db, pd.DataFrame({"item_id": ["zzz"], "path": ["x.png"]}), "a",
-                       scales=SCALES_004)
+                       scales=SCALES_TRANSECTS)
     with pytest.raises(ValueError, match="items: column 'path' not found"):
-        ImageAnnotator(db, items.drop(columns="path"), "a", scales=SCALES_004)
+        ImageAnnotator(db, items.drop(columns="path"), "a", scales=SCALES_TRANSECTS)
     with pytest.raises(ValueError, match="annotator"):
-        ImageAnnotator(db, items, " ", scales=SCALES_004)
+        ImageAnnotator(db, items, " ", scales=SCALES_TRANSECTS)
     assert load_png(tmp_path / "nope.png") is None
     assert load_png(images["path"][0]).shape == (16, 16, 3)
 
@@ -425,7 +425,7 @@ def test_notebook_registers_items_and_says_what_to_run_without_data(tmp_path, mo
                                        "n_items": 3, "seed": 1}, tmp_path / "nb_image.py"))
     tool, store = ns["tool"], ns["db"]
     assert isinstance(tool, ImageAnnotator)
-    assert tool.questions == {f"hcic/{q}": s for q, s in SCALES_000.items()}  # as in simulate
+    assert tool.questions == {f"hcic/{q}": s for q, s in SCALES_HCIC.items()}  # as in simulate
     assert len(tool.item_ids) == 3 and set(tool.item_ids) < set(pd.read_parquet(
         syn / "hcic" / "images.parquet")["image_id"])
     assert store.path == tmp_path / "h.sqlite" and set(store.items()["kind"]) == {"image"}

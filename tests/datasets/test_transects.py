@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from facebias.annotate import SCALES_004
+from facebias.annotate import SCALES_TRANSECTS
 from facebias.datasets import transects as D
 from facebias.studies import transects as T
 
@@ -30,7 +30,7 @@ def fixture_responses(n_transects: int = 6, order=TRUE_ORDER, seed: int = 0):
               "hair-length": np.where(cells["hair"] == 1, 3.2, 0.6)}
     resp = {}
     for key, q in REPO_KEYS.items():
-        k = SCALES_004[q].k
+        k = SCALES_TRANSECTS[q].k
         c = centre.get(key, np.full(n, rng.uniform(0, k - 1)))
         if key == "age":
             c = np.where(np.arange(n) < 8, 0.5, 3.0)  # transect 0: children
@@ -45,7 +45,7 @@ def pkl(tmp_path):
     resp, cells = fixture_responses()
     keys = sorted(REPO_KEYS)
     data = {"attributes": keys, "responses": [resp[k] for k in keys],
-            "attribute_levels": [list(SCALES_004[REPO_KEYS[k]].levels) for k in keys]}
+            "attribute_levels": [list(SCALES_TRANSECTS[REPO_KEYS[k]].levels) for k in keys]}
     path = tmp_path / "annotations.pkl"
     path.write_bytes(pickle.dumps(data))
     return path, resp, cells
@@ -57,7 +57,7 @@ def test_pickle_scores_are_trimmed_means(pkl):
     assert list(s.index[:3]) == ["0000", "0001", "0002"] and len(s) == 48
     assert set(s.columns) == set(REPO_KEYS.values())
     for key, q in REPO_KEYS.items():
-        k = SCALES_004[q].k
+        k = SCALES_TRANSECTS[q].k
         expect = np.sort(resp[key], axis=1)[:, 1:4].mean(axis=1) / (k - 1)
         np.testing.assert_allclose(s[q].to_numpy(), expect)
     m = D.load_annotations_pkl(path, agg="mean")
@@ -134,7 +134,7 @@ def test_sagemaker_layout_gives_the_same_scores(tmp_path, pkl):
     path, resp, _ = pkl
     root = tmp_path / "sagemaker"
     for key in ("gender", "skin-color"):
-        write_sagemaker(root, key, SCALES_004[REPO_KEYS[key]].levels, resp[key][:16])
+        write_sagemaker(root, key, SCALES_TRANSECTS[REPO_KEYS[key]].levels, resp[key][:16])
     s = D.load_sagemaker(root)
     ref = D.load_annotations_pkl(path).iloc[:16]
     assert list(s.index) == list(ref.index)

@@ -18,7 +18,7 @@ from facebias.annotate.aggregate import (
     votes_matrix,
 )
 from facebias.annotate.formats import read_sagemaker, read_transects_pkl, read_votes_csv
-from facebias.annotate.scales import PAIR_SCALE, SCALES_000, SCALES_004, Scale, pair_item_ids
+from facebias.annotate.scales import PAIR_SCALE, SCALES_HCIC, SCALES_TRANSECTS, Scale, pair_item_ids
 from facebias.annotate.simulate import (
     Panel,
     simulate_image_votes,
@@ -27,7 +27,7 @@ from facebias.annotate.simulate import (
 )
 from facebias.annotate.store import AnnotationStore, synthetic_image_path
 
-__all__ = ["Scale", "SCALES_004", "SCALES_000", "PAIR_SCALE", "pair_item_ids", "AnnotationStore",
+__all__ = ["Scale", "SCALES_TRANSECTS", "SCALES_HCIC", "PAIR_SCALE", "pair_item_ids", "AnnotationStore",
            "trimmed_mean", "hcic", "score", "scores_from_votes", "item_sd", "krippendorff_alpha", "icc",
            "uncanny_keep", "votes_matrix", "Panel", "simulate_image_votes",
            "simulate_pair_votes", "simulate_synthetic", "read_sagemaker", "read_votes_csv",

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from facebias.annotate.scales import SCALES_004, Scale
+from facebias.annotate.scales import SCALES_TRANSECTS, Scale
 
 __all__ = ["scores_from_votes", "trimmed_mean", "hcic", "score", "item_sd", "krippendorff_alpha", "icc",
            "uncanny_keep", "votes_matrix", "HCIC_THRESHOLD", "UNCANNY_THRESHOLD"]
@@ -433,7 +433,7 @@ def scores_from_votes(votes: pd.DataFrame, scales: Mapping[str, Scale] | None = 
     and aggregated with :func:`score` on its scale's K levels.
 
     ``scales``: per question (default ``votes.attrs['scales']`` if set, else
-    :data:`~facebias.annotate.SCALES_004`). Every item needs the same number of votes per
+    :data:`~facebias.annotate.SCALES_TRANSECTS`). Every item needs the same number of votes per
     question (``n``, default the largest count); a missing vote raises ``ValueError``.
 
     Parameters
@@ -468,7 +468,7 @@ def scores_from_votes(votes: pd.DataFrame, scales: Mapping[str, Scale] | None = 
     b         1.00
     """
     if scales is None:
-        scales = votes.attrs.get("scales") or SCALES_004
+        scales = votes.attrs.get("scales") or SCALES_TRANSECTS
     cols: dict[str, pd.Series] = {}
     for q in pd.unique(votes["question"]):
         if q not in scales:

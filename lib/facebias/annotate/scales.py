@@ -4,10 +4,10 @@ Vote coding everywhere in :mod:`facebias.annotate`: an integer **level index 0..
 (0-based, level 0 = first option listed), K = number of options of the scale. A vote ``v``
 normalised to [0, 1] is ``v / (K - 1)``.
 
-* ``SCALES_004``: the Transects paper (Balakrishnan et al., ECCV 2020, Fig. 6) single-image
+* ``SCALES_TRANSECTS``: the Transects paper (Balakrishnan et al., ECCV 2020, Fig. 6) single-image
   attributes; level names from the paper's table. The paper does not name the smile levels;
   they are ``Frown, Serious, Neutral, Smile, Broad smile`` here.
-* ``SCALES_000``: the HCIC paper's five-point single-image scales. The paper gives only the
+* ``SCALES_HCIC``: the HCIC paper's five-point single-image scales. The paper gives only the
   end points (e.g. "child" .. "senior"); the three middle names are ours.
 * ``PAIR_SCALE``: the HCIC identity question, 0 = "Likely same" .. 4 = "Likely different"
   (higher = more different).
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Scale", "SCALES_004", "SCALES_000", "PAIR_SCALE", "pair_item_ids"]
+__all__ = ["Scale", "SCALES_TRANSECTS", "SCALES_HCIC", "PAIR_SCALE", "pair_item_ids"]
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def _scales(spec: dict[str, tuple[str, ...]]) -> dict[str, Scale]:
     return {name: Scale(name, levels) for name, levels in spec.items()}
 
 
-SCALES_004: dict[str, Scale] = _scales({
+SCALES_TRANSECTS: dict[str, Scale] = _scales({
     "age": ("Child (0-12)", "Teen (13-18)", "Young adult (19-30)", "Adult (30-50)",
             "Middle age (50-65)", "Senior (65+)"),
     "skin_color": ("Light", "Fair", "Medium", "Olive", "Brown", "Black"),
@@ -151,7 +151,7 @@ SCALES_004: dict[str, Scale] = _scales({
     "uncanny": ("Real for sure", "Likely real", "Uncertain", "Likely fake", "Fake for sure"),
 })
 
-SCALES_000: dict[str, Scale] = _scales({
+SCALES_HCIC: dict[str, Scale] = _scales({
     "age": ("Child", "Young", "Adult", "Middle age", "Senior"),
     "expression": ("Frown", "Serious", "Neutral", "Smile", "Broad smile"),
     "gender": ("Female", "Probably female", "In between", "Probably male", "Male"),

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from facebias.annotate.scales import SCALES_000, Scale
+from facebias.annotate.scales import SCALES_HCIC, Scale
 from facebias.validate import require_columns
 
 __all__ = ["SEED_FILTER_SCALES", "intended_group_agreement", "human_seed_filter", "seed_filter_rule",
@@ -33,7 +33,7 @@ __all__ = ["SEED_FILTER_SCALES", "intended_group_agreement", "human_seed_filter"
 #: The seed filter's two questions (000, Sec. 3.1): realism on 000's uncanny scale, and whether
 #: the prototype shows its intended race and gender (a scale of ours; the paper gives none).
 SEED_FILTER_SCALES: dict[str, Scale] = {
-    "seed_filter/uncanny": SCALES_000["uncanny"],
+    "seed_filter/uncanny": SCALES_HCIC["uncanny"],
     "seed_filter/group_match": Scale("group_match", ("Clearly not the intended group", "Probably not",
                                                      "Unsure", "Probably", "Clearly the intended group")),
 }

@@ -32,22 +32,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from facebias.annotate.scales import PAIR_SCALE, SCALES_000, SCALES_004, Scale, pair_item_ids
+from facebias.annotate.scales import PAIR_SCALE, SCALES_HCIC, SCALES_TRANSECTS, Scale, pair_item_ids
 from facebias.annotate.store import AnnotationStore, synthetic_image_path
 from facebias.io import atomic_path
 from facebias.validate import require_columns
 
 __all__ = ["Panel", "simulate_image_votes", "simulate_pair_votes", "simulate_synthetic", "perceived_truth",
            "PERCEIVED_ATTRIBUTES",
-           "realism_truth", "pair_dissimilarity", "ATTR_MAP_004", "ATTR_MAP_000"]
+           "realism_truth", "pair_dissimilarity", "ATTR_MAP_TRANSECTS", "ATTR_MAP_HCIC"]
 
 #: question -> truth column (generator truth, [0, 1]) for the two single-image surveys
-ATTR_MAP_004: dict[str, str] = {
+ATTR_MAP_TRANSECTS: dict[str, str] = {
     "age": "true_age", "skin_color": "true_skin_tone", "gender": "true_gender",
     "hair_length": "true_hair_length", "facial_hair": "true_facial_hair",
     "makeup": "true_makeup", "smile": "true_smile", "uncanny": "true_uncanny",
 }
-ATTR_MAP_000: dict[str, str] = {
+ATTR_MAP_HCIC: dict[str, str] = {
     "age": "true_age", "expression": "true_smile", "gender": "true_gender",
     "skin_color": "true_skin_tone", "uncanny": "true_uncanny",
 }
@@ -481,7 +481,7 @@ def _export(votes: pd.DataFrame, path: Path) -> Path:
 
 def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
                        out_dir: str | os.PathLike = "data/annotations",
-                       panel: Panel | None = None, n_votes_004: int = 5, n_votes_000: int = 9,
+                       panel: Panel | None = None, n_votes_transects: int = 5, n_votes_hcic: int = 9,
                        seed: int = 0, *, pair_noise: float = 1.7, perception_sd: float = 0.0,
                        chunk_size: int = 10_000) -> dict[str, Path]:
     """Simulate both annotation campaigns on the synthetic products and write them.
@@ -491,16 +491,16 @@ def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
     through ONE :class:`AnnotationStore` (``out_dir/annotations.sqlite``, rebuilt from scratch,
     source ``'simulated'``), which is then exported to
 
-    * ``transects_votes.parquet``: transects image ids x :data:`SCALES_004` keys x
-      ``n_votes_004`` votes;
-    * ``hcic_image_votes.parquet``: HCIC image ids x :data:`SCALES_000` keys x ``n_votes_000``;
-    * ``hcic_pair_votes.parquet``: ``pair_{pair_id:05d}`` x ``'identity'`` x ``n_votes_000``.
+    * ``transects_votes.parquet``: transects image ids x :data:`SCALES_TRANSECTS` keys x
+      ``n_votes_transects`` votes;
+    * ``hcic_image_votes.parquet``: HCIC image ids x :data:`SCALES_HCIC` keys x ``n_votes_hcic``;
+    * ``hcic_pair_votes.parquet``: ``pair_{pair_id:05d}`` x ``'identity'`` x ``n_votes_hcic``.
 
     Each parquet has the columns of :meth:`AnnotationStore.votes`. Both surveys ask ``age``,
     ``gender``, ``skin_color`` and ``uncanny`` on different scales, so inside the SQLite store
     the single-image questions carry the study as a prefix (``transects/age``, ``hcic/age``);
-    the parquet files hold the plain names. Truth: :data:`ATTR_MAP_004` /
-    :data:`ATTR_MAP_000`, uncanny from :func:`realism_truth`, pairs from
+    the parquet files hold the plain names. Truth: :data:`ATTR_MAP_TRANSECTS` /
+    :data:`ATTR_MAP_HCIC`, uncanny from :func:`realism_truth`, pairs from
     :func:`pair_dissimilarity` (group = race of the pair's prototypes, for the own-group
     effect). Vote ids are ``sim-<study>-<n>`` and ``time`` is a synthetic clock (vote n at
     n seconds), so the outputs are identical for identical inputs. ``seed`` seeds the default
@@ -520,7 +520,7 @@ def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
         Output folder (created).
     panel : Panel, optional
         The annotators; default ``Panel(seed=seed)``.
-    n_votes_004, n_votes_000 : int, default 5, 9
+    n_votes_transects, n_votes_hcic : int, default 5, 9
         Votes per item of the transects and the HCIC survey.
     seed : int, default 0
         Seed of the default panel.
@@ -571,14 +571,14 @@ def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
     if race is not None:
         p_truth["group"] = race[pairs["image_a"]].astype(str).to_numpy()
 
-    tv = simulate_image_votes(t_truth, SCALES_004, n_votes_004, panel, ATTR_MAP_004)
-    hv = simulate_image_votes(h_truth, SCALES_000, n_votes_000, panel, ATTR_MAP_000)
-    pv = simulate_pair_votes(p_truth, n_votes_000, panel, noise=pair_noise)
+    tv = simulate_image_votes(t_truth, SCALES_TRANSECTS, n_votes_transects, panel, ATTR_MAP_TRANSECTS)
+    hv = simulate_image_votes(h_truth, SCALES_HCIC, n_votes_hcic, panel, ATTR_MAP_HCIC)
+    pv = simulate_pair_votes(p_truth, n_votes_hcic, panel, noise=pair_noise)
 
     out.mkdir(parents=True, exist_ok=True)
     store_path = out / "annotations.sqlite"
-    prefixed_004 = {f"transects/{q}": s for q, s in SCALES_004.items()}
-    prefixed_000 = {f"hcic/{q}": s for q, s in SCALES_000.items()}
+    prefixed_transects = {f"transects/{q}": s for q, s in SCALES_TRANSECTS.items()}
+    prefixed_hcic = {f"hcic/{q}": s for q, s in SCALES_HCIC.items()}
     with atomic_path(store_path) as tmp:
         with AnnotationStore(tmp) as store:
             for subset, truth in (("transects", t_truth), ("hcic", h_truth)):
@@ -590,8 +590,8 @@ def simulate_synthetic(synthetic_dir: str | os.PathLike = "data/synthetic",
                 image_b=[synthetic_image_path("hcic", i) for i in pairs["image_b"].astype(str)])
             clock = 0
             for study, votes, prefix, scales in (
-                    ("tr", tv, "transects/", prefixed_004),
-                    ("hi", hv, "hcic/", prefixed_000),
+                    ("tr", tv, "transects/", prefixed_transects),
+                    ("hi", hv, "hcic/", prefixed_hcic),
                     ("hp", pv, "", {"identity": PAIR_SCALE})):
                 n = len(votes)
                 v = votes.assign(

@@ -1,7 +1,7 @@
 """ipywidgets annotation front ends for real annotators (JupyterLab or voila).
 
 * :class:`ImageAnnotator`: one image at a time, rated on several K-point scales
-  (default :data:`~facebias.annotate.SCALES_000`; pass ``SCALES_004`` for the 004 study).
+  (default :data:`~facebias.annotate.SCALES_HCIC`; pass ``SCALES_TRANSECTS`` for the 004 study).
 * :class:`PairAnnotator`: two faces side by side, the 000 identity question
   (:data:`~facebias.annotate.PAIR_SCALE`, 0 = "Likely same" .. 4 = "Likely different").
 

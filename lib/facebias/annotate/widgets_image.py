@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from facebias.annotate.scales import SCALES_000, Scale
+from facebias.annotate.scales import SCALES_HCIC, Scale
 from facebias.annotate.store import AnnotationStore
 from facebias.annotate.widgets_base import _IMG_PX, BACK_KEYS, NEXT_KEYS, _Annotator, _png, _title
 
@@ -33,7 +33,7 @@ class ImageAnnotator(_Annotator):
     annotator : str
         Non-empty annotator id; earlier votes of this annotator in ``store`` are resumed.
     scales : mapping of str to Scale, optional
-        Question -> scale; default :data:`~facebias.annotate.SCALES_000`.
+        Question -> scale; default :data:`~facebias.annotate.SCALES_HCIC`.
     load_image : callable, optional
         ``load_image(path)`` -> RGB uint8 array or ``None``; default :func:`load_png`.
 
@@ -63,7 +63,7 @@ class ImageAnnotator(_Annotator):
     def __init__(self, store: AnnotationStore, items: pd.DataFrame, annotator: str,
                  scales: Mapping[str, Scale] | None = None,
                  load_image: Callable[[Any], np.ndarray | None] | None = None):
-        super().__init__(store, items, annotator, SCALES_000 if scales is None else scales,
+        super().__init__(store, items, annotator, SCALES_HCIC if scales is None else scales,
                          ("path",), load_image)
         self.pending: dict[str, int | None] = {}
         self.q_index = 0

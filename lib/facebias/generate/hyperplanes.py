@@ -104,7 +104,7 @@ def _panel(name: str, question: str | None = None, kind: str = "ridge") -> Attri
     return AttributeLabel(name, question=question or name, kind=kind)
 
 
-#: The simulated panel's answers (004's survey questions, :data:`~facebias.annotate.SCALES_004`)
+#: The simulated panel's answers (004's survey questions, :data:`~facebias.annotate.SCALES_TRANSECTS`)
 #: and 000's race one-vs-all questions (:data:`RACE_SCALES`): the procedural study.
 PANEL_ATTRIBUTES: tuple[AttributeLabel, ...] = (
     _panel("gender"), _panel("skin_tone", "skin_color"), _panel("hair_length"), _panel("age"),
@@ -236,13 +236,18 @@ def label_with_panel(store: Any, gen: Any, z: np.ndarray, attributes: Sequence[A
     item and question for every vote question of ``attributes`` not yet in the store.
     Perception derives from ``gen.truth`` (the panel stands in for people), so a backend
     without truth raises ``ValueError``. Returns the number of votes stored."""
-    from facebias.annotate.scales import SCALES_004
-    from facebias.annotate.simulate import ATTR_MAP_004, Panel, realism_truth, simulate_image_votes
+    from facebias.annotate.scales import SCALES_TRANSECTS
+    from facebias.annotate.simulate import (
+        ATTR_MAP_TRANSECTS,
+        Panel,
+        realism_truth,
+        simulate_image_votes,
+    )
 
     if not hasattr(gen, "truth"):
         raise ValueError(f"backend {getattr(gen, 'name', gen)!r} has no truth() for the simulated panel to "
                          "perceive; label its renders with machine annotators or human votes instead")
-    scales = {**SCALES_004, **RACE_SCALES}
+    scales = {**SCALES_TRANSECTS, **RACE_SCALES}
     questions = [a.question for a in attributes if a.question is not None]
     unknown = [q for q in questions if q not in scales]
     if unknown:
@@ -253,7 +258,7 @@ def label_with_panel(store: Any, gen: Any, z: np.ndarray, attributes: Sequence[A
         return 0
     ids = dz_item_ids(len(z))
     truth = gen.truth(z).add_prefix("true_").assign(item_id=ids, true_uncanny=realism_truth(z))
-    attr_map = {q: ATTR_MAP_004.get(q, f"true_{q}") for q in todo}
+    attr_map = {q: ATTR_MAP_TRANSECTS.get(q, f"true_{q}") for q in todo}
     votes = simulate_image_votes(truth, scales, n_votes, panel or Panel(), attr_map)
     return store.add_votes(votes, {q: scales[q] for q in todo}, source="simulated", chunk_size=len(votes))
 

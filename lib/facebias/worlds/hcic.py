@@ -81,7 +81,7 @@ def simulate_own_group_image_votes(truth: pd.DataFrame, effect: float, shares: M
     shares : mapping of str to float
         Group -> share of the panel (:func:`_panel_shares`).
     question : str, default "gender"
-        A 5-level question of :data:`facebias.annotate.SCALES_000`.
+        A 5-level question of :data:`facebias.annotate.SCALES_HCIC`.
     n_votes : int, default 9
         Votes per image.
     seed : int, default 0
@@ -92,8 +92,8 @@ def simulate_own_group_image_votes(truth: pd.DataFrame, effect: float, shares: M
     pandas.DataFrame
         Votes in the store's schema.
     """
-    from facebias.annotate import SCALES_000, Panel, simulate_image_votes
+    from facebias.annotate import SCALES_HCIC, Panel, simulate_image_votes
 
     panel = Panel(own_group_effect=float(effect), group_shares=shares, seed=seed)
-    return simulate_image_votes(truth, {question: SCALES_000[question]}, n_votes, panel,
+    return simulate_image_votes(truth, {question: SCALES_HCIC[question]}, n_votes, panel,
                                 {question: "truth"})

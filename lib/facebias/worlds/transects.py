@@ -246,8 +246,8 @@ def rated_sample(truth: pd.DataFrame, latents: np.ndarray, panel: Any, item_pref
     ValueError
         If ``truth`` and ``latents`` differ in length.
     """
-    from facebias.annotate import SCALES_004, scores_from_votes, simulate_image_votes
-    from facebias.annotate.simulate import ATTR_MAP_004, realism_truth
+    from facebias.annotate import SCALES_TRANSECTS, scores_from_votes, simulate_image_votes
+    from facebias.annotate.simulate import ATTR_MAP_TRANSECTS, realism_truth
 
     if len(truth) != len(latents):
         raise ValueError(f"truth has {len(truth)} rows but latents {len(latents)}")
@@ -255,10 +255,10 @@ def rated_sample(truth: pd.DataFrame, latents: np.ndarray, panel: Any, item_pref
     ids = truth["item_id"] if "item_id" in truth else [f"{item_prefix}{i:05d}" for i in range(len(truth))]
     t = t.assign(item_id=list(ids), true_uncanny=realism_truth(np.asarray(latents)))
     seen = perceived_truth(t, perception_sd, seed)
-    votes = simulate_image_votes(seen, SCALES_004, n_votes, panel, ATTR_MAP_004)
+    votes = simulate_image_votes(seen, SCALES_TRANSECTS, n_votes, panel, ATTR_MAP_TRANSECTS)
     seen_cols = [c for c in PERCEIVED_ATTRIBUTES if c in seen]
     seen_part = seen.set_index("item_id")[seen_cols].rename(columns=lambda c: "seen_" + c[len("true_"):])
-    return t.set_index("item_id").join(seen_part).join(scores_from_votes(votes, SCALES_004))
+    return t.set_index("item_id").join(seen_part).join(scores_from_votes(votes, SCALES_TRANSECTS))
 
 
 def observational_rated(generator: Any, panel: Any, n: int, seed: int, confounding: float,

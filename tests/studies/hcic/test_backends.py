@@ -166,7 +166,7 @@ def store_votes(tmp_path, pairs: pd.DataFrame, flip_same: pd.Series, flip_diff: 
     'likely different' (3-4) for intended-different ones, except the flipped pairs; and,
     with ``images``, 9 votes per image on 000's single-image questions (uncanny 4 for the
     images in ``uncanny``, else 0-1)."""
-    from facebias.annotate import PAIR_SCALE, SCALES_000, AnnotationStore
+    from facebias.annotate import PAIR_SCALE, SCALES_HCIC, AnnotationStore
 
     rng = np.random.default_rng(0)
     same = (pairs["label"].to_numpy() == 1) ^ flip_same.to_numpy() ^ flip_diff.to_numpy()
@@ -184,16 +184,16 @@ def store_votes(tmp_path, pairs: pd.DataFrame, flip_same: pd.Series, flip_diff: 
             ids = images["image_id"].astype(str).to_numpy()
             store.add_items(pd.DataFrame({"item_id": ids, "kind": "image", "image": ids}))
             rows = []
-            for q in SCALES_000:
+            for q in SCALES_HCIC:
                 v = rng.integers(0, 2, (len(ids), 9))
                 if q == "uncanny":
                     v[np.isin(ids, list(uncanny))] = 4
                 rows.append(pd.DataFrame({"annotator": np.tile([f"h{i}" for i in range(9)], len(ids)),
                                           "item_id": np.repeat(ids, 9), "question": q, "value": v.ravel()}))
             iv = pd.concat(rows, ignore_index=True)
-            store.add_votes(iv, SCALES_000, source="human", chunk_size=10_000)
+            store.add_votes(iv, SCALES_HCIC, source="human", chunk_size=10_000)
             image_votes = store.votes()
-            image_votes = image_votes[image_votes["question"].isin(list(SCALES_000))]
+            image_votes = image_votes[image_votes["question"].isin(list(SCALES_HCIC))]
     return pair_votes, image_votes
 
 

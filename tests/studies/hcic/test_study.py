@@ -497,9 +497,9 @@ def test_hcic_config_parses_both_sections_and_rejects_bad_keys():
     root = Path(__file__).resolve().parents[3]
     for section in ("hcic", "hcic_dcgan"):
         cfg = H.HCICConfig.from_params(load_params(root / "params.yaml", section), section)
-        assert cfg.t_main in cfg.t_hcic and set(cfg.models) <= set(H.MODEL_THRESHOLDS)
+        assert cfg.t_hcic_main in cfg.t_hcic and set(cfg.models) <= set(H.MODEL_THRESHOLDS)
     for bad, match in (({"modles": ["sface"]}, "unknown key"), ({"models": ["arcface"]}, "hcic.models"),
-                       ({"t_main": 0.5}, "one of t_hcic"), ({"n_boot": 2.0}, "hcic.n_boot"),
+                       ({"t_hcic_main": 0.5}, "one of t_hcic"), ({"n_boot": 2.0}, "hcic.n_boot"),
                        ({"toy_noise": {"BF": "x"}}, "toy_noise.BF"), ({"section": "x"}, "unknown key")):
         with pytest.raises(ValueError, match=match):
             H.HCICConfig.from_params(bad)

@@ -160,26 +160,26 @@ def test_known_truth_additive_is_clean_and_interaction_is_not_separable(procedur
 
 
 def test_annotation_sd_matches_numpy_per_item():
-    from facebias.annotate import SCALES_004, Panel, simulate_image_votes
-    from facebias.annotate.simulate import ATTR_MAP_004
+    from facebias.annotate import SCALES_TRANSECTS, Panel, simulate_image_votes
+    from facebias.annotate.simulate import ATTR_MAP_TRANSECTS
 
     rng = np.random.default_rng(0)
     truth = pd.DataFrame({"item_id": [f"i{i}" for i in range(30)],
-                          **{c: rng.uniform(0, 1, 30) for c in ATTR_MAP_004.values()}})
-    votes = simulate_image_votes(truth, SCALES_004, 5, Panel(), ATTR_MAP_004)
-    sd = T.annotation_sd(votes, SCALES_004)
-    assert len(sd) == 30 * len(SCALES_004) and (sd["n"] == 5).all()
+                          **{c: rng.uniform(0, 1, 30) for c in ATTR_MAP_TRANSECTS.values()}})
+    votes = simulate_image_votes(truth, SCALES_TRANSECTS, 5, Panel(), ATTR_MAP_TRANSECTS)
+    sd = T.annotation_sd(votes, SCALES_TRANSECTS)
+    assert len(sd) == 30 * len(SCALES_TRANSECTS) and (sd["n"] == 5).all()
     for _, row in sd.sample(20, random_state=1).iterrows():
         v = votes[(votes["item_id"] == row["item_id"]) & (votes["question"] == row["question"])]["value"]
-        assert row["sd"] == pytest.approx(np.std(v.to_numpy(float)) / (SCALES_004[row["question"]].k - 1))
+        assert row["sd"] == pytest.approx(np.std(v.to_numpy(float)) / (SCALES_TRANSECTS[row["question"]].k - 1))
     # a noiseless panel agrees perfectly: SD 0 everywhere; a noisier one disagrees more
-    calm = T.annotation_sd(simulate_image_votes(truth, SCALES_004, 5, Panel(noise=0, bias_sd=0, outlier_rate=0),
-                                                ATTR_MAP_004), SCALES_004)
+    calm = T.annotation_sd(simulate_image_votes(truth, SCALES_TRANSECTS, 5, Panel(noise=0, bias_sd=0, outlier_rate=0),
+                                                ATTR_MAP_TRANSECTS), SCALES_TRANSECTS)
     assert (calm["sd"] == 0).all()
-    noisy = T.annotation_sd(simulate_image_votes(truth, SCALES_004, 5, Panel(noise=1.5), ATTR_MAP_004), SCALES_004)
+    noisy = T.annotation_sd(simulate_image_votes(truth, SCALES_TRANSECTS, 5, Panel(noise=1.5), ATTR_MAP_TRANSECTS), SCALES_TRANSECTS)
     assert noisy["sd"].mean() > sd["sd"].mean()
     with pytest.raises(ValueError, match="value"):
-        T.annotation_sd(votes.drop(columns="value"), SCALES_004)
+        T.annotation_sd(votes.drop(columns="value"), SCALES_TRANSECTS)
 
 
 def test_largest_errors_brute_force():
@@ -203,7 +203,7 @@ def test_largest_errors_brute_force():
 
 
 def test_interaction_test_on_another_backends_design():
-    """The GAN study's design (gan_design: redundant one-hot pairs) and its shortcut column:
+    """The GAN study's design (no_truth_design: redundant one-hot pairs) and its shortcut column:
     the same likelihood-ratio statistic as the reference-coded statsmodels fit, a planted
     gender x shortcut interaction rejected, an additive error not."""
     sm = pytest.importorskip("statsmodels.api")
@@ -211,7 +211,7 @@ def test_interaction_test_on_another_backends_design():
     n = 2400
     df = pd.DataFrame({"gender_male": rng.integers(0, 2, n), "tone_dark": rng.integers(0, 2, n),
                        "light_high": rng.integers(0, 2, n)})
-    design = T.gan_design(df, "light", ("gender", "tone", "shortcut"))
+    design = T.no_truth_design(df, "light", ("gender", "tone", "shortcut"))
     pairs = (("gender", "light"), ("gender", "tone"), ("tone", "light"))
     cols = {"gender": "gender_male", "tone": "tone_dark", "light": "light_high"}
     g, s, h = df["gender_male"], df["tone_dark"], df["light_high"]

@@ -190,12 +190,12 @@ def _frames(seed=0, n_transects=150, n_obs=1200):
     rng = np.random.default_rng(seed)
     tr = _transect_table(n_transects)
     p_tr = _perceived(tr["gender_c"].to_numpy(), rng)
-    kept_tr, counts = T.gan_analysis_frame(tr, p_tr, "light")
+    kept_tr, counts = T.no_truth_analysis_frame(tr, p_tr, "light")
     assert counts["n"] == len(tr) and counts["kept"] == len(kept_tr) < len(tr)
     assert counts["no_face"] + counts["ambiguous"] + counts["kept"] == len(tr)
     _, values = T.confounded_latents(StubGenerator(), stub_hyperplanes(), n_obs, seed=seed + 1,
                                      confounding=(-0.6, 0.6), x="skin_tone", y="light")
-    kept_obs, counts_obs = T.gan_analysis_frame(values, _perceived(values["gender"].to_numpy(), rng), "light",
+    kept_obs, counts_obs = T.no_truth_analysis_frame(values, _perceived(values["gender"].to_numpy(), rng), "light",
                                                 suffix="")
     return {"table": tr, "p_transects": p_tr, "transects": kept_tr, "transect_counts": counts, "values": values,
             "observational": kept_obs, "observational_counts": counts_obs}
@@ -263,7 +263,7 @@ def test_a_skin_effect_is_not_taken_for_the_shortcut():
 
 def test_group_tables_with_the_shortcut_attribute():
     _, _, kept = _study({"light_incongruent": 2.0}, n_transects=60, n_obs=200)
-    lv = T.gan_levels("light")
+    lv = T.no_truth_levels("light")
     g = T.group_errors(kept, "e_sim", by=("gender", "tone", "light"), levels=lv)
     assert list(g["group"]) == ["LF-lo", "LF-hi", "DF-lo", "DF-hi", "LM-lo", "LM-hi", "DM-lo", "DM-hi"]
     assert g["n"].sum() == len(kept) and g["k"].sum() == int(kept["e_sim"].sum())
@@ -279,16 +279,16 @@ def test_group_tables_with_the_shortcut_attribute():
 def test_gan_analysis_frame_prunes_no_face_and_ambiguous_readings():
     tr = _transect_table(1)
     p = np.array([np.nan, 0.4, 0.6, 0.5, 0.39, 0.61, 0.9, 0.1])
-    kept, counts = T.gan_analysis_frame(tr, p, "light")
+    kept, counts = T.no_truth_analysis_frame(tr, p, "light")
     assert counts == {"n": 8, "no_face": 1, "ambiguous": 3, "kept": 4}
     assert list(kept["gender_male"]) == [0, 1, 1, 0]
     assert list(kept["tone_dark"]) == [1, 1, 1, 1] and list(kept["light_high"]) == [0, 1, 0, 1]
     assert list(kept["light_incongruent"]) == [1, 1, 0, 0]  # F at low, M at high: the other gender's level
-    other, _ = T.gan_analysis_frame(tr, p, "light", female_high=False)
+    other, _ = T.no_truth_analysis_frame(tr, p, "light", female_high=False)
     assert list(other["light_incongruent"]) == [0, 0, 1, 1]
     with pytest.raises(ValueError, match="probabilities"):
-        T.gan_analysis_frame(tr, p * 2, "light")
-    X = T.gan_design(kept, "light")
+        T.no_truth_analysis_frame(tr, p * 2, "light")
+    X = T.no_truth_design(kept, "light")
     assert list(X.columns) == ["gender_female", "gender_male", "tone_light", "tone_dark", "light_low", "light_high",
                                "light_congruent", "light_incongruent"]
     assert (X.sum(axis=1) == 4).all()
@@ -305,7 +305,7 @@ def test_pruning_by_level_counts_each_cell():
 
 
 def test_models_that_cannot_be_fitted_are_none_and_flags_say_so():
-    kept, _ = T.gan_analysis_frame(_transect_table(4), np.full(32, 0.9), "light")
+    kept, _ = T.no_truth_analysis_frame(_transect_table(4), np.full(32, 0.9), "light")
     kept["e"] = 0.0  # no error at all
     models = T.shortcut_error_models(kept, kept, "e", "light", n_boot=5, seed=0)
     assert all(m is None for m in models.values())
@@ -422,7 +422,7 @@ def test_coef_row_reads_one_covariate_of_an_error_model():
     assert T.coef_row(res, "d") is None and T.coef_row(None, "a") is None
 
 
-# --------------------------------------------------------------------------- the metrics (summarise_gan)
+# --------------------------------------------------------------------------- the metrics (summarise_no_truth)
 _GAN_CONFIG = {"labeller": "p_male", "shortcut": "light", "shortcut_female_high": True, "shortcut_one_sided": True,
                "shortcut_flip": False, "shortcut_c_gender": [0.2, 1.0], "shortcut_c": [0.5, 2.0], "n_train": 100,
                "epochs": 1, "embedder": "sface", "n_probe": 600, "probe_C": 1.0, "n_observational": 2400,
@@ -430,21 +430,21 @@ _GAN_CONFIG = {"labeller": "p_male", "shortcut": "light", "shortcut_female_high"
 
 
 def _gan(**changes):
-    return T.GANTransectsConfig.from_params({**_GAN_CONFIG, **changes})
+    return T.NoTruthTransectsConfig.from_params({**_GAN_CONFIG, **changes})
 
 
 def test_gan_params_derive_the_probe_size_the_sides_and_the_planted_effect():
     axes = {"skin_tone": (-1.5, 1.5), "gender": (-1.0, 1.0), "light": (-1.5, 1.5)}
-    p = T.gan_params(_gan(), axes)
+    p = T.no_truth_params(_gan(), axes)
     assert p["n_probe"] == 100  # capped by n_train: the probe is fitted on training renders
-    assert T.gan_params(_gan(n_probe=40), axes)["n_probe"] == 40
+    assert T.no_truth_params(_gan(n_probe=40), axes)["n_probe"] == 40
     # women (low side of the gender plane) at the high end: darker women go low, darker men high
     assert p["confounding_by_gender_side"] == [-0.6, 0.6]
-    assert T.gan_params(_gan(shortcut_female_high=False), axes)["confounding_by_gender_side"] == [0.6, -0.6]
+    assert T.no_truth_params(_gan(shortcut_female_high=False), axes)["confounding_by_gender_side"] == [0.6, -0.6]
     assert p["simulated_effect"] == {"light_incongruent": T.PLANTED_SHORTCUT_EFFECT}
     assert p["transect_axes"] == {a: list(v) for a, v in axes.items()}
     assert set(p) - {"confounding_by_gender_side", "simulated_effect", "transect_axes"} == \
-        set(T.GANTransectsConfig.__dataclass_fields__) - {"labeller"}
+        set(T.NoTruthTransectsConfig.__dataclass_fields__) - {"labeller"}
     assert p["plan_history"] == [] and p["alpha"] == 0.05 and p["accuracy_target"] == 0.85
     for bad, match in (({"probe_c": 1.0}, "unknown key"), ({"n_train": "100"}, "transects_dcgan.n_train"),
                        ({"shortcut_c": [2.0, 0.5]}, "lo < hi"), ({"confounding": -1.0}, "transects_dcgan.confounding"),
@@ -458,7 +458,7 @@ def test_gan_config_parses_the_committed_section():
 
     from facebias.io import load_params
 
-    cfg = T.GANTransectsConfig.from_params(
+    cfg = T.NoTruthTransectsConfig.from_params(
         load_params(Path(__file__).resolve().parents[3] / "params.yaml", "transects_dcgan"))
     assert isinstance(cfg.shortcut_c, tuple) and cfg.labeller == "p_male"
 
@@ -482,16 +482,16 @@ def gan_summary():
     for key in ("transects", "observational"):
         f = frames[key]
         f.loc[rng.random(len(f)) < 0.05, "e_null"] = np.nan
-    params = T.gan_params(_gan(), {"skin_tone": (-1.5, 1.5), "gender": (-1.75, 1.75), "light": (-1.5, 1.5)})
+    params = T.no_truth_params(_gan(), {"skin_tone": (-1.5, 1.5), "gender": (-1.75, 1.75), "light": (-1.5, 1.5)})
     kept_tr, kept_obs = frames["transects"], frames["observational"]
     clfs = ["planted", "null"]
     models = {c: T.shortcut_error_models(kept_tr, kept_obs, f"e_{c}", "light", n_boot=200, seed=0) for c in clfs}
-    levels, by = T.gan_levels("light"), ("gender", "tone", "light")
+    levels, by = T.no_truth_levels("light"), ("gender", "tone", "light")
     group_tables = {ds: {c: T.group_errors(f, f"e_{c}", by=by, levels=levels) for c in clfs}
                     for ds, f in (("observational", kept_obs), ("transects", kept_tr))}
     tab = frames["table"].assign(read=frames["table"]["light_c"] + rng.normal(0, 1, len(frames["table"])))
     enrolled = np.r_[np.ones(90, bool), np.zeros(10, bool)]
-    m = T.summarise_gan(
+    m = T.summarise_no_truth(
         backend="stub", provenance="p", labeller="p_male", params=params, n_transect_images=len(tab),
         transect_pruning=frames["transect_counts"], observational_pruning=frames["observational_counts"],
         pruning_by_level=T.pruning_by_level(tab, frames["p_transects"]),
@@ -563,7 +563,7 @@ def test_summarise_gan_writes_strict_json_in_the_notebook_order(gan_summary, tmp
                           "planted_recovered", "classifiers"]
     assert back["planted_recovered"] == m["planted_recovered"] and back["params"]["n_probe"] == 100
     with pytest.raises(ValueError, match="e_planted"):  # a classifier without its error column
-        T.summarise_gan(backend="stub", provenance="p", labeller="p_male", params=m["params"], n_transect_images=0,
+        T.summarise_no_truth(backend="stub", provenance="p", labeller="p_male", params=m["params"], n_transect_images=0,
                         transect_pruning={}, observational_pruning={}, pruning_by_level=[], transect_agreement={},
                         observational_agreement={}, observational_correlation={}, training={}, sface_enrolled=[],
                         models={"planted": {}}, transects=pd.DataFrame(), observational=pd.DataFrame(),
@@ -579,7 +579,7 @@ def _transect_world(seed, effects, interactions=None, n_transects=150):
     ``+2 beta`` among men) whose errors are in ``e``."""
     rng = np.random.default_rng(seed)
     tr = _transect_table(n_transects)
-    kept, _ = T.gan_analysis_frame(tr, _perceived(tr["gender_c"].to_numpy(), rng), "light")
+    kept, _ = T.no_truth_analysis_frame(tr, _perceived(tr["gender_c"].to_numpy(), rng), "light")
     p = simulated_gender_classifier(kept.assign(gender=kept["p_labeller"]), effects, base=-1.5, seed=seed + 100,
                                     interactions=interactions)
     kept["e"] = T.errors(p, kept["gender_male"])
@@ -628,7 +628,7 @@ def test_a_planted_gender_by_skin_interaction_is_caught():
         assert abs(row["coef"] - planted) < 3 * row["sd"], (row, planted)
     assert out["clears_tone"] is False
     # the main-effects model alone sees no skin effect: the interaction is what it hides
-    main = T.fit_if_possible(T.gan_design(kept, "light"), kept["e"], n_boot=200, seed=0)
+    main = T.fit_if_possible(T.no_truth_design(kept, "light"), kept["e"], n_boot=200, seed=0)
     assert not T.coef_row(main, "tone_dark")["significant"]
 
 
@@ -730,7 +730,7 @@ def test_plan_history_is_parsed_and_matches_the_committed_values():
     and the committed value of each changed key is its last 'after'."""
     from facebias.io import load_params
 
-    cfg = T.GANTransectsConfig.from_params(load_params(ROOT / "params.yaml", "transects_dcgan"))
+    cfg = T.NoTruthTransectsConfig.from_params(load_params(ROOT / "params.yaml", "transects_dcgan"))
     history = {h["key"]: h for h in cfg.plan_history}
     assert history["n_observational"]["before"] == 1000 and history["confounding"]["before"] == 0.6
     for key, h in history.items():  # the last change of each key

@@ -34,9 +34,9 @@ class HCICConfig(Section):
         Real FR models run on the renders (:data:`MODEL_THRESHOLDS` keys).
     t_hcic : tuple of float, default (0.2, 0.3, 0.4)
         Label thresholds in [0, 1] (same identity iff HCIC <= t).
-    t_main : float, default 0.3
+    t_hcic_main : float, default 0.3
         The main label threshold (one of ``t_hcic``).
-    t_fixed : float, default 0.6
+    t_toy : float, default 0.6
         The paper's similarity threshold, used for the toy system (in [-1, 1]).
     fmr : float, default 0.01
         Target FMR of the per-group FNMR tables, a fraction in (0, 1).
@@ -70,23 +70,23 @@ class HCICConfig(Section):
     Raises
     ------
     ValueError
-        For a mistyped value or one out of range, or ``t_main`` not in ``t_hcic``.
+        For a mistyped value or one out of range, or ``t_hcic_main`` not in ``t_hcic``.
 
     Examples
     --------
-    >>> HCICConfig.from_params({"t_hcic": [0.3], "t_main": 0.3}).t_hcic
+    >>> HCICConfig.from_params({"t_hcic": [0.3], "t_hcic_main": 0.3}).t_hcic
     (0.3,)
-    >>> HCICConfig.from_params({"t_main": 0.5})
+    >>> HCICConfig.from_params({"t_hcic_main": 0.5})
     Traceback (most recent call last):
     ...
-    ValueError: hcic.t_main must be one of t_hcic [0.2, 0.3, 0.4], got 0.5
+    ValueError: hcic.t_hcic_main must be one of t_hcic [0.2, 0.3, 0.4], got 0.5
     """
 
     section = "hcic"
     models: tuple[str, ...] = param(("sface", "dlib"), listof(text(*MODEL_THRESHOLDS), min_len=0))
     t_hcic: tuple[float, ...] = param((0.2, 0.3, 0.4), listof(_UNIT))
-    t_main: float = param(0.3, _UNIT)
-    t_fixed: float = param(0.6, number(-1, 1))
+    t_hcic_main: float = param(0.3, _UNIT)
+    t_toy: float = param(0.6, number(-1, 1))
     fmr: float = param(0.01, _OPEN_RATE)
     n_boot: int = param(200, integer(0))
     n_boot_test: int = param(2000, integer(1))
@@ -103,8 +103,8 @@ class HCICConfig(Section):
 
     def check(self) -> None:
         k = self.section
-        if self.t_main not in self.t_hcic:
-            raise ValueError(f"{k}.t_main must be one of t_hcic {list(self.t_hcic)}, got {self.t_main!r}")
+        if self.t_hcic_main not in self.t_hcic:
+            raise ValueError(f"{k}.t_hcic_main must be one of t_hcic {list(self.t_hcic)}, got {self.t_hcic_main!r}")
         if self.seed_filter_keep > self.seed_filter_candidates:
             raise ValueError(f"{k}.seed_filter_keep must be <= seed_filter_candidates, got "
                              f"{self.seed_filter_keep} > {self.seed_filter_candidates}")

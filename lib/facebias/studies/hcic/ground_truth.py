@@ -437,8 +437,8 @@ class PairLabels:
 
 
 def pair_labels(pairs: pd.DataFrame, pair_votes: pd.DataFrame | None, image_votes: pd.DataFrame | None,
-                t_hcic: Sequence[float], t_main: float) -> PairLabels:
-    """HCIC labels from pair votes (one label set per ``t_hcic``, main ``t_main``) or the
+                t_hcic: Sequence[float], t_hcic_main: float) -> PairLabels:
+    """HCIC labels from pair votes (one label set per ``t_hcic``, main ``t_hcic_main``) or the
     intended ones; the realism filter from image votes (single-image scores are the plain
     mean of the responses, B4.13, normalised to [0, 1]; a pair is kept iff both images score
     below 0.8) or every pair kept. Votes are in the store's schema.
@@ -450,10 +450,10 @@ def pair_labels(pairs: pd.DataFrame, pair_votes: pd.DataFrame | None, image_vote
     pair_votes : pandas.DataFrame or None
         Identity votes; None = intended labels.
     image_votes : pandas.DataFrame or None
-        Single-image votes on :data:`facebias.annotate.SCALES_000`; None = keep every pair.
+        Single-image votes on :data:`facebias.annotate.SCALES_HCIC`; None = keep every pair.
     t_hcic : sequence of float
         HCIC label thresholds in [0, 1].
-    t_main : float
+    t_hcic_main : float
         The main threshold.
 
     Returns
@@ -467,21 +467,21 @@ def pair_labels(pairs: pd.DataFrame, pair_votes: pd.DataFrame | None, image_vote
         If a pair lacks votes or an image lacks an uncanny score, or as
         :func:`hcic_labels`.
     """
-    from facebias.annotate import SCALES_000, scores_from_votes
+    from facebias.annotate import SCALES_HCIC, scores_from_votes
 
     out = pairs.copy()
     skipped: dict[str, str] = {}
     if pair_votes is not None:
         hl, matrix = hcic_labels(out, pair_votes, t_hcic)
         out = out.join(hl)
-        label_sets, main, kind = {f"{t:g}": f"label_{t:g}" for t in t_hcic}, f"{t_main:g}", "hcic"
+        label_sets, main, kind = {f"{t:g}": f"label_{t:g}" for t in t_hcic}, f"{t_hcic_main:g}", "hcic"
     else:
         matrix = None
         label_sets, main, kind = {"intended": "label"}, "intended", "intended"
         skipped["hcic"] = "no pair votes: labels are the intended ones (same seed = same identity)"
     means = filt = None
     if image_votes is not None:
-        image_scores = scores_from_votes(image_votes, SCALES_000, agg="mean")  # plain mean / 4, in [0, 1]
+        image_scores = scores_from_votes(image_votes, SCALES_HCIC, agg="mean")  # plain mean / 4, in [0, 1]
         means = {q: image_scores[q] * 4 for q in image_scores}  # raw 0-4 means (the annotated bins)
         uncanny = image_scores["uncanny"]
         out["keep"] = uncanny_pair_keep(out, uncanny)

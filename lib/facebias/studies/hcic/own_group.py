@@ -131,7 +131,7 @@ def own_group_image_check(images: pd.DataFrame, effects: Sequence[float] = (0.0,
     majority_share : float, default 0.8
         Its share of the panel, in [0, 1].
     question : str, default "gender"
-        A 5-level question of :data:`facebias.annotate.SCALES_000` oriented like ``truth_col``.
+        A 5-level question of :data:`facebias.annotate.SCALES_HCIC` oriented like ``truth_col``.
     truth_col : str, default "true_gender"
         The truth column (P(male) for gender).
     n_votes : int, default 9

@@ -7,7 +7,7 @@ those of ``docs/specs/transects.md``.
 =====================  =================================================================
 module                 implements
 =====================  =================================================================
-``config``             :class:`TransectsConfig`, :class:`GANTransectsConfig` (params.yaml)
+``config``             :class:`TransectsConfig`, :class:`NoTruthTransectsConfig` (params.yaml)
 ``pruning``            A1.10 Pruning; A1.13 binning of covariates, the 17-column design
 ``error_model``        A1.12 Error definition; A1.13 (c) logistic error model + bootstrap
                        (Fig. 15)
@@ -38,7 +38,7 @@ from __future__ import annotations
 from facebias.annotate.simulate import PERCEIVED_ATTRIBUTES, perceived_truth
 from facebias.studies.transects.accuracy import accuracy_rows, held_out_accuracy, training_accuracy
 from facebias.studies.transects.additivity import interaction_test, nested_lr_test
-from facebias.studies.transects.config import GANTransectsConfig, TransectsConfig
+from facebias.studies.transects.config import NoTruthTransectsConfig, TransectsConfig
 from facebias.studies.transects.confounds import (
     CONFOUND_TERMS,
     confound_analysis,
@@ -81,9 +81,9 @@ from facebias.studies.transects.labellers import (
 from facebias.studies.transects.no_truth import (
     PLANTED_SHORTCUT_EFFECT,
     TONE_LABELS,
-    gan_analysis_frame,
-    gan_design,
-    gan_levels,
+    no_truth_analysis_frame,
+    no_truth_design,
+    no_truth_levels,
     pruning_by_level,
     shortcut_error_models,
     shortcut_headline,
@@ -113,7 +113,7 @@ from facebias.studies.transects.renders import (
     make_shortcut_training_set,
     pixel_signal,
 )
-from facebias.studies.transects.summary import gan_params, summarise, summarise_gan
+from facebias.studies.transects.summary import no_truth_params, summarise, summarise_no_truth
 from facebias.worlds.transects import (
     confounded_latents,
     observational_rated,
@@ -142,11 +142,11 @@ __all__ = [
     "hair_test_set",
     "pixel_signal",
     "PLANTED_SHORTCUT_EFFECT",
-    "gan_levels",
+    "no_truth_levels",
     "tone_labels",
     "TONE_LABELS",
-    "gan_design",
-    "gan_analysis_frame",
+    "no_truth_design",
+    "no_truth_analysis_frame",
     "pruning_by_level",
     "fit_if_possible",
     "coef_row",
@@ -176,8 +176,8 @@ __all__ = [
     "known_truth_check",
     "summarise",
     "released_transects",
-    "GANTransectsConfig",
-    "gan_params",
+    "NoTruthTransectsConfig",
+    "no_truth_params",
     "training_accuracy",
     "accuracy_rows",
     "held_out_accuracy",
@@ -189,7 +189,7 @@ __all__ = [
     "tone_by_gender",
     "confound_analysis",
     "pattern_without_cause",
-    "summarise_gan",
+    "summarise_no_truth",
     "AMBIGUOUS",
     "BINARY",
     "AGE_NAMES",

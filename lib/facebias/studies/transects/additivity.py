@@ -48,7 +48,7 @@ def interaction_test(kept: pd.DataFrame, error_col: str,
     alpha : float, default 0.05
         Test level.
     design : pandas.DataFrame, optional
-        Another backend's main-effects design (rows of ``kept``, e.g. :func:`gan_design`);
+        Another backend's main-effects design (rows of ``kept``, e.g. :func:`no_truth_design`);
         redundant one-hot columns are fine (the likelihood is unaffected). Default: the 17
         covariates of :func:`design_matrix`, reference-coded.
     binary : mapping of str to str, optional

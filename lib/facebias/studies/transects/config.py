@@ -1,6 +1,6 @@
 """Settings of paper 004's two transect studies (``docs/specs/transects.md`` A1.9-A1.13):
 :class:`TransectsConfig` (``params.yaml`` section ``transects``: the procedural generator
-with truth, notebooks/transects.py) and :class:`GANTransectsConfig` (section
+with truth, notebooks/transects.py) and :class:`NoTruthTransectsConfig` (section
 ``transects_dcgan``: a learned generator without truth, notebooks/transects_dcgan.py).
 """
 
@@ -15,7 +15,7 @@ from facebias.config import Section, flag, integer, interval, listof, number, pa
 _CORRELATION = number(-1, 1, True, True)
 _MAGNITUDES = interval(number(low=0))
 
-__all__ = ["TransectsConfig", "GANTransectsConfig"]
+__all__ = ["TransectsConfig", "NoTruthTransectsConfig"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class TransectsConfig(Section):
 
 
 @dataclass(frozen=True)
-class GANTransectsConfig(Section):
+class NoTruthTransectsConfig(Section):
     """Parameters of the study on a generator without truth (``params.yaml`` section
     ``transects_dcgan``; notebooks/transects_dcgan.py).
 
@@ -84,7 +84,7 @@ class GANTransectsConfig(Section):
 
     Examples
     --------
-    >>> GANTransectsConfig.from_params({"shortcut": "light", "n_boot": 50}).n_boot
+    >>> NoTruthTransectsConfig.from_params({"shortcut": "light", "n_boot": 50}).n_boot
     50
     """
 

@@ -21,7 +21,7 @@ import pandas as pd
 from facebias.stats import percentile_interval, percentile_mc_error
 from facebias.studies.transects.additivity import nested_lr_test
 from facebias.studies.transects.error_model import ErrorModelResult, fit_if_possible
-from facebias.studies.transects.no_truth import gan_design, shortcut_incongruent  # noqa: F401 (shortcut_incongruent: doctest)
+from facebias.studies.transects.no_truth import no_truth_design, shortcut_incongruent  # noqa: F401 (shortcut_incongruent: doctest)
 from facebias.validate import require_columns
 
 __all__ = ["CONFOUND_TERMS", "confound_design", "confound_tests", "tone_by_gender", "confound_analysis",
@@ -48,7 +48,7 @@ def confound_design(df: pd.DataFrame, shortcut: str, terms: Sequence[str] = tupl
     Parameters
     ----------
     df : pandas.DataFrame
-        :func:`gan_analysis_frame` rows.
+        :func:`no_truth_analysis_frame` rows.
     shortcut : str
         The shortcut attribute.
     terms : sequence of str, default both of :data:`CONFOUND_TERMS`
@@ -64,7 +64,7 @@ def confound_design(df: pd.DataFrame, shortcut: str, terms: Sequence[str] = tupl
     Raises
     ------
     ValueError
-        For an unknown term, or as :func:`gan_design`.
+        For an unknown term, or as :func:`no_truth_design`.
 
     Examples
     --------
@@ -80,7 +80,7 @@ def confound_design(df: pd.DataFrame, shortcut: str, terms: Sequence[str] = tupl
     unknown = [t for t in terms if t not in CONFOUND_TERMS]
     if unknown:
         raise ValueError(f"confound_design: unknown term(s) {unknown}; terms are {list(CONFOUND_TERMS)}")
-    full = gan_design(df, shortcut)
+    full = no_truth_design(df, shortcut)
     main = ["gender_male", "tone_dark", f"{shortcut}_high", f"{shortcut}_incongruent"]
     out = full[[c for c in main if tone or c != "tone_dark"]].copy()
     for t in terms:
@@ -109,7 +109,7 @@ def confound_tests(kept: pd.DataFrame, error_col: str, shortcut: str, alpha: flo
     Parameters
     ----------
     kept : pandas.DataFrame
-        :func:`gan_analysis_frame` rows with ``error_col`` (0/1, NaN = not scored).
+        :func:`no_truth_analysis_frame` rows with ``error_col`` (0/1, NaN = not scored).
     error_col : str
         The error column.
     shortcut : str
@@ -245,7 +245,7 @@ def confound_analysis(kept: pd.DataFrame, error_col: str, shortcut: str, n_boot:
     Parameters
     ----------
     kept : pandas.DataFrame
-        :func:`gan_analysis_frame` transect rows with ``error_col`` (0/1, NaN = not scored).
+        :func:`no_truth_analysis_frame` transect rows with ``error_col`` (0/1, NaN = not scored).
     error_col : str
         The error column.
     shortcut : str

@@ -66,7 +66,7 @@ def group_errors(df: pd.DataFrame, error_col: str, by: Sequence[str] = ("gender"
 
     ``levels``: the binary attributes, name -> (0/1 column, (letter 0, letter 1)); default
     gender / skin / hair (:data:`BINARY`). A GAN study adds its shortcut attribute, e.g.
-    :func:`gan_levels`.
+    :func:`no_truth_levels`.
 
     Parameters
     ----------
@@ -305,7 +305,7 @@ def annotation_sd(votes: pd.DataFrame, scales: Mapping[str, Any]) -> pd.DataFram
     votes : pandas.DataFrame
         ``item_id``, ``question``, ``value`` (level index 0..K-1).
     scales : mapping
-        Question -> scale with ``k`` levels (e.g. :data:`facebias.annotate.SCALES_004`);
+        Question -> scale with ``k`` levels (e.g. :data:`facebias.annotate.SCALES_TRANSECTS`);
         questions without a scale are ignored.
 
     Returns

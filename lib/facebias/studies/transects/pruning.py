@@ -28,7 +28,7 @@ __all__ = ["SCORE_COLUMNS", "AMBIGUOUS", "BINARY", "COVARIATES", "AGE_NAMES", "F
            "truth_scores", "prune", "bin_covariates", "design_matrix", "pruned_share", "pruning_counts",
            "perceived_matches_intended"]
 
-#: The 004 scale keys (facebias.annotate.SCALES_004) used as score columns.
+#: The 004 scale keys (facebias.annotate.SCALES_TRANSECTS) used as score columns.
 SCORE_COLUMNS = ("gender", "skin_color", "hair_length", "age", "facial_hair", "makeup", "smile",
                  "uncanny")
 #: Generator attribute name -> score column (the generator calls skin "skin_tone").

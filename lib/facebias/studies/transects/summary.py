@@ -1,7 +1,7 @@
 """What the metrics files of paper 004's studies hold (``docs/specs/transects.md`` A2 Figures
 and tables, A5 Acceptance checks): :func:`summarise` (``reports/metrics/transects.json``,
-the procedural study) and :func:`summarise_gan` with its ``params`` block
-:func:`gan_params` (``reports/metrics/<name>.json``, e.g. ``transects_dcgan.json``, the
+the procedural study) and :func:`summarise_no_truth` with its ``params`` block
+:func:`no_truth_params` (``reports/metrics/<name>.json``, e.g. ``transects_dcgan.json``, the
 study without truth). No run times: same params, same bytes.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from facebias.studies.transects.config import GANTransectsConfig, TransectsConfig
+from facebias.studies.transects.config import NoTruthTransectsConfig, TransectsConfig
 from facebias.studies.transects.confounds import pattern_without_cause
 from facebias.studies.transects.error_model import ErrorModelResult
 from facebias.studies.transects.group_tables import group_errors
@@ -29,7 +29,7 @@ from facebias.studies.transects.no_truth import (
 )
 from facebias.validate import require_columns
 
-__all__ = ["summarise", "gan_params", "summarise_gan"]
+__all__ = ["summarise", "no_truth_params", "summarise_no_truth"]
 
 
 def summarise(*, provenance: str, config: TransectsConfig, effects: Mapping[str, float], n_images: int,
@@ -145,7 +145,7 @@ def summarise(*, provenance: str, config: TransectsConfig, effects: Mapping[str,
     return out
 
 
-def gan_params(config: GANTransectsConfig, transect_axes: Mapping[str, Sequence[float]]) -> dict[str, Any]:
+def no_truth_params(config: NoTruthTransectsConfig, transect_axes: Mapping[str, Sequence[float]]) -> dict[str, Any]:
     """The metrics' ``params`` block of the GAN study: the config (less ``labeller``, which
     the metrics record on their own) plus what is derived from it.
 
@@ -160,7 +160,7 @@ def gan_params(config: GANTransectsConfig, transect_axes: Mapping[str, Sequence[
 
     Parameters
     ----------
-    config : GANTransectsConfig
+    config : NoTruthTransectsConfig
         The study settings.
     transect_axes : mapping
         Axis name -> decision values.
@@ -172,7 +172,7 @@ def gan_params(config: GANTransectsConfig, transect_axes: Mapping[str, Sequence[
 
     Examples
     --------
-    >>> p = gan_params(GANTransectsConfig(), {"light": [-2.0, 2.0]})
+    >>> p = no_truth_params(NoTruthTransectsConfig(), {"light": [-2.0, 2.0]})
     >>> p["confounding_by_gender_side"], p["simulated_effect"], p["n_probe"]
     ([-0.8, 0.8], {'light_incongruent': 2.0}, 600)
     """
@@ -192,7 +192,7 @@ def gan_params(config: GANTransectsConfig, transect_axes: Mapping[str, Sequence[
             "transect_axes": {a: list(v) for a, v in transect_axes.items()}}
 
 
-def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mapping[str, Any],
+def summarise_no_truth(*, backend: str, provenance: str, labeller: str, params: Mapping[str, Any],
                   n_transect_images: int, transect_pruning: Mapping[str, int],
                   observational_pruning: Mapping[str, int], pruning_by_level: Sequence[Mapping[str, Any]],
                   transect_agreement: Mapping[str, Any], observational_agreement: Mapping[str, Any],
@@ -205,9 +205,9 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
     """What ``reports/metrics/<name>.json`` of the GAN study holds (no run times: same
     params, same bytes).
 
-    ``params``: :func:`gan_params`; ``labeller``: the gender labeller's machine-annotator
+    ``params``: :func:`no_truth_params`; ``labeller``: the gender labeller's machine-annotator
     name; ``transect_pruning`` / ``observational_pruning``: the counts of
-    :func:`gan_analysis_frame`, ``pruning_by_level``: :func:`pruning_by_level` on the
+    :func:`no_truth_analysis_frame`, ``pruning_by_level``: :func:`pruning_by_level` on the
     transects; ``transect_agreement``: :func:`transect_labeller_agreement`,
     ``observational_agreement``: :func:`observational_labeller_agreement`,
     ``observational_correlation``: :func:`within_group_correlation`; ``training``:
@@ -231,11 +231,11 @@ def summarise_gan(*, backend: str, provenance: str, labeller: str, params: Mappi
     labeller : str
         The gender labeller's name.
     params : mapping
-        :func:`gan_params`.
+        :func:`no_truth_params`.
     n_transect_images : int
         Transect renders.
     transect_pruning, observational_pruning : mapping
-        :func:`gan_analysis_frame` counts.
+        :func:`no_truth_analysis_frame` counts.
     pruning_by_level : sequence of mapping
         :func:`pruning_by_level` rows.
     transect_agreement, observational_agreement : mapping
