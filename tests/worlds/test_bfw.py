@@ -349,7 +349,7 @@ def test_from_params_rejects(change, key):
 
 
 def test_read_world_missing_file_says_how_to_make_it(tmp_path):
-    with pytest.raises(FileNotFoundError, match="dvc repro world"):
+    with pytest.raises(FileNotFoundError, match="dvc repro bfw_world"):
         read_world(tmp_path / "nope.parquet")
 
 
