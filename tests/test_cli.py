@@ -507,3 +507,38 @@ def test_n_boot_out_of_range_is_refused_before_any_work(tmp_path, capsys):
     for bad in ("-1", "100001", "99999999999999999999"):
         msg = error_of(capsys, path, *BASE, "--group-col", "grp", "--n-boot", bad)
         assert "--n-boot" in msg and "100,000" in msg and bad in msg, msg
+
+
+# --------------------------------------------------------------------------- score direction
+def test_distances_are_refused_without_distance_and_give_the_similarity_report_with_it(world, tmp_path, capsys):
+    """A distance table (1 - similarity, genuine pairs lower) is refused in one line naming
+    --distance; with --distance every rate equals the similarity table's (a monotone
+    decreasing transform keeps the order of the pairs) and the thresholds come back as
+    distances (1 - the similarity thresholds)."""
+    df, path = world
+    dist = df.assign(score=1 - df["score"])
+    dpath = tmp_path / "distances.csv"
+    dist.to_csv(dpath, index=False)
+    err = one_line_error(capsys, ["metrics", dpath, *BASE, "--group-col", "grp", "--n-boot", 0], dpath)
+    assert "pass --distance" in err
+    err = one_line_error(capsys, ["metrics", path, *BASE, "--distance", "--n-boot", 0], path)
+    assert "leave --distance out" in err
+    code, out, _ = run(capsys, dpath, *BASE, "--group-col", "grp", "--n-boot", 10, "--seed", 2, "--json", "--distance")
+    assert code == 0
+    got = pd.DataFrame(json.loads(out)["groups"])
+    code, out, _ = run(capsys, path, *BASE, "--group-col", "grp", "--n-boot", 10, "--seed", 2, "--json")
+    ref = pd.DataFrame(json.loads(out)["groups"])
+    rates = [c for c in ref.columns if c.startswith(("fmr", "fnmr")) and "mcse" not in c]
+    pd.testing.assert_frame_equal(got[rates], ref[rates])
+    np.testing.assert_allclose(got["threshold_global"], 1 - ref["threshold_global"], atol=1e-12)
+    np.testing.assert_allclose(got["threshold_group"], 1 - ref["threshold_group"], atol=1e-12)
+    np.testing.assert_allclose(got["threshold_group_lo"], 1 - ref["threshold_group_hi"], atol=1e-12)
+    assert (got["threshold_group_lo"] <= got["threshold_group_hi"]).all()
+
+
+def test_a_table_of_one_kind_of_pair_passes_the_direction_check():
+    from facebias.cli.metrics import check_direction
+
+    s = pd.Series([0.1, 0.9, 0.5])
+    assert check_direction(s, pd.Series([1, 1, 1]), distance=False) is None
+    assert check_direction(s, pd.Series([0, 0, 0]), distance=True) is None

@@ -12,7 +12,7 @@ import pandas as pd
 from facebias.cli.common import PROG, InputError, _write
 from facebias.cli.tables import _first, _locate, read_pairs
 
-__all__ = ["MAX_N_BOOT"]
+__all__ = ["MAX_N_BOOT", "check_direction"]
 
 #: Largest --n-boot the CLI accepts (each replicate recomputes every rate of every group).
 MAX_N_BOOT = 100_000
@@ -64,8 +64,41 @@ def _add_metrics(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="K", help="bootstrap seed [default: 0]")
     p.add_argument("--alpha", type=float, default=0.5,
                    help="weight of FMR against FNMR in FDR, GARBE, inequity rate [default: 0.5]")
+    p.add_argument(
+        "--distance", action="store_true",
+        help="the scores are distances (lower = more alike): rates are computed on -score, so a "
+        "pair is a match iff distance < t; without it a table whose genuine pairs score lower "
+        "than its impostors on average is refused",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     p.set_defaults(func=_run_metrics)
+
+
+def check_direction(score: pd.Series, genuine: pd.Series, distance: bool) -> str | None:
+    """The error message when the scores run the other way than declared, else ``None``.
+
+    Similarities (``distance`` false) must put genuine pairs above impostors on average;
+    distances below. A table with one kind of pair only passes (nothing to compare).
+
+    Examples
+    --------
+    >>> s, g = pd.Series([0.9, 0.8, 0.2, 0.1]), pd.Series([1, 1, 0, 0])
+    >>> check_direction(s, g, distance=False) is None
+    True
+    >>> check_direction(1 - s, g, distance=False)
+    'genuine pairs score lower than impostors on average (mean 0.15 vs 0.85): these look like distances; pass --distance'
+    """
+    gen, imp = score[genuine.astype(bool)], score[~genuine.astype(bool)]
+    if gen.empty or imp.empty:
+        return None
+    mg, mi = float(gen.mean()), float(imp.mean())
+    if not distance and mg < mi:
+        return (f"genuine pairs score lower than impostors on average (mean {mg:.3g} vs {mi:.3g}): "
+                "these look like distances; pass --distance")
+    if distance and mg > mi:
+        return (f"--distance: genuine pairs score higher than impostors on average (mean {mg:.3g} vs "
+                f"{mi:.3g}): these look like similarities; leave --distance out")
+    return None
 
 
 def _run_metrics(args: argparse.Namespace) -> int:
@@ -106,6 +139,15 @@ def _run_metrics(args: argparse.Namespace) -> int:
         if missing.any():
             raise InputError(src, f"column {col!r}: missing {what} in {word} {_first(missing)}")
 
+    labels = pd.to_numeric(df[args.label_col], errors="coerce")
+    finite = np.isfinite(df[args.score_col].to_numpy(dtype=np.float64, na_value=np.nan)).all()
+    if finite and labels.isin([0, 1]).all():  # else group_report names the bad value and its line
+        wrong = check_direction(df[args.score_col], labels, args.distance)
+        if wrong:
+            raise InputError(src, wrong)
+    if args.distance:
+        df[args.score_col] = -df[args.score_col].astype(np.float64)
+
     if not group_cols:
         group = next(n for n in ("group", "_group", "__group") if n not in df.columns)
         df[group] = "all"
@@ -130,6 +172,14 @@ def _run_metrics(args: argparse.Namespace) -> int:
         raise InputError(src, _locate(str(exc), word)) from None
     report.meta["pairs"] = src
     report.meta["group_cols"] = group_cols
+    if args.distance:  # thresholds were set on -distance: give them back as distances
+        report.meta["scores"] = "distances: a match iff distance < threshold"
+        t = report.table
+        for col in ("threshold_global", "threshold_group"):
+            t[col] = -t[col]
+        t["threshold_group_lo"], t["threshold_group_hi"] = -t["threshold_group_hi"], -t["threshold_group_lo"]
+        t["threshold_group_lo_mcse"], t["threshold_group_hi_mcse"] = (t["threshold_group_hi_mcse"],
+                                                                      t["threshold_group_lo_mcse"])
     unresolved = report.table[~report.table["resolved"]]
     for f, rows in unresolved.groupby("fmr_target", sort=False):
         factor = report.meta["min_impostor_factor"]
