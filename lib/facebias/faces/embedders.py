@@ -186,8 +186,9 @@ class BaseEmbedder:
 
         Parameters
         ----------
-        images : Sequence of numpy.ndarray
-            (H, W, 3) RGB or (H, W) gray uint8, any size.
+        images : Sequence of numpy.ndarray, or Sequence of str or Path
+            (H, W, 3) RGB or (H, W) gray uint8, any size; or image files, read as
+            :meth:`embed_paths` reads them (one kind per call).
         workers : int, default 1
             Processes to spread the images over (:func:`pool_embed`, the model loaded
             once per worker; built-in models only); 1 runs here. The rows are the same
@@ -208,8 +209,25 @@ class BaseEmbedder:
         Raises
         ------
         ValueError
-            If ``detections`` is not one entry per image or comes from another detector.
+            If ``detections`` is not one entry per image or comes from another detector,
+            if ``images`` is a single path, or if it mixes paths and arrays.
         """
+        if isinstance(images, str | Path):
+            raise ValueError(f"images: expected a sequence of images or of paths, got one path {str(images)!r}; "
+                             "wrap it in a list")
+        is_path = [isinstance(img, str | Path) for img in images]
+        if any(is_path):
+            if not all(is_path):
+                first = is_path.index(False) if is_path[0] else is_path.index(True)
+                raise ValueError(f"images: mixes file paths and arrays (item 0 is a "
+                                 f"{type(images[0]).__name__}, item {first} a {type(images[first]).__name__}); "
+                                 "pass one kind")
+            if workers > 1:
+                from facebias.faces.embed import pool_embed  # the pool imports this module
+
+                return pool_embed(self, list(images), workers, paths=True,
+                                  detections=check_detections(detections, len(images), self.detector))
+            return self.embed_paths(images, detections)
         found = check_detections(detections, len(images), self.detector)
         if workers > 1:
             from facebias.faces.embed import pool_embed  # the pool imports this module
