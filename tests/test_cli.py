@@ -534,6 +534,11 @@ def test_distances_are_refused_without_distance_and_give_the_similarity_report_w
     np.testing.assert_allclose(got["threshold_group"], 1 - ref["threshold_group"], atol=1e-12)
     np.testing.assert_allclose(got["threshold_group_lo"], 1 - ref["threshold_group_hi"], atol=1e-12)
     assert (got["threshold_group_lo"] <= got["threshold_group_hi"]).all()
+    # --n-boot 0: no bounds to swap, the thresholds still come back as distances
+    code, out, _ = run(capsys, dpath, *BASE, "--group-col", "grp", "--n-boot", 0, "--json", "--distance")
+    got0 = pd.DataFrame(json.loads(out)["groups"])
+    assert code == 0 and "threshold_group_lo" not in got0
+    np.testing.assert_allclose(got0["threshold_group"], 1 - ref["threshold_group"], atol=1e-12)
 
 
 def test_a_table_of_one_kind_of_pair_passes_the_direction_check():

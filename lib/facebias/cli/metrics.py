@@ -177,9 +177,10 @@ def _run_metrics(args: argparse.Namespace) -> int:
         t = report.table
         for col in ("threshold_global", "threshold_group"):
             t[col] = -t[col]
-        t["threshold_group_lo"], t["threshold_group_hi"] = -t["threshold_group_hi"], -t["threshold_group_lo"]
-        t["threshold_group_lo_mcse"], t["threshold_group_hi_mcse"] = (t["threshold_group_hi_mcse"],
-                                                                      t["threshold_group_lo_mcse"])
+        if "threshold_group_lo" in t:  # bootstrap bounds (none with --n-boot 0): negated, so swapped
+            t["threshold_group_lo"], t["threshold_group_hi"] = -t["threshold_group_hi"], -t["threshold_group_lo"]
+            t["threshold_group_lo_mcse"], t["threshold_group_hi_mcse"] = (t["threshold_group_hi_mcse"],
+                                                                          t["threshold_group_lo_mcse"])
     unresolved = report.table[~report.table["resolved"]]
     for f, rows in unresolved.groupby("fmr_target", sort=False):
         factor = report.meta["min_impostor_factor"]
