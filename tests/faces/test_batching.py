@@ -89,9 +89,9 @@ def test_pool_arguments_are_checked(tmp_path):
         pool_embed(emb, [], 0)
     with pytest.raises(ValueError, match="n_workers"):
         embed_many(emb, [], compute="local", workers=2)
-    user = OnnxEmbedder.__new__(OnnxEmbedder)  # a user model (no session needed to refuse)
-    user.name = "mine"
-    with pytest.raises(ValueError, match="built-in models"):
+    user = OnnxEmbedder.__new__(OnnxEmbedder)  # a user model not loaded from a spec (no session
+    user.name = "mine"                         # needed to refuse): workers cannot rebuild it
+    with pytest.raises(ValueError, match=r"loaded by load_embedder\(spec\)"):
         pool_embed(user, [], 2)
 
 

@@ -129,7 +129,7 @@ def test_same_person_closer_than_other_person(embedder, astronaut):
 
 def test_model_id_and_unknown_names(embedder):
     assert embedder.model_id.startswith(embedder.name + "-") and embedder.dim == 128
-    with pytest.raises(ValueError, match="unknown embedder"):
+    with pytest.raises(ValueError, match="model 'nope': unknown model; a model is 'sface', 'dlib'"):
         load_embedder("nope")
     with pytest.raises(ValueError, match="unknown detector"):
         load_detector("nope")

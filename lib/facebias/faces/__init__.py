@@ -36,6 +36,10 @@ _EXPORTS = {
     "OnnxEmbedder": "embed",
     "TorchEmbedder": "embed",
     "EmbeddingCache": "cache",
+    "ModelSpec": "specs",
+    "parse_model_spec": "specs",
+    "check_model_spec": "specs",
+    "model_name": "specs",
     # factors and attributes
     "measure_factors": "factors",
     "FACTOR_KEYS": "factors",

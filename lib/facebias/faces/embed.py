@@ -43,6 +43,7 @@ from facebias.faces.embedders import (
     SFaceEmbedder,
     l2_normalise,
 )
+from facebias.faces.specs import ModelSpec, load_from_spec, parse_model_spec
 from facebias.faces.user_embedders import COMMON_INPUT_SIZES, OnnxEmbedder, TorchEmbedder
 
 __all__ = [
@@ -70,18 +71,22 @@ __all__ = [
 ]
 
 
-_SHARED: dict[tuple[str, str], BaseEmbedder] = {}
+_SHARED: dict[tuple, BaseEmbedder] = {}
 
 
-def shared_embedder(name: str, detector: str = "yunet") -> BaseEmbedder:
-    """A built-in embedder loaded once per process (what a Dask worker uses).
+def shared_embedder(name: str, detector: str = "yunet", model_id: str | None = None) -> BaseEmbedder:
+    """An embedder loaded once per process (what a Dask or pool worker uses).
 
     Parameters
     ----------
     name : str
-        ``"dlib"`` or ``"sface"``.
+        A model spec (:func:`load_embedder`).
     detector : str, default "yunet"
         The face detector it uses.
+    model_id : str, optional
+        The ``model_id`` the caller's embedder has (user models: their weights' hash); the
+        embedder of that spec, detector and ``model_id`` (one this process loaded, or a
+        new load, checked to have it).
 
     Returns
     -------
@@ -91,21 +96,28 @@ def shared_embedder(name: str, detector: str = "yunet") -> BaseEmbedder:
     Raises
     ------
     ValueError
-        For an unknown ``name``.
+        For a bad spec or a model that cannot be loaded, or a ``model_id`` other than
+        the file now gives (the weights changed on disk since the caller loaded them).
     """
-    key = (name, detector)
+    key = (name, detector) if model_id is None else (name, detector, model_id)
     if key not in _SHARED:
-        _SHARED[key] = load_embedder(name, detector)
+        emb = load_embedder(name, detector)
+        if model_id is not None and emb.model_id != model_id:
+            raise ValueError(f"model {name!r}: its weights changed on disk since it was loaded "
+                             f"({model_id} then, {emb.model_id} now); load it again")
+        _SHARED[key] = emb
     return _SHARED[key]
 
 
-def _worker_embedder(spec: BaseEmbedder | tuple[str, str]) -> BaseEmbedder:
+def _worker_embedder(spec: BaseEmbedder | tuple) -> BaseEmbedder:
     return shared_embedder(*spec) if isinstance(spec, tuple) else spec
 
 
-def worker_spec(embedder: BaseEmbedder) -> BaseEmbedder | tuple[str, str]:
-    """What to send to Dask workers: ``(name, detector)`` for a built-in model (its C++
-    objects do not pickle; each worker loads its own), else the embedder itself.
+def worker_spec(embedder: BaseEmbedder) -> BaseEmbedder | tuple:
+    """What to send to Dask or pool workers: ``(name, detector)`` for a built-in model and
+    ``(spec, detector, model_id)`` for a user model loaded from a spec (:func:`load_embedder`;
+    their C++ or onnxruntime objects do not pickle, so each worker loads its own, checked to
+    have the same weights), else the embedder itself.
 
     Parameters
     ----------
@@ -114,10 +126,14 @@ def worker_spec(embedder: BaseEmbedder) -> BaseEmbedder | tuple[str, str]:
 
     Returns
     -------
-    BaseEmbedder or tuple of (str, str)
+    BaseEmbedder or tuple
         What :func:`embed_chunk` takes as ``spec``.
     """
-    return (embedder.name, embedder.detector) if embedder.name in EMBEDDERS else embedder
+    if isinstance(embedder, DlibEmbedder | SFaceEmbedder):
+        return (embedder.spec or embedder.name, embedder.detector)
+    if embedder.spec:
+        return (embedder.spec, embedder.detector, embedder.model_id)
+    return embedder
 
 
 #: One item of a chunk: an image or a path, and its detections (None: detected where it runs).
@@ -242,10 +258,10 @@ def pool_threads(workers: int, cpus: int | None = None) -> int:
 _POOL_WORKER: list[BaseEmbedder] = []
 #: Live worker pools of built-in models, by ``(worker_spec, workers, threads)``: later calls
 #: reuse the processes and the models they loaded.
-_POOLS: dict[tuple[tuple[str, str], int, int], ProcessPoolExecutor] = {}
+_POOLS: dict[tuple[tuple, int, int], ProcessPoolExecutor] = {}
 
 
-def _init_pool_worker(spec: tuple[str, str], threads: int) -> None:
+def _init_pool_worker(spec: tuple, threads: int) -> None:
     """Pool initializer: give OpenCV this worker's share of the cores, load the model."""
     import cv2
 
@@ -257,7 +273,7 @@ def _pool_chunk(pairs: Sequence[Pair], paths: bool) -> EmbedResult:
     return _embed_pairs(_POOL_WORKER[0], pairs, paths)
 
 
-def _new_pool(spec: tuple[str, str], workers: int, threads: int) -> ProcessPoolExecutor:
+def _new_pool(spec: tuple, workers: int, threads: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_init_pool_worker, initargs=(spec, threads))
 
@@ -302,8 +318,8 @@ def pool_embed(embedder: BaseEmbedder, items: Sequence, workers: int,
     Raises
     ------
     ValueError
-        If ``workers < 1`` or ``threads < 1``, ``embedder`` is not a built-in model
-        (:data:`EMBEDDERS`; user models: :func:`embed_many` with a Dask ``compute``), or
+        If ``workers < 1`` or ``threads < 1``, ``embedder`` was not loaded from a model
+        spec (:func:`load_embedder`; others: :func:`embed_many` with a Dask ``compute``), or
         ``detections`` is not one entry per item or comes from another detector.
     """
     from facebias.compute import chunk_slices
@@ -315,7 +331,7 @@ def pool_embed(embedder: BaseEmbedder, items: Sequence, workers: int,
         raise ValueError(f"threads must be >= 1, got {threads}")
     spec = worker_spec(embedder)
     if not isinstance(spec, tuple):
-        raise ValueError(f"workers > 1 runs the built-in models {EMBEDDERS}; embed "
+        raise ValueError(f"workers > 1 runs models loaded by load_embedder(spec); embed "
                          f"{embedder.name!r} on several processes with embed_many(..., compute=)")
     if paths is None:
         paths = _are_paths(items)
@@ -386,32 +402,47 @@ def embed_many(embedder: BaseEmbedder, items: Sequence, compute: Any = None,
     return concat_results(parts, embedder.dim)
 
 
-def load_embedder(name: str, detector: str = "yunet") -> BaseEmbedder:
-    """A built-in embedder by name (``"dlib"`` or ``"sface"``) using ``detector``.
+def load_embedder(name: str | ModelSpec, detector: str = "yunet") -> BaseEmbedder:
+    """An embedder by model spec (:mod:`facebias.faces.specs`) using ``detector``.
 
-    Both give 128-d unit vectors whose dot product is the cosine similarity; their published
-    thresholds (match iff similarity > t) are :data:`PUBLISHED_THRESHOLDS`.
+    Built in: ``"sface"`` (OpenCV SFace on 112 x 112 ArcFace crops) and ``"dlib"`` (dlib
+    ResNet on 150 x 150 chips), 128-d unit vectors whose dot product is the cosine
+    similarity; their published thresholds (match iff similarity > t) are
+    :data:`PUBLISHED_THRESHOLDS`. A user model: ``"onnx:PATH[?options]"``
+    (:class:`OnnxEmbedder`) or ``"torch:MODULE:FUNCTION[?options]"`` (:class:`TorchEmbedder`
+    of ``MODULE.FUNCTION()``).
 
     Parameters
     ----------
-    name : str
-        ``"dlib"`` (dlib ResNet on 150 x 150 chips) or ``"sface"`` (OpenCV SFace on 112 x 112
-        ArcFace crops).
+    name : str or ModelSpec
+        The model spec.
     detector : str, default "yunet"
         The face detector (:data:`facebias.faces.detect.DETECTORS`).
 
     Returns
     -------
     BaseEmbedder
-        A new embedder (see :func:`shared_embedder` for a per-process one).
+        A new embedder (see :func:`shared_embedder` for a per-process one); its ``spec``
+        attribute is the spec's text, so worker processes can load the same model.
 
     Raises
     ------
     ValueError
-        For an unknown ``name``.
+        One line for a bad spec or a model that cannot be loaded or run (naming the file,
+        module or function, and what to set).
     """
-    if name == "dlib":
-        return DlibEmbedder(detector)
-    if name == "sface":
-        return SFaceEmbedder(detector)
-    raise ValueError(f"unknown embedder {name!r}; choose one of {EMBEDDERS}")
+    spec = parse_model_spec(name)
+    if spec.kind == "dlib":
+        emb: BaseEmbedder = DlibEmbedder(detector)
+    elif spec.kind == "sface":
+        emb = SFaceEmbedder(detector)
+    else:
+        try:
+            emb = load_from_spec(spec, detector)
+        except ValueError as exc:
+            msg = " ".join(str(exc).split())
+            raise ValueError(msg if spec.text in msg else f"model {spec.text!r}: {msg}") from exc
+    emb.spec = spec.text
+    if not spec.builtin:  # this process's workers (serial chunks) reuse it, keyed by its weights
+        _SHARED.setdefault((spec.text, detector, emb.model_id), emb)
+    return emb

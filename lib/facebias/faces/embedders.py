@@ -92,6 +92,8 @@ class BaseEmbedder:
     crop_size: int
     detector: str
     batch_size: int = 64
+    #: the model spec it was loaded from (:func:`facebias.faces.embed.load_embedder`), if any
+    spec: str | None = None
 
     def _forward(self, crops: np.ndarray) -> np.ndarray:
         """Raw (n, d) embeddings of an (n, crop_size, crop_size, 3) RGB uint8 batch."""

@@ -10,6 +10,7 @@ plus a hash of the weights (the ONNX file's sha256, the torch ``state_dict``), w
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +23,30 @@ if TYPE_CHECKING:
     import torch
 
 
-def _nchw(crops: np.ndarray, mean: float, std: float, rgb: bool) -> np.ndarray:
-    """(n, h, w, 3) RGB uint8 -> (n, 3, h, w) float32 ``(x - mean) / std``."""
-    x = crops if rgb else crops[..., ::-1]
-    return np.ascontiguousarray(((x.astype(np.float32) - mean) / std).transpose(0, 3, 1, 2))
+def _channels(value: float | Sequence[float], what: str) -> np.ndarray:
+    """One number, or three per-channel (RGB) values, as a (3,) float32 array."""
+    v = np.asarray(value, np.float32).reshape(-1)
+    if v.size == 1:
+        v = np.repeat(v, 3)
+    if v.size != 3 or not np.isfinite(v).all():
+        raise ValueError(f"{what}: expected one number or three (R, G, B), got {value!r}")
+    return v
+
+
+def _nchw(crops: np.ndarray, mean: Any, std: Any, rgb: bool, layout: str = "nchw") -> np.ndarray:
+    """(n, h, w, 3) RGB uint8 -> float32 ``(x - mean) / std`` in ``layout`` (``"nchw"``:
+    (n, 3, h, w); ``"nhwc"``: (n, h, w, 3)); ``mean``/``std`` per RGB channel, applied
+    before the channels are reversed for ``rgb=False``."""
+    x = (crops.astype(np.float32) - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
+    x = x if rgb else x[..., ::-1]
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2) if layout == "nchw" else x)
+
+
+def _preprocessing_tag(size: int, mean: np.ndarray, std: np.ndarray, rgb: bool, layout: str) -> str:
+    """8 hex characters naming the preprocessing, part of ``model_id`` (cache key): the same
+    weights fed differently give different embeddings."""
+    text = f"{size}|{mean.tolist()}|{std.tolist()}|{int(rgb)}|{layout}"
+    return hashlib.blake2b(text.encode(), digest_size=4).hexdigest()
 
 
 def _fixed_dim(dim: Any) -> int | None:
@@ -34,67 +55,84 @@ def _fixed_dim(dim: Any) -> int | None:
 
 
 class OnnxEmbedder(BaseEmbedder):
-    """A user-supplied ArcFace-style ONNX model: NCHW float32 ``(x - mean) / std`` in,
-    (n, d) out; rows L2-normalised. ``rgb=False`` feeds BGR channel order.
+    """A user-supplied ArcFace-style ONNX model: float32 ``(x - mean) / std`` in (NCHW, or
+    NHWC with ``layout="nhwc"``), (n, d) out; rows L2-normalised. ``rgb=False`` feeds BGR
+    channel order; ``mean`` and ``std`` are one number or three per RGB channel.
 
     A model whose batch dimension is fixed (exported without dynamic axes) is fed batches
     of exactly that size (one image at a time for a batch of 1; a short last batch is
     padded with zeros and the padding's rows dropped). A model whose input height and
     width are fixed must be given the same ``input_size``; otherwise the constructor
-    raises a ValueError naming the size the model expects.
+    raises a ValueError naming the size the model expects. ``model_id`` (the cache key) is
+    the name, the file's sha256 and a tag of the preprocessing.
 
     Raises
     ------
     ValueError
-        If ``path`` is not a file, the model declares another input size than
-        ``input_size``, or it fails on a probe batch (the message names the file).
+        If ``path`` is not a file or not an ONNX model, the model declares another input
+        size than ``input_size``, or it fails on a probe batch (the message names the file).
     """
 
     def __init__(
         self,
         path: str | Path,
         input_size: int = 112,
-        mean: float = 127.5,
-        std: float = 127.5,
+        mean: float | Sequence[float] = 127.5,
+        std: float | Sequence[float] = 127.5,
         rgb: bool = True,
         name: str | None = None,
         detector: str = "yunet",
+        layout: str = "nchw",
     ):
         import onnxruntime as ort
 
         path = Path(path)
         if not path.is_file():
-            raise ValueError(f"ONNX model file not found: {path}")
-        self._session = ort.InferenceSession(str(path), providers=ort.get_available_providers())
+            raise ValueError(f"ONNX model file not found: {path}" + (" (it is a folder)" if path.is_dir() else ""))
+        if layout not in ("nchw", "nhwc"):
+            raise ValueError(f"layout: expected 'nchw' or 'nhwc', got {layout!r}")
+        try:
+            self._session = ort.InferenceSession(str(path), providers=ort.get_available_providers())
+        except Exception as exc:  # onnxruntime's InvalidProtobuf, Fail, ...: name the file
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ValueError(f"{path} is not a loadable ONNX model ({type(exc).__name__}: "
+                             f"{first_line[:200]})") from exc
         first = self._session.get_inputs()[0]
         self._input = first.name
-        self.mean, self.std, self.rgb = float(mean), float(std), rgb
+        self.mean, self.std = _channels(mean, "mean"), _channels(std, "std")
+        if (self.std <= 0).any():
+            raise ValueError(f"std: must be > 0, got {std!r}")
+        self.rgb, self.layout = rgb, layout
         self.name = name or path.stem
         self.alignment, self.crop_size, self.detector = "arcface", int(input_size), detector
-        self.model_id = f"{self.name}-{file_sha256(path)[:12]}"
+        tag = _preprocessing_tag(self.crop_size, self.mean, self.std, rgb, layout)
+        self.model_id = f"{self.name}-{file_sha256(path)[:12]}-{tag}"
         shape = list(first.shape) if len(first.shape) == 4 else [None] * 4
         #: the model's fixed batch size (``_forward`` feeds it that many crops at a time),
         #: or None when any batch is accepted
         self.fixed_batch = _fixed_dim(shape[0])
-        hw = (_fixed_dim(shape[2]), _fixed_dim(shape[3]))
+        hw = (_fixed_dim(shape[2]), _fixed_dim(shape[3])) if layout == "nchw" else (
+            _fixed_dim(shape[1]), _fixed_dim(shape[2]))
         if None not in hw and hw != (self.crop_size, self.crop_size):
             hint = f"set input_size={hw[0]}" if hw[0] == hw[1] else "it needs a square input"
             raise ValueError(
                 f"ONNX model {path} expects {hw[0]} x {hw[1]} input, not the "
                 f"{self.crop_size} x {self.crop_size} of input_size={self.crop_size}: {hint} "
-                "(OnnxEmbedder(path, input_size=...))"
+                f"(OnnxEmbedder(path, input_size=...), or onnx:{path}?input_size=...)"
             )
         probe = np.zeros((1, self.crop_size, self.crop_size, 3), np.uint8)
         try:
             self.dim = int(np.asarray(self._forward(probe)).reshape(1, -1).shape[1])
         except Exception as exc:  # onnxruntime raises its own error types
+            dims = ("1 x 3 x {s} x {s}" if layout == "nchw" else "1 x {s} x {s} x 3").format(s=self.crop_size)
+            first_line = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
             raise ValueError(
-                f"ONNX model {path} failed on a 1 x 3 x {self.crop_size} x {self.crop_size} "
-                f"float32 probe ({exc}); if it expects another input size, set input_size="
+                f"ONNX model {path} failed on a {dims} float32 probe ({first_line}); if it expects "
+                "another input size or layout, set input_size= or layout="
             ) from exc
 
     def _run(self, crops: np.ndarray) -> np.ndarray:
-        x = _nchw(crops, self.mean, self.std, self.rgb)
+        x = _nchw(crops, self.mean, self.std, self.rgb, self.layout)
         return self._session.run(None, {self._input: x})[0]
 
     def _forward(self, crops: np.ndarray) -> np.ndarray:
@@ -139,23 +177,27 @@ class TorchEmbedder(BaseEmbedder):
         device: str | None = None,
         name: str = "torch",
         detector: str = "yunet",
+        rgb: bool = True,
     ):
         import torch
 
         self._torch = torch
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self._module = module.to(self.device).eval()
-        self.mean, self.std = float(mean), float(std)
+        self.mean, self.std, self.rgb = _channels(mean, "mean"), _channels(std, "std"), rgb
+        if (self.std <= 0).any():
+            raise ValueError(f"std: must be > 0, got {std!r}")
         self.name, self.alignment, self.crop_size = name, "arcface", int(input_size)
         self.detector = detector
         h = hashlib.sha256()
         for key, tensor in module.state_dict().items():
             h.update(key.encode())
             h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-        self.model_id = f"{name}-{h.hexdigest()[:12]}"
+        tag = _preprocessing_tag(self.crop_size, self.mean, self.std, rgb, "nchw")
+        self.model_id = f"{name}-{h.hexdigest()[:12]}-{tag}"
         try:
             self.dim = int(self._probe(self.crop_size).shape[1])
-        except RuntimeError as exc:  # torch's shape errors
+        except Exception as exc:  # torch's shape errors (RuntimeError), or the user's code
             raise ValueError(self._size_message(exc)) from exc
 
     def _probe(self, size: int) -> np.ndarray:
@@ -180,7 +222,7 @@ class TorchEmbedder(BaseEmbedder):
 
     def _forward(self, crops: np.ndarray) -> np.ndarray:
         torch = self._torch
-        x = torch.from_numpy(_nchw(crops, self.mean, self.std, True)).to(self.device)
+        x = torch.from_numpy(_nchw(crops, self.mean, self.std, self.rgb)).to(self.device)
         with torch.no_grad():
             y = self._module(x)
         return y.detach().float().cpu().numpy().reshape(len(crops), -1)
