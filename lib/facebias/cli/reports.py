@@ -18,26 +18,43 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
         help="write reports/index.html: each paper's claims beside our measurements (DVC stage `report`)",
-        description="Read reports/metrics/*.json, reports/figures and reports/notebooks and write one "
-        "offline HTML page (no scripts) with every paper's claims, our measured numbers, the backend "
-        "that produced them, the figures and links to the executed notebooks.",
+        description="Read reports/metrics/*.json and reports/figures and write one offline HTML page "
+        "(no scripts) with every paper's claims, our measured numbers, the backend that produced them, "
+        "each figure with its caption and the notebooks. Also writes reports/thumbs/: a size-capped "
+        "WebP thumbnail of each figure (kept in git, so the page shows them in a fresh clone; a "
+        "figure absent here keeps its committed thumbnail) and one page per figure showing the "
+        "full-size PNG once it exists.",
     )
     p.add_argument("--reports", default="reports", help="reports folder [default: reports]")
     p.set_defaults(func=_run_report)
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from facebias.report import write_report
+    from facebias.report import write_report, write_report_thumbnails
 
     if not Path(args.reports).is_dir():  # never create it: a typo would give an empty page
         what = "is a file, not a folder" if Path(args.reports).exists() else "no such folder"
         raise InputError(args.reports, f"{what}; --reports is the folder the pipeline wrote "
                                        "(reports/metrics, reports/figures): run `make reproduce` first")
     try:
+        thumbs = write_report_thumbnails(args.reports)
+    except ValueError as exc:  # "FILE: what is wrong": a figure that is not an image, a cap too small
+        source, _, message = str(exc).partition(": ")
+        raise InputError(source, message) from None
+    except OSError as exc:
+        raise InputError(args.reports, _describe(exc)) from None
+    try:
         path = write_report(args.reports)
     except (OSError, ValueError) as exc:
         raise InputError(args.reports, _describe(exc)) from None
-    print(f"wrote {path}", file=sys.stderr)
+    if thumbs.missing:
+        stages = sorted({m.split("/", 1)[0] for m in thumbs.missing})
+        print(f"{PROG}: warning: {len(thumbs.missing)} figure(s) not generated yet, shown as a notice on the "
+              f"page: {', '.join(thumbs.missing)} (make them with `dvc repro {' '.join(stages)}` or "
+              "`make reproduce`)", file=sys.stderr)
+    print(f"wrote {path} and {len(thumbs.made) + len(thumbs.kept)} thumbnails in {Path(args.reports) / 'thumbs'} "
+          f"({thumbs.total_bytes / 1e3:.0f} kB; {len(thumbs.made)} made from figures, {len(thumbs.kept)} kept "
+          "where the figure is absent)", file=sys.stderr)
     return 0
 
 
