@@ -82,6 +82,7 @@ import pandas as pd
 
 from facebias import plots, stats
 from facebias.compute import load_compute
+from facebias.faces.specs import model_name
 from facebias.io import load_params, repo_root
 from facebias.metrics import failure_to_enrol
 from facebias.studies import hcic as H
@@ -91,7 +92,8 @@ from facebias.worlds.toy_fr import simulate_embeddings
 t0 = time.time()
 root = repo_root()
 cfg = H.HCICConfig.from_params({**load_params(root / params_file, section), **overrides}, section)
-models, fmr, n_boot, seed, min_size = list(cfg.models), cfg.fmr, cfg.n_boot, cfg.seed, cfg.min_size
+SPECS = {model_name(m): m for m in cfg.models}  # system name -> model spec (facebias.faces.specs)
+models, fmr, n_boot, seed, min_size = list(SPECS), cfg.fmr, cfg.n_boot, cfg.seed, cfg.min_size
 data = root / synthetic / "hcic"
 fig_dir = root / reports_dir / "figures" / name  # one folder per study
 summary_path = root / synthetic / "summary.json"
@@ -151,7 +153,7 @@ print(upscale_desc)
 vectors, fte, timing = {}, {}, {}
 for m in models:
     t = time.time()
-    v, ok = H.embed_images(paths, m, cache_dir=root / cache_dir if cache_dir else None, compute=compute_cfg,
+    v, ok = H.embed_images(paths, SPECS[m], cache_dir=root / cache_dir if cache_dir else None, compute=compute_cfg,
                            min_size=min_size)
     timing[m] = time.time() - t
     vectors[m] = pd.DataFrame(v, index=images["image_id"].astype(str))
@@ -162,6 +164,10 @@ for s in SYSTEMS:
     sc = H.pair_scores(allp, vectors[s])
     allp[f"score_{s}"] = sc
     print(s, sc.attrs)
+user_fixed, fixed_source = H.fixed_thresholds({m: SPECS[m] for m in models}, allp, fmr)
+FIXED.update(user_fixed)  # a user model's own threshold= or one set at fmr (built-in: published)
+for m in models:
+    print(f"{m}: fixed threshold {FIXED[m]:.4g} ({fixed_source[m]})")
 if fte:
     display(pd.concat({m: f[["n", "n_fte", "fte_rate"]] for m, f in fte.items()}, axis=1))  # noqa: F821
 

@@ -61,7 +61,10 @@ def test_text_output_is_the_library_report(world, capsys):
     code, out, err = run(capsys, path, *BASE, "--group-col", "grp", "--n-boot", 20, "--seed", 3)
     assert code == 0 and err == ""
     expected = M.group_report(df, "score", "genuine", "grp", 1e-3, n_boot=20, seed=3)
+    assert "thresholds" not in expected.meta  # the library's report is unchanged; the CLI labels it
+    expected.meta["thresholds"] = M.IN_SAMPLE
     assert out == str(expected) + "\n"
+    assert out.splitlines()[1] == f"thresholds: {M.IN_SAMPLE}" and "in-sample" in M.IN_SAMPLE
 
 
 def test_json_matches_an_independent_computation(world, capsys):
@@ -72,6 +75,7 @@ def test_json_matches_an_independent_computation(world, capsys):
     assert code == 0 and err == ""
     rep = json.loads(out)
     assert rep["meta"]["group"] == "grp" and rep["meta"]["fmr"] == fmrs
+    assert rep["meta"]["thresholds"].startswith("in-sample") and "folds" not in rep
     assert rep["meta"]["n_boot"] == 30 and rep["meta"]["pairs"] == str(path)
     groups = pd.DataFrame(rep["groups"])
     assert len(groups) == 4 and set(groups["group"]) == {"A", "B"}

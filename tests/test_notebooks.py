@@ -92,7 +92,7 @@ def pipeline(tmp_path_factory):
     if shutil.which("git") is None:  # not a skip: a clone of this repository has git
         pytest.fail("dvc repro needs git on PATH")
     root = tmp_path_factory.mktemp("repo")
-    for item in ("dvc.yaml", "data.dvc", "Makefile", "notebooks", "lib", ".dvc/config", ".dvc/plots"):
+    for item in ("dvc.yaml", "data.dvc", "Makefile", "notebooks", "lib", "examples", ".dvc/config", ".dvc/plots"):
         src, dst = ROOT / item, root / item
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
@@ -322,6 +322,45 @@ def test_hcic_on_the_dcgan(pipeline):
         assert pipeline.figure(f"hcic_dcgan_{fig}").stat().st_size > 10_000
     assert not pipeline.figure("hcic_dcgan_annotator_consistency").exists()  # no votes: not drawn
     assert pipeline.metrics("hcic_details")["backend"] == "procedural"
+
+
+def test_facebias_hcic_is_the_stage_on_your_models(pipeline, tmp_path):
+    """`facebias hcic` runs the stage's notebook on the stage's generated faces (reused, not
+    rendered again): with the stage's models it writes the stage's own headline metrics (a
+    real test: any difference in data, labels, parameters or code path shows), and a user's
+    torch model (the LBP example) and ONNX model get their own rows, with the fixed threshold
+    of the spec or one set at the section's FMR."""
+    import torch
+
+    out = tmp_path / "same"
+    log = pipeline.sh("facebias", "hcic", "--models", "sface,dlib", "--out", str(out), "--serial")
+    assert "reusing the procedural faces in" in log
+    assert json.loads((out / "metrics" / "hcic.json").read_text()) == pipeline.metrics("hcic")
+    ours = json.loads((out / "metrics" / "hcic_details.json").read_text())
+    stage = pipeline.metrics("hcic_details")
+    assert ours["fnmr_at_fmr"] == stage["fnmr_at_fmr"]
+
+    from examples.lbp_face import build
+
+    onnx_path = tmp_path / "lbp.onnx"
+    torch.onnx.export(build(), (torch.zeros(1, 3, 112, 112),), str(onnx_path), dynamo=False,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "n"}, "y": {0: "n"}})
+    mine = tmp_path / "mine"
+    log = pipeline.sh("facebias", "hcic", "--models",
+                      f"torch:examples.lbp_face:build?name=lbp,onnx:{onnx_path}?name=lbp_onnx&threshold=0.8",
+                      "--out", str(mine), "--serial", "--n-boot", "20")
+    details = json.loads((mine / "metrics" / "hcic_details.json").read_text())
+    assert {"lbp", "lbp_onnx", "toy"} <= set(details["fnmr_at_fmr"])
+    assert "sface" not in details["fnmr_at_fmr"]
+    assert details["fixed_thresholds"]["lbp_onnx"] == 0.8
+    assert "lbp: fixed threshold" in (mine / "hcic.ipynb").read_text()
+    # the ONNX export computes what the torch module computes (to float32 rounding): the same
+    # FNMR per label set and group, to one genuine pair at the threshold
+    per = details["fnmr_at_fmr"]
+    for labels, groups in per["lbp"].items():
+        for group, r in groups.items():
+            assert abs(r["fnmr"] - per["lbp_onnx"][labels][group]["fnmr"]) <= 1 / r["n_genuine"] + 1e-12
+    assert list((mine / "figures" / "hcic").glob("*.png"))
 
 
 # --------------------------------------------------------------------------- paper 001

@@ -144,6 +144,36 @@ def interval(item: Check = param_float) -> Check:
     return partial(param_interval, item=item)
 
 
+#: A rate or probability strictly between 0 and 1 (an FMR target, a level, a coverage).
+RATE: Check = number(0, 1, open_low=True, open_high=True)
+
+
+def model_spec(value: Any, name: str) -> str:
+    """A model spec (:mod:`facebias.faces.specs`: ``sface``, ``dlib``, ``onnx:PATH?...``,
+    ``torch:MODULE:FUNCTION?...``), syntax checked (files are opened when the study starts)."""
+    from facebias.faces.specs import parse_model_spec
+
+    try:
+        return parse_model_spec(param_str(value, name)).text
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+
+
+def model_specs(min_len: int = 1) -> Check:
+    """A list of :func:`model_spec` values whose system names (:func:`facebias.faces.specs.model_name`)
+    differ, returned as a tuple."""
+    def checked(value: Any, name: str) -> tuple:
+        from facebias.faces.specs import model_name
+
+        specs = param_list(value, name, model_spec, min_len)
+        names = [model_name(s) for s in specs]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"{name}: two models named {twice[0]!r}; give one of them ?name=...")
+        return specs
+    return checked
+
+
 def optional(check: Check) -> Check:
     """``None`` (YAML ``null``) or a value that passes ``check``."""
     def checked(value: Any, name: str) -> Any:

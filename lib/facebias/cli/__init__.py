@@ -12,6 +12,10 @@ claims    the claims' computed verdicts as evidence tables (``--readme README.md
 plots     an offline page of DVC's plots, no scripts (``facebias.dvcplots``; ``make plots``).
 repro     the pipeline's stale stages, several at a time (``facebias.repro``; ``make reproduce``).
 deps      each DVC stage's lib/ deps in dvc.yaml from its imports (``facebias.dvcdeps``; ``make deps``).
+rapid     paper 001's rapid test on your photo folders (``facebias.studies.rapid.folders``).
+rapid-example  an offline example photo folder with planted truth, to try ``facebias rapid`` on.
+hcic      paper 000's study on generated faces with your own models (``facebias.studies.runs``).
+check-params  the params.yaml sections a notebook stage reads, checked before papermill (``facebias.sections``).
 
 Every command reports bad input as ONE line on stderr,
 ``facebias: error: SOURCE: MESSAGE``, and exits with code 2; never a traceback. Rows of
@@ -34,7 +38,9 @@ module          job
 ``metrics``     ``facebias metrics``
 ``data``        ``facebias world``, ``synth``, ``annotate`` (the pipeline's data)
 ``reports``     ``facebias report``, ``claims``, ``plots``
-``pipeline``    ``facebias repro``, ``deps``
+``pipeline``    ``facebias repro``, ``deps``, ``check-params``
+``rapid``       ``facebias rapid``, ``rapid-example`` (paper 001 on your photo folders)
+``hcic``        ``facebias hcic``
 ``__main__``    ``python -m facebias.cli``
 ==============  =================================================================
 """
@@ -48,8 +54,10 @@ from collections.abc import Callable
 from facebias import __version__
 from facebias.cli.common import PROG, InputError
 from facebias.cli.data import _add_annotate, _add_synth, _add_world
+from facebias.cli.hcic import _add_hcic
 from facebias.cli.metrics import MAX_N_BOOT, _add_metrics
-from facebias.cli.pipeline import _add_deps, _add_repro
+from facebias.cli.pipeline import _add_check_params, _add_deps, _add_repro
+from facebias.cli.rapid import _add_rapid, _add_rapid_example
 from facebias.cli.reports import _add_claims, _add_plots, _add_report
 from facebias.cli.tables import read_pairs
 
@@ -63,6 +71,10 @@ _COMMANDS.append(_add_claims)
 _COMMANDS.append(_add_plots)
 _COMMANDS.append(_add_repro)
 _COMMANDS.append(_add_deps)
+_COMMANDS.append(_add_check_params)
+_COMMANDS.append(_add_rapid)
+_COMMANDS.append(_add_rapid_example)
+_COMMANDS.append(_add_hcic)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -72,3 +72,31 @@ def _run_deps(args: argparse.Namespace) -> int:
     verb = "differ" if args.check else "rewritten"
     print(f"dvc.yaml: lib/ deps {verb} for {', '.join(changed)}" if changed else "dvc.yaml: lib/ deps up to date")
     return 1 if (changed and args.check) else 0
+
+
+# --------------------------------------------------------------------------- check-params
+def _add_check_params(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "check-params",
+        help="check the params.yaml sections a notebook stage reads (one line per mistake)",
+        description="Validate every params.yaml section the notebook STAGE reads with its config "
+        "class (facebias.sections), so a mistake is one line naming section.key before papermill "
+        "starts (each notebook stage in dvc.yaml runs this first). Exit 0: all good.",
+    )
+    p.add_argument("stages", nargs="+", metavar="STAGE", help="notebook stage(s), e.g. hcic transects")
+    p.add_argument("--params", default="params.yaml", help="params file [default: params.yaml]")
+    p.set_defaults(func=_run_check_params)
+
+
+def _run_check_params(args: argparse.Namespace) -> int:
+    from facebias.cli.common import _problem
+    from facebias.sections import STAGE_SECTIONS, check_stage
+
+    for stage in args.stages:
+        if stage not in STAGE_SECTIONS:
+            raise InputError(stage, f"not a notebook stage; known: {', '.join(STAGE_SECTIONS)}")
+        try:
+            check_stage(args.params, stage)
+        except (OSError, KeyError, ValueError, TypeError) as exc:
+            raise InputError(args.params, _problem(exc, args.params)) from None
+    return 0

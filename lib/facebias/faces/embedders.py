@@ -218,23 +218,19 @@ class BaseEmbedder:
             raise ValueError(f"images: expected a sequence of images or of paths, got one path {str(images)!r}; "
                              "wrap it in a list")
         is_path = [isinstance(img, str | Path) for img in images]
-        if any(is_path):
-            if not all(is_path):
-                first = is_path.index(False) if is_path[0] else is_path.index(True)
-                raise ValueError(f"images: mixes file paths and arrays (item 0 is a "
-                                 f"{type(images[0]).__name__}, item {first} a {type(images[first]).__name__}); "
-                                 "pass one kind")
-            if workers > 1:
-                from facebias.faces.embed import pool_embed  # the pool imports this module
-
-                return pool_embed(self, list(images), workers, paths=True,
-                                  detections=check_detections(detections, len(images), self.detector))
-            return self.embed_paths(images, detections)
+        paths = any(is_path)
+        if paths and not all(is_path):
+            first = is_path.index(False) if is_path[0] else is_path.index(True)
+            raise ValueError(f"images: mixes file paths and arrays (item 0 is a "
+                             f"{type(images[0]).__name__}, item {first} a {type(images[first]).__name__}); "
+                             "pass one kind")
         found = check_detections(detections, len(images), self.detector)
         if workers > 1:
             from facebias.faces.embed import pool_embed  # the pool imports this module
 
-            return pool_embed(self, images, workers, paths=False, detections=found)
+            return pool_embed(self, list(images), workers, paths=paths, detections=found)
+        if paths:
+            return self.embed_paths(images, found)
         pairs = [self._crop_or_reason(img, f) for img, f in zip(images, found, strict=True)]
         return self._assemble([p[0] for p in pairs], [p[1] for p in pairs])
 

@@ -38,7 +38,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 __all__ = ["BUILTIN_MODELS", "ModelSpec", "parse_model_spec", "check_model_spec", "model_name",
-           "SPEC_HELP"]
+           "split_models", "SPEC_HELP"]
 
 #: The models that ship with the package (no file needed).
 BUILTIN_MODELS = ("sface", "dlib")
@@ -220,6 +220,27 @@ def parse_model_spec(spec: str | ModelSpec) -> ModelSpec:
                          "set name=... (letters, digits, _ . -)")
     opts.setdefault("name", default_name)
     return ModelSpec(text, kind, target, **opts)
+
+
+def split_models(text: str) -> list[str]:
+    """A comma-separated list of specs (a CLI's ``--models``) as its specs.
+
+    A comma starts a new spec only where what follows is one (``sface``, ``dlib``,
+    ``onnx:``, ``torch:``), so per-channel options such as ``mean=0.5,0.4,0.3`` stay whole.
+
+    Examples
+    --------
+    >>> split_models("sface,onnx:me.onnx?mean=0.5,0.4,0.3&std=0.2,dlib")
+    ['sface', 'onnx:me.onnx?mean=0.5,0.4,0.3&std=0.2', 'dlib']
+    """
+    parts: list[str] = []
+    for piece in text.split(","):
+        starts = piece.strip() in BUILTIN_MODELS or piece.strip().startswith(("onnx:", "torch:"))
+        if parts and not starts:
+            parts[-1] += "," + piece
+        else:
+            parts.append(piece.strip())
+    return [p for p in parts if p]
 
 
 def model_name(spec: str | ModelSpec) -> str:

@@ -20,6 +20,8 @@ Everything is vectorised and sort based, O(n log n) in the number of scores.
 Contents (module -> job)
 ------------------------
 * :mod:`~facebias.metrics.checks`      validation of scores, target rates and labels
+* :mod:`~facebias.metrics.direction`   whether scores run the declared way
+  (:func:`direction_problem`; ``higher_is_match=False`` for distances)
 * :mod:`~facebias.metrics.resolution`  whether enough impostors resolve a rate
   (:func:`enough_impostors`, :data:`TOO_FEW_IMPOSTORS`)
 * :mod:`~facebias.metrics.rates`       FMR/FNMR at thresholds, thresholds at FMR, TAR at FAR,
@@ -29,7 +31,10 @@ Contents (module -> job)
 * :mod:`~facebias.metrics.fairness`    max/min ratio, Gini, FDR, GARBE, inequity rate
 * :mod:`~facebias.metrics.weighted`    rates and thresholds under bootstrap weights
 * :mod:`~facebias.metrics.groups`      :func:`group_report` / :class:`GroupReport`: per-group
-  rates with (identity) bootstrap intervals and fairness summaries
+  rates with (identity) bootstrap intervals and fairness summaries, in sample; warns
+  :class:`UnresolvedRatesWarning` for unresolved rates
+* :mod:`~facebias.metrics.heldout`     held-out rates: thresholds fitted on the other folds
+  (:func:`heldout_rates`, :func:`fold_average`, :func:`identity_folds`, :func:`heldout_report`)
 * :mod:`~facebias.metrics.enrolment`   failure-to-enrol tables
 """
 
@@ -37,9 +42,17 @@ from __future__ import annotations
 
 from facebias.metrics.checks import check_labels, check_rates, check_scores
 from facebias.metrics.det import DetCurve, det_curve, thin_det
+from facebias.metrics.direction import direction_problem
 from facebias.metrics.enrolment import failure_to_enrol
 from facebias.metrics.fairness import fdr, garbe, gini, inequity_rate, max_min_ratio
-from facebias.metrics.groups import EXCLUDES_ESTIMATE, GroupReport, group_report
+from facebias.metrics.groups import (
+    EXCLUDES_ESTIMATE,
+    IN_SAMPLE,
+    GroupReport,
+    UnresolvedRatesWarning,
+    group_report,
+)
+from facebias.metrics.heldout import fold_average, heldout_rates, heldout_report, identity_folds
 from facebias.metrics.rates import (
     fmr_at,
     fnmr_at,
@@ -77,5 +90,12 @@ __all__ = [
     "garbe",
     "inequity_rate",
     "group_report",
+    "IN_SAMPLE",
+    "UnresolvedRatesWarning",
+    "direction_problem",
+    "heldout_rates",
+    "fold_average",
+    "identity_folds",
+    "heldout_report",
     "failure_to_enrol",
 ]

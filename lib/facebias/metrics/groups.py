@@ -18,6 +18,7 @@ import pandas as pd
 
 from facebias.io import jsonable, write_text_atomic
 from facebias.metrics.checks import _row, check_labels, check_rates, check_scores
+from facebias.metrics.direction import direction_problem
 from facebias.metrics.fairness import _summaries, _zero_rate_notes
 from facebias.metrics.resolution import TOO_FEW_IMPOSTORS, enough_impostors
 from facebias.metrics.weighted import _pooled_threshold, _SortedScores
@@ -32,11 +33,22 @@ from facebias.stats import (
 )
 from facebias.validate import require_columns
 
-__all__ = ["EXCLUDES_ESTIMATE", "GroupReport", "group_report"]
+__all__ = ["EXCLUDES_ESTIMATE", "IN_SAMPLE", "GroupReport", "UnresolvedRatesWarning", "group_report"]
 
 
 #: Note on a statistic whose percentile interval excludes its estimate (see :func:`group_report`).
 EXCLUDES_ESTIMATE = "interval excludes the estimate (bootstrap bias)"
+
+#: ``meta["thresholds"]`` of an in-sample report (set by the ``facebias metrics`` command; the
+#: library leaves the key out so that existing reports stay byte-identical).
+IN_SAMPLE = ("in-sample: each threshold is fitted on the pairs it is measured on, so fmr_group is at "
+             "its target by construction; held-out rates: facebias.metrics.heldout_report (CLI: --folds K)")
+
+
+class UnresolvedRatesWarning(UserWarning):
+    """A table came back with unresolved (NaN) rates: too few impostors for a target FMR
+    (:func:`facebias.metrics.enough_impostors`) or, held out, no genuine pairs. The message
+    names the rule, the targets and the groups."""
 
 
 @dataclass
@@ -63,12 +75,18 @@ class GroupReport:
         errors; ``resolved`` (every group is) and
         ``note`` (why a value is NaN or inf, or an interval excludes its estimate).
     meta : dict
-        Column names, counts, bootstrap settings and the conventions used.
+        Column names, counts, bootstrap settings and the conventions used; ``thresholds``
+        (when set) says where the thresholds were fitted (in-sample or held out, and how the
+        folds were made), ``scores`` (when set) that the scores are distances.
+    folds : pandas.DataFrame or None
+        Held-out reports only (:func:`facebias.metrics.heldout_report`): the per-fold rows
+        of :func:`facebias.metrics.heldout_rates` behind ``table``.
     """
 
     table: pd.DataFrame
     summary: pd.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
+    folds: pd.DataFrame | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (NaN becomes null, infinities the strings "inf"/"-inf").
@@ -76,10 +94,14 @@ class GroupReport:
         Returns
         -------
         dict
-            ``{"meta": ..., "groups": [table rows], "summary": [summary rows]}``.
+            ``{"meta": ..., "groups": [table rows], "summary": [summary rows]}``, and
+            ``"folds": [per-fold rows]`` for a held-out report.
         """
-        return jsonable({"meta": self.meta, "groups": self.table.to_dict(orient="records"),
-                         "summary": self.summary.to_dict(orient="records")})
+        out = {"meta": self.meta, "groups": self.table.to_dict(orient="records"),
+               "summary": self.summary.to_dict(orient="records")}
+        if self.folds is not None:
+            out["folds"] = self.folds.to_dict(orient="records")
+        return jsonable(out)
 
     def to_json(self, path: str | os.PathLike | None = None, indent: int = 2) -> str:
         """The report as strict JSON; written atomically to ``path`` when given.
@@ -123,6 +145,9 @@ class GroupReport:
             f"group report: score={m['score']!r} label={m['label']!r} group={m['group']!r} "
             f"| {m['n_genuine']} genuine, {m['n_impostor']} impostor pairs | {boot}"
         )
+        for key in ("scores", "thresholds"):
+            if key in m:
+                head += f"\n{key}: {m[key]}"
 
         def with_ci(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
             """Numbers as text, ``value [lo, hi]`` where an interval exists."""
@@ -139,8 +164,9 @@ class GroupReport:
                     out[c] = v.map(lambda x: f"{x:g}" if isinstance(x, float) else str(x))
             return out
 
+        spread = [c for c in ("fmr_global_sd", "fmr_group_sd") if c in self.table]  # held out: across folds
         groups = with_ci(self.table, ["fmr_target", "group", "n_genuine", "n_impostor", "fmr_global",
-                                      "fnmr_global", "fmr_group", "fnmr_group", "resolved", "note"])
+                                      "fnmr_global", "fmr_group", "fnmr_group", *spread, "resolved", "note"])
         summary = with_ci(self.summary, ["fmr_target", "policy", "fmr_ratio", "fnmr_ratio", "fdr",
                                          "garbe", "inequity_rate", "resolved", "note"])
         return (f"{head}\n{groups.to_string(index=False)}\n\nfairness across groups "
@@ -166,6 +192,7 @@ def group_report(
     seed: int = 0,
     alpha: float = 0.5,
     min_impostor_factor: float = 10.0,
+    higher_is_match: bool = True,
 ) -> GroupReport:
     """Per-group FMR/FNMR at a global and at per-group thresholds, with bootstrap CIs.
 
@@ -179,7 +206,18 @@ def group_report(
     ``resolved`` False and ``note`` "too few impostors": ``threshold_global`` and
     ``fnmr_global`` need that many impostors pooled; ``fmr_global`` and every
     ``*_group`` value need that many in the group. A fairness summary over an unresolved
-    group is NaN (``resolved`` False).
+    group is NaN (``resolved`` False). Unresolved rates also raise an
+    :class:`UnresolvedRatesWarning` (one per target) naming the rule and the groups.
+
+    **In sample.** Each threshold is fitted on the pairs it is then measured on, so
+    ``fmr_group`` is at its target by construction (and the global FMRs average to it);
+    for rates on pairs the thresholds never saw use :func:`facebias.metrics.heldout_report`.
+
+    **Direction.** Scores are similarities by default. A table whose genuine pairs score
+    lower than its impostors on average is refused (``ValueError`` naming
+    ``higher_is_match=False``); with ``higher_is_match=False`` the scores are distances (a
+    match iff ``score < t``): every rate is computed on ``-score`` and the thresholds and
+    their intervals are given back as distances.
 
     **Intervals** are percentile intervals of the replicates. A max/min ratio with a zero
     minimum is inf, or NaN when every rate is 0 (0/0, undefined), with the reason in
@@ -216,6 +254,9 @@ def group_report(
     min_impostor_factor : float, default 10.0
         Least impostors, times ``1 / f``, for a rate at target ``f`` (0 = report every
         rate).
+    higher_is_match : bool, default True
+        True: similarities (a match iff ``score > t``); False: distances (a match iff
+        ``score < t``; ``meta`` then has ``higher_is_match`` and ``scores``).
 
     Returns
     -------
@@ -230,7 +271,13 @@ def group_report(
         If ``pairs`` is not a non-empty DataFrame, a column is missing, a score is
         non-finite, a label is not 0/1, a group is missing or lacks genuine or impostor
         pairs, a target lies outside (0, 1), ``ci`` outside (0, 1), ``n_boot < 0`` or
-        ``min_impostor_factor < 0``.
+        ``min_impostor_factor < 0``; or if the scores run the other way than
+        ``higher_is_match`` says (:func:`facebias.metrics.direction_problem`).
+
+    Warns
+    -----
+    UnresolvedRatesWarning
+        For each target with unresolved groups (too few impostors).
 
     Examples
     --------
@@ -247,10 +294,30 @@ def group_report(
     1   group        NaN         inf
     >>> print(r.summary["note"][0])  # x/0 is inf, 0/0 undefined: said, not hidden
     fmr_ratio: inf, a group's FMR is 0; fnmr_ratio: undefined, every group's FNMR is 0
-    >>> group_report(pairs, "score", "label", "group", fmr=0.25, n_boot=0).table.resolved.tolist()
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     group_report(pairs, "score", "label", "group", fmr=0.25, n_boot=0).table.resolved.tolist()
     [False, False]
+    >>> print(w[0].message)
+    fmr 0.25: too few impostors in a (2), b (2): fewer than min_impostor_factor/FMR = 10/0.25 = 40; those rates are NaN (resolved false)
+    >>> distances = pairs.assign(score=1 - pairs["score"])
+    >>> group_report(distances, "score", "label", "group", fmr=0.25, n_boot=0, min_impostor_factor=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: genuine pairs score lower than impostors on average (mean 0.3 vs 0.7): these look like distances; pass higher_is_match=False
+    >>> group_report(distances, "score", "label", "group", fmr=0.25, n_boot=0, min_impostor_factor=0,
+    ...              higher_is_match=False).table[["group", "threshold_global", "fnmr_group"]]
+      group  threshold_global  fnmr_group
+    0     a               0.7         0.0
+    1     b               0.7         0.5
     """
     s, is_gen, g, rates = _group_report_inputs(pairs, score, label, group, fmr, ci, n_boot)
+    wrong = direction_problem(s, is_gen, higher_is_match)
+    if wrong:
+        raise ValueError(wrong)
+    if not higher_is_match:
+        s = -s
     sets = _GroupSets.of(s, is_gen, g, label, group)
     n_imp = np.array([x.values.size for x in sets.imp])
     ok_pool = np.asarray(enough_impostors(n_imp.sum(), rates, min_impostor_factor))
@@ -286,8 +353,38 @@ def group_report(
         "conventions": "scores are similarities; match iff score > t; rates are fractions; a rate at "
                        f"target f from fewer than {min_impostor_factor:g}/f impostors is NaN (resolved false)",
     }
-    return GroupReport(_group_table(sets, rates, point, boots, n_boot, ci, ok_grp),
-                       _fairness_summary(rates, point, boots, n_boot, ci, alpha, ok_grp), meta)
+    table = _group_table(sets, rates, point, boots, n_boot, ci, ok_grp)
+    if not higher_is_match:
+        meta["conventions"] = meta["conventions"].replace("scores are similarities; match iff score > t",
+                                                          "scores are distances; match iff score < t")
+        meta.update(higher_is_match=False, scores="distances: a match iff distance < threshold")
+        _thresholds_as_distances(table)
+    warn_unresolved(table, min_impostor_factor)
+    return GroupReport(table, _fairness_summary(rates, point, boots, n_boot, ci, alpha, ok_grp), meta)
+
+
+def _thresholds_as_distances(table: pd.DataFrame) -> None:
+    """Thresholds set on ``-distance`` given back as distances, in place: negated, and the
+    bootstrap bounds (and their Monte Carlo errors) swapped, since negation reverses order."""
+    for col in ("threshold_global", "threshold_group"):
+        table[col] = -table[col]
+    if "threshold_group_lo" in table:  # no bounds with n_boot = 0
+        table["threshold_group_lo"], table["threshold_group_hi"] = (-table["threshold_group_hi"],
+                                                                    -table["threshold_group_lo"])
+        table["threshold_group_lo_mcse"], table["threshold_group_hi_mcse"] = (table["threshold_group_hi_mcse"],
+                                                                              table["threshold_group_lo_mcse"])
+
+
+def warn_unresolved(table: pd.DataFrame, min_impostor_factor: float) -> None:
+    """One :class:`UnresolvedRatesWarning` per target FMR whose rows of ``table`` (a
+    :attr:`GroupReport.table`: ``fmr_target``, ``group``, ``n_impostor``, ``resolved``)
+    are unresolved, naming the rule and each group with its impostor count."""
+    for f, rows in table[~table["resolved"]].groupby("fmr_target", sort=False):
+        f = float(f)
+        groups = ", ".join(f"{g!s} ({n})" for g, n in zip(rows["group"], rows["n_impostor"], strict=True))
+        warnings.warn(f"fmr {f:g}: too few impostors in {groups}: fewer than min_impostor_factor/FMR = "
+                      f"{min_impostor_factor:g}/{f:g} = {min_impostor_factor / f:g}; those rates are NaN "
+                      "(resolved false)", UnresolvedRatesWarning, stacklevel=3)
 
 
 def _group_report_inputs(

@@ -368,7 +368,7 @@ def test_config_rejects_an_unknown_key():
     ("reference_group", 1, "batest.reference_group must be a string"),
     ("reference_fmr", 0.001, "batest.reference_fmr must be a list"),
     ("reference_fmr", [], "batest.reference_fmr needs at least 1"),
-    ("reference_fmr", [0.001, 1.0], r"batest.reference_fmr\[1\] must lie in \(0.0, 1.0\)"),
+    ("reference_fmr", [0.001, 1.0], r"batest.reference_fmr\[1\] must lie in \(0, 1\)"),
     ("tpr_fmr", "1e-4", "batest.tpr_fmr must be a number"),
     ("impostors_per_genuine", -2, "batest.impostors_per_genuine must lie in"),
     ("balance_on", "face_area", "batest.balance_on must be a list"),

@@ -404,7 +404,7 @@ def test_configs_reject_an_unknown_key():
 @pytest.mark.parametrize("cls, key, value, match", [
     (R.RapidExperimentConfig, "fmr", 0.01, "rapid_experiment.fmr must be a list"),
     (R.RapidExperimentConfig, "fmr", [0.01, "0.001"], r"rapid_experiment.fmr\[1\] must be a number"),
-    (R.RapidExperimentConfig, "fmr", [0.0], r"rapid_experiment.fmr\[0\] must lie in \(0.0, 1.0\)"),
+    (R.RapidExperimentConfig, "fmr", [0.0], r"rapid_experiment.fmr\[0\] must lie in \(0, 1\)"),
     (R.RapidExperimentConfig, "p_sweep", [], "rapid_experiment.p_sweep needs at least 1"),
     (R.RapidExperimentConfig, "p_sweep", [0.5, 1.2], r"rapid_experiment.p_sweep\[1\] must lie in"),
     (R.RapidExperimentConfig, "sweep_seeds", [1001.0], r"rapid_experiment.sweep_seeds\[0\] must be an integer"),

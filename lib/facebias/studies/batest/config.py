@@ -7,13 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from facebias.config import Section, integer, listof, number, param, text
+from facebias.config import RATE, Section, integer, listof, number, param, text
 from facebias.studies.batest.factors import check_filters
 
 __all__ = ["BATestConfig"]
 
 
-_RATE = number(0.0, 1.0, open_low=True, open_high=True)
 
 
 @dataclass(frozen=True)
@@ -55,8 +54,8 @@ class BATestConfig(Section):
     bins: int = param(4, integer(1))
     caliper: float = param(0.2, number(0.0, open_low=True))
     reference_group: str = param("WM", text())
-    reference_fmr: tuple[float, ...] = param((0.001, 0.0001), listof(_RATE))
-    tpr_fmr: float = param(1e-5, _RATE)
+    reference_fmr: tuple[float, ...] = param((0.001, 0.0001), listof(RATE))
+    tpr_fmr: float = param(1e-5, RATE)
     table4_subjects: int = param(90, integer(2))
     table4_images: int = param(5, integer(2))
     iou_threshold: float = param(0.9, number(0.0, 1.0, open_high=True))

@@ -8,10 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from facebias.config import Section, integer, listof, number, param, param_str, text
+from facebias.config import RATE, Section, integer, listof, param, param_str, text
 from facebias.studies.bfw.pairs import GROUPINGS
-
-_RATE = number(0, 1, open_low=True)
 
 
 def _real(value: Any, name: str) -> Any:
@@ -75,10 +73,10 @@ class BFWConfig(Section):
 
     section = "bfw"
     systems: tuple[str, ...] = param(("sim_a", "sim_b"), listof(text()))
-    fmr: tuple[float, ...] = param((0.3, 0.1, 0.01, 0.001, 0.0001), listof(_RATE))
+    fmr: tuple[float, ...] = param((0.3, 0.1, 0.01, 0.001, 0.0001), listof(RATE))
     grouping: str = param("query", text(*GROUPINGS))
     grouping_legacy: str = param("intra", text(*GROUPINGS))
-    report_fmr: tuple[float, ...] = param((0.01, 0.001), listof(_RATE))
+    report_fmr: tuple[float, ...] = param((0.01, 0.001), listof(RATE))
     n_boot: int = param(200, integer(0))
     seed: int = param(7, integer(0))
     world_seeds: int = param(10, integer(1))

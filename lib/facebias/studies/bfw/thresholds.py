@@ -3,9 +3,11 @@ subgroup, each at a target FPR, fitted on held-out folds.
 
 Protocol (corrected, see ``docs/specs/bfw.md`` A.2/A.7): thresholds are fitted on 4 folds
 and evaluated on the held-out fold; results are averaged over the 5 folds
-(:func:`cross_validated_rates`, :func:`fold_average`). The released notebook evaluated on
-the folds it fitted on; we do not. :func:`null_fmr_ratio` is the chance yardstick for the
-global threshold's FPR max/min ratio (Fig. 3's "2x"), on null worlds.
+(:func:`cross_validated_rates`, :func:`fold_average`: the generic
+:func:`facebias.metrics.heldout_rates` and :func:`facebias.metrics.fold_average` on the BFW
+schema). The released notebook evaluated on the folds it fitted on; we do not.
+:func:`null_fmr_ratio` is the chance yardstick for the global threshold's FPR max/min ratio
+(Fig. 3's "2x"), on null worlds.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 
 from facebias import metrics
-from facebias.metrics import check_rates, enough_impostors, fmr_at, fnmr_at, threshold_at_fmr
+from facebias.metrics import check_rates
+from facebias.metrics.heldout import CV_COLUMNS, fold_average, heldout_rates
 from facebias.studies.bfw.pairs import select_pairs
 
 if TYPE_CHECKING:
@@ -64,8 +66,15 @@ def cross_validated_rates(
     Raises
     ------
     ValueError
-        For a target outside (0, 1), an unknown grouping, fewer than 2 folds, or a
-        subgroup without held-out genuine or impostor pairs in a fold.
+        For a target outside (0, 1), an unknown grouping, fewer than 2 folds, a
+        subgroup without held-out genuine or impostor pairs in a fold, or as
+        :func:`facebias.metrics.heldout_rates` (non-finite scores, labels other than 0/1,
+        genuine pairs scoring below impostors on average).
+
+    Warns
+    -----
+    facebias.metrics.UnresolvedRatesWarning
+        Per target with unresolved rows (:func:`facebias.metrics.heldout_rates`).
 
     Examples
     --------
@@ -76,82 +85,10 @@ def cross_validated_rates(
     >>> len(cv)  # 2 folds x 1 target x 8 subgroups x 2 policies
     32
     """
-    rates, _ = check_rates(fmr, "fmr")
-    pairs = select_pairs(df, grouping)
-    folds = np.sort(pairs["fold"].unique())
-    if folds.size < 2:
-        raise ValueError(f"column 'fold': need at least 2 folds, got {folds.tolist()}")
-    is_gen = pairs["label"].to_numpy() == 1
-    s = pairs[score].to_numpy()
-    fold = pairs["fold"].to_numpy()
-    group = pairs["group"].to_numpy()
-    groups = np.unique(group)
-    rows = []
-    def fitted(imp_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Thresholds on ``imp_train`` (NaN where too few) and where they are resolved."""
-        ok = np.asarray(enough_impostors(imp_train.size, rates, min_impostor_factor))
-        if not imp_train.size:
-            return np.full(rates.shape, np.nan), ok
-        return np.where(ok, np.atleast_1d(threshold_at_fmr(imp_train, rates)), np.nan), ok
-
-    for k in folds:
-        train, test = fold != k, fold == k
-        t_glob = fitted(s[train & ~is_gen])
-        for g in groups:
-            in_g = group == g
-            imp_test, gen_test = s[test & in_g & ~is_gen], s[test & in_g & is_gen]
-            if imp_test.size == 0 or gen_test.size == 0:
-                raise ValueError(f"fold {k}: subgroup {g!r} has no held-out genuine or impostor pairs")
-            ok_test = np.asarray(enough_impostors(imp_test.size, rates, min_impostor_factor))
-            for policy, (t, ok_t) in (("global", t_glob), ("group", fitted(s[train & in_g & ~is_gen]))):
-                ok = ok_t & ok_test
-                fm = np.where(ok, fmr_at(imp_test, t), np.nan)
-                fn = np.where(ok, fnmr_at(gen_test, t), np.nan)
-                for f, ti, fm_i, fn_i, ok_i in zip(rates, t, fm, fn, ok, strict=True):
-                    rows.append((int(k), f, g, policy, float(ti), fm_i, fn_i, imp_test.size, gen_test.size,
-                                 bool(ok_i)))
-    return pd.DataFrame(rows, columns=["fold", "fmr_target", "group", "policy", "threshold",
-                                       "fmr", "fnmr", "n_impostor", "n_genuine", "resolved"])
-
-
-def fold_average(cv: pd.DataFrame) -> pd.DataFrame:
-    """Mean over folds of :func:`cross_validated_rates`, with TAR and the FMR deviation.
-
-    Parameters
-    ----------
-    cv : pandas.DataFrame
-        :func:`cross_validated_rates` output.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (policy, fmr_target, group): mean ``fmr``, ``fnmr``, ``threshold``,
-        ``fmr_sd`` across folds, summed pair counts, ``tar = 1 - fnmr`` and
-        ``fmr_dev_pct = 100 (FMR - target) / target`` (paper 002, Fig. 6; percent);
-        ``resolved``: every fold's row is (a NaN fold makes the mean NaN, never a mean of
-        the other folds). Without a ``resolved`` column in ``cv``, a row is resolved
-        where its ``fmr`` and ``fnmr`` are known.
-
-    Examples
-    --------
-    >>> cv = pd.DataFrame({"fold": [1, 2], "fmr_target": 0.1, "group": "AF", "policy": "global",
-    ...                    "threshold": [0.5, 0.52], "fmr": [0.10, 0.14], "fnmr": [0.2, 0.3],
-    ...                    "n_impostor": 50, "n_genuine": 10})
-    >>> fold_average(cv)[["fmr", "tar", "fmr_dev_pct"]].round(6)  # FMR 0.12 is 20 % above 0.1
-        fmr   tar  fmr_dev_pct
-    0  0.12  0.75         20.0
-    """
-    resolved = cv["resolved"] if "resolved" in cv else cv["fmr"].notna() & cv["fnmr"].notna()
-    out = (cv.assign(resolved=resolved.astype(bool))
-           .groupby(["policy", "fmr_target", "group"], sort=True)
-           .agg(fmr=("fmr", "mean"), fnmr=("fnmr", "mean"), fmr_sd=("fmr", "std"),
-                threshold=("threshold", lambda x: x.mean(skipna=False)), n_impostor=("n_impostor", "sum"),
-                n_genuine=("n_genuine", "sum"), resolved=("resolved", "all"))
-           .reset_index())
-    out.loc[~out["resolved"], ["fmr", "fnmr", "fmr_sd"]] = np.nan
-    out["tar"] = 1 - out["fnmr"]
-    out["fmr_dev_pct"] = 100 * (out["fmr"] - out["fmr_target"]) / out["fmr_target"]
-    return out
+    check_rates(fmr, "fmr")  # before select_pairs, as always: a bad target is named first
+    cv = heldout_rates(select_pairs(df, grouping), score, "label", "group", "fold", fmr,
+                       min_impostor_factor=min_impostor_factor, missing="raise")
+    return cv[CV_COLUMNS]
 
 
 def null_fmr_ratio(

@@ -8,13 +8,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from facebias.config import Section, integer, listof, number, param, param_float, param_str, text
-from facebias.studies.hcic.similarity import MODEL_THRESHOLDS
+from facebias.config import (
+    RATE,
+    Section,
+    config_from_params,
+    integer,
+    listof,
+    model_specs,
+    number,
+    param,
+    param_float,
+    param_str,
+    text,
+)
 
 __all__ = ["HCICConfig", "HCICDcganConfig"]
 
 _UNIT = number(0, 1)
-_OPEN_RATE = number(0, 1, open_low=True, open_high=True)
 
 
 def _toy_noise(value: Any, name: str) -> dict[str, float]:
@@ -31,7 +41,9 @@ class HCICConfig(Section):
     Parameters
     ----------
     models : tuple of str, default ("sface", "dlib")
-        Real FR models run on the renders (:data:`MODEL_THRESHOLDS` keys).
+        Real FR models run on the renders: model specs (:mod:`facebias.faces.specs`; a user
+        model without ``threshold=`` gets its fixed threshold at ``fmr`` on the intended
+        impostor pairs, labelled so).
     t_hcic : tuple of float, default (0.2, 0.3, 0.4)
         Label thresholds in [0, 1] (same identity iff HCIC <= t).
     t_hcic_main : float, default 0.3
@@ -83,14 +95,14 @@ class HCICConfig(Section):
     """
 
     section = "hcic"
-    models: tuple[str, ...] = param(("sface", "dlib"), listof(text(*MODEL_THRESHOLDS), min_len=0))
+    models: tuple[str, ...] = param(("sface", "dlib"), model_specs(min_len=0))
     t_hcic: tuple[float, ...] = param((0.2, 0.3, 0.4), listof(_UNIT))
     t_hcic_main: float = param(0.3, _UNIT)
     t_toy: float = param(0.6, number(-1, 1))
-    fmr: float = param(0.01, _OPEN_RATE)
+    fmr: float = param(0.01, RATE)
     n_boot: int = param(200, integer(0))
     n_boot_test: int = param(2000, integer(1))
-    alpha: float = param(0.05, _OPEN_RATE)
+    alpha: float = param(0.05, RATE)
     toy_noise: dict[str, float] = param(factory=dict, check=_toy_noise)
     n_cross: int = param(1, integer(0))
     seed: int = param(0, integer(0))
@@ -129,7 +141,8 @@ class HCICConfig(Section):
         sections = {c.section: c for c in (HCICConfig, HCICDcganConfig)}
         if (section or cls.section) not in sections:
             raise ValueError(f"unknown paper-000 section {section!r}; known: {sorted(sections)}")
-        return Section.from_params.__func__(sections[section or cls.section], params)
+        target = sections[section or cls.section]
+        return config_from_params(target, dict(params or {}), target.section)
 
 
 @dataclass(frozen=True)

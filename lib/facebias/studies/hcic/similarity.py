@@ -25,6 +25,7 @@ from facebias.validate import require_columns
 
 __all__ = [
     "MODEL_THRESHOLDS",
+    "fixed_thresholds",
     "cosine",
     "pair_scores",
     "embed_images",
@@ -38,6 +39,72 @@ __all__ = [
 #: Published verification thresholds as cosine similarities (match iff s > t):
 #: :data:`facebias.faces.embed.PUBLISHED_THRESHOLDS` (SFace 0.363, dlib 0.82 = distance 0.6).
 MODEL_THRESHOLDS = PUBLISHED_THRESHOLDS
+
+
+def fixed_thresholds(specs: Mapping[str, str], pairs: pd.DataFrame, fmr: float,
+                     label_col: str = "label") -> tuple[dict[str, float], dict[str, str]]:
+    """Each model's fixed threshold (Fig. 6's triangles) and where it comes from.
+
+    A built-in model, or a user model with ``threshold=`` in its spec, keeps that one; a user
+    model without it gets the threshold at ``fmr`` on the table's impostor pairs
+    (:func:`facebias.metrics.threshold_at_fmr`; match iff score > t). That one is fitted on
+    the pairs it is then applied to, so its FMR is at ``fmr`` by construction: the source
+    says so.
+
+    Parameters
+    ----------
+    specs : mapping of str to str
+        System name -> model spec (:mod:`facebias.faces.specs`).
+    pairs : pandas.DataFrame
+        ``score_<name>`` similarity columns and ``label_col`` (1 = same identity, 0 = not).
+    fmr : float
+        Target FMR, a fraction in (0, 1), for the models without a threshold.
+    label_col : str, default "label"
+        The label column.
+
+    Returns
+    -------
+    thresholds : dict of str to float
+        Name -> threshold (cosine similarity).
+    sources : dict of str to str
+        Name -> one line saying where the threshold comes from.
+
+    Raises
+    ------
+    ValueError
+        For a bad spec, or a user model without ``threshold=`` and too few impostor scores
+        for ``fmr`` (:func:`facebias.metrics.enough_impostors`).
+
+    Examples
+    --------
+    40 impostors scoring 0, 1/40, ..., 39/40: at FMR 0.25 the 10 above t = 29/40 match.
+
+    >>> pairs = pd.DataFrame({"label": [1] + [0] * 40, "score_me": [0.99] + [i / 40 for i in range(40)]})
+    >>> t, why = fixed_thresholds({"sface": "sface", "me": "onnx:me.onnx"}, pairs, 0.25)
+    >>> t
+    {'sface': 0.363, 'me': 0.725}
+    >>> why["me"]
+    'set at FMR 0.25 on the 40 intended impostor pairs scored (in-sample: its FMR there is the target by construction)'
+    """
+    from facebias.faces.specs import parse_model_spec
+    from facebias.metrics import enough_impostors, threshold_at_fmr
+
+    thresholds, sources = {}, {}
+    for name, spec in specs.items():
+        s = parse_model_spec(spec)
+        if s.threshold is not None:
+            thresholds[name] = float(s.threshold)
+            sources[name] = "published" if s.builtin else "given in the model spec (threshold=)"
+            continue
+        scores = pairs[f"score_{name}"].to_numpy(np.float64)
+        imp = scores[(pairs[label_col].to_numpy() == 0) & np.isfinite(scores)]
+        if not enough_impostors(len(imp), fmr):
+            raise ValueError(f"model {spec!r}: no threshold= in its spec and {len(imp)} impostor scores are too "
+                             f"few to set one at FMR {fmr:g}; add ?threshold=T (a cosine similarity)")
+        thresholds[name] = float(threshold_at_fmr(imp, fmr))
+        sources[name] = (f"set at FMR {fmr:g} on the {len(imp)} intended impostor pairs scored "
+                         "(in-sample: its FMR there is the target by construction)")
+    return thresholds, sources
 
 
 def cosine(a: Any, b: Any) -> np.ndarray:

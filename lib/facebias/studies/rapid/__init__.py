@@ -34,11 +34,21 @@ module             paper 001 / ``docs/specs/rapid.md``
                    (:func:`facebias.studies.rapid.images.image_folder_study`)
 ``faceid``         1.2 (paper §4, App. B): the FaceID box grouping and Algorithm 1
                    (single-face images), used by ``images``
+``folders``        the whole test on the user's photo folders, ``FOLDER/<query>/*.jpg``
+                   -> labels, FNMR per model and group, dropped photos, figure, summary
+                   (:func:`facebias.studies.rapid.folders.run_rapid_folders`;
+                   ``facebias rapid``)
+``example``        an example folder with a known truth for it
+                   (:func:`facebias.studies.rapid.example.make_example_folder`;
+                   ``facebias rapid-example``)
 ``seeds``          the study over world seeds
                    (:func:`facebias.studies.rapid.seeds.rapid_seed_table`)
 =================  ======================================================================
 
-The known-truth world is :func:`facebias.worlds.rapid.make_rapid_world` (1.9).
+The known-truth world is :func:`facebias.worlds.rapid.make_rapid_world` (1.9). A table that
+comes back empty or with unresolved rates warns: :class:`NoQueryIncludedWarning`
+(:func:`estimate_labels`), :class:`UnresolvedRateWarning` (:func:`fnmr_table`). ``images``,
+``folders`` and ``example`` read or write image files and are imported by name, not here.
 """
 
 from __future__ import annotations
@@ -51,12 +61,15 @@ from facebias.studies.rapid.baselines import (
 from facebias.studies.rapid.bias import bias_recovery, bias_summary, group_bias
 from facebias.studies.rapid.config import RapidConfig, RapidExperimentConfig
 from facebias.studies.rapid.estimation import (
+    NoQueryIncludedWarning,
     RapidEstimate,
     estimate,
     estimate_labels,
     estimate_system_labels,
+    exclusion_message,
 )
 from facebias.studies.rapid.evaluation import (
+    UnresolvedRateWarning,
     curves_by_system_group,
     delta_fnmr,
     delta_fnmr_by_system,
@@ -67,6 +80,7 @@ from facebias.studies.rapid.evaluation import (
     ranking_agreement,
     system_ranking,
     true_pairs,
+    unresolved_messages,
     world_pairs,
 )
 from facebias.studies.rapid.experiments import (
@@ -108,6 +122,8 @@ __all__ = [
     "estimate",
     "estimate_labels",
     "estimate_system_labels",
+    "exclusion_message",
+    "NoQueryIncludedWarning",
     "naive_labels",
     "single_best_system_labels",
     "connected_components_labels",
@@ -119,6 +135,8 @@ __all__ = [
     "true_pairs",
     "curves_by_system_group",
     "fnmr_table",
+    "unresolved_messages",
+    "UnresolvedRateWarning",
     "delta_fnmr",
     "eer_by_group",
     "system_ranking",

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from facebias.config import Section, integer, listof, number, param, text
+from facebias.config import RATE, Section, integer, listof, number, param, text
 
 
 def _modes(value: Any, name: str) -> Any:
@@ -22,7 +22,6 @@ def _modes(value: Any, name: str) -> Any:
     return value
 
 
-_RATE = number(0.0, 1.0, open_low=True, open_high=True)
 _SHARE = number(0.0, 1.0, open_low=True)
 
 
@@ -123,7 +122,7 @@ class RapidExperimentConfig(Section):
     """
 
     section = "rapid_experiment"
-    fmr: tuple[float, ...] = param((0.01, 0.001), listof(_RATE))
+    fmr: tuple[float, ...] = param((0.01, 0.001), listof(RATE))
     p_sweep: tuple[float, ...] = param((0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9), listof(_SHARE))
     sweep_seeds: tuple[int, ...] = param((1001,), listof(integer(0)))
     sweep_queries_per_group: int = param(25, integer(1))

@@ -26,6 +26,7 @@ confidently labels the wrong person.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -83,6 +84,61 @@ class RapidEstimate:
     labels: pd.DataFrame
     system_labels: pd.DataFrame
     queries: pd.DataFrame
+
+
+class NoQueryIncludedWarning(UserWarning):
+    """:func:`estimate_labels` excluded every query: no face has a label 1 or 0."""
+
+
+#: What each query reason means, with the :class:`RapidConfig` key that sets its rule.
+QUERY_RULES: dict[str, str] = {
+    "too_few_faces": "fewer than min_faces_query={min_faces_query} faces scored by every system",
+    "no_cluster": "some system puts no face in the queried person's cluster (no z > tau={tau})",
+    "multiple_clusters": "some system finds a second identity cluster",
+    "small_cluster": "some system's cluster has fewer than min_faces_cluster={min_faces_cluster} faces",
+}
+
+
+def exclusion_message(queries: pd.DataFrame, cfg: RapidConfig | None = None) -> str | None:
+    """One line naming the rules that excluded every query, or ``None`` if some query is in.
+
+    Parameters
+    ----------
+    queries : pandas.DataFrame
+        :attr:`RapidEstimate.queries` (``query, included, reason``).
+    cfg : RapidConfig, optional
+        The parameters the estimate used (for the numbers in the rules); default
+        ``RapidConfig()``.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"all 2 queries excluded: too_few_faces in 2 (fewer than min_faces_query=8
+        faces scored by every system)"``; ``"no queries to estimate (no scores)"`` for an
+        empty table.
+
+    Examples
+    --------
+    >>> q = pd.DataFrame({"query": ["a", "b"], "included": [False, False],
+    ...                   "reason": ["too_few_faces", "too_few_faces"]})
+    >>> exclusion_message(q)
+    'all 2 queries excluded: too_few_faces in 2 (fewer than min_faces_query=8 faces scored by every system)'
+    >>> exclusion_message(q.assign(included=[True, False])) is None
+    True
+    """
+    cfg = cfg or RapidConfig()
+    if len(queries) == 0:
+        return "no queries to estimate (no scores)"
+    if queries["included"].astype(bool).any():
+        return None
+    counts = queries["reason"].value_counts(sort=False)
+    rule_values = {"min_faces_query": cfg.min_faces_query, "tau": cfg.tau,
+                   "min_faces_cluster": cfg.min_faces_cluster}
+    rules = "; ".join(
+        f"{r} in {int(counts[r])} ({QUERY_RULES[r].format(**rule_values)})" if r in QUERY_RULES
+        else f"{r} in {int(counts[r])}" for r in [r for r in _REASONS if r in counts.index])
+    n = len(queries)
+    return f"all {n} {'query' if n == 1 else 'queries'} excluded: {rules}"
 
 
 # "missing_system" and "missing_pairs" are reasons of a face alone, the others of a query
@@ -517,8 +573,18 @@ def estimate_labels(scores: pd.DataFrame, cfg: RapidConfig | None = None,
     ------
     ValueError
         As :func:`estimate`.
+
+    Warns
+    -----
+    NoQueryIncludedWarning
+        When every query is excluded (every label is -1), naming the rules that excluded
+        them (:func:`exclusion_message`); the table is returned unchanged.
     """
-    return estimate(scores, cfg, fit_scores).labels
+    est = estimate(scores, cfg, fit_scores)
+    msg = exclusion_message(est.queries, cfg)
+    if msg is not None:
+        warnings.warn(f"estimate_labels: {msg}", NoQueryIncludedWarning, stacklevel=2)
+    return est.labels
 
 
 def estimate_system_labels(scores: pd.DataFrame, cfg: RapidConfig | None = None,

@@ -10,6 +10,7 @@ and the estimate against the truth (:func:`delta_fnmr`, :func:`delta_fnmr_by_sys
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +22,10 @@ from facebias.stats import wilson_interval
 from facebias.studies.rapid.tables import ALL, _check_scores_frame
 from facebias.studies.rapid.truth import _shared_codes, true_labels
 from facebias.validate import require_columns
+
+
+class UnresolvedRateWarning(UserWarning):
+    """:func:`fnmr_table` left a rate NaN (too few impostor pairs, or no genuine pair)."""
 
 
 def genuine_impostor_pairs(labels: pd.DataFrame, faces: pd.DataFrame, scores: pd.DataFrame,
@@ -200,6 +205,12 @@ def fnmr_table(pairs: pd.DataFrame, fmr: Sequence[float] = (0.01, 0.001),
     ValueError
         For a missing column, a non-finite score or a target outside (0, 1).
 
+    Warns
+    -----
+    UnresolvedRateWarning
+        One per target FMR with a NaN rate, naming the cells and the rule
+        (:func:`unresolved_messages`); the table is returned unchanged.
+
     Examples
     --------
     >>> pairs = pd.DataFrame({"system": "s1", "group": "AF",
@@ -210,6 +221,57 @@ def fnmr_table(pairs: pd.DataFrame, fmr: Sequence[float] = (0.01, 0.001),
       group  threshold    fnmr  n_genuine  n_impostor
     0   all        0.4  0.3333          3           4
     """
+    table = _fnmr_table(pairs, fmr, min_impostor_factor, by_group)
+    for msg in unresolved_messages(table, min_impostor_factor):
+        warnings.warn(f"fnmr_table: {msg}", UnresolvedRateWarning, stacklevel=2)
+    return table
+
+
+def unresolved_messages(table: pd.DataFrame, min_impostor_factor: float = 10.0) -> list[str]:
+    """One line per target FMR of ``table`` with NaN rates, naming its cells and why.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`fnmr_table` output (``system, group, fmr, fnmr, n_genuine, n_impostor``).
+    min_impostor_factor : float, default 10.0
+        The factor the table was computed with.
+
+    Returns
+    -------
+    list of str
+        Empty when every rate is resolved.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"system": "sface", "group": ["all", "F"], "fmr": 0.01,
+    ...                   "fnmr": [np.nan, np.nan], "n_genuine": [40, 0], "n_impostor": [113, 60]})
+    >>> unresolved_messages(t)
+    ['FNMR at FMR 0.01 unresolved (NaN) for sface/all: 113 impostor pairs < 1000 (min_impostor_factor 10 / FMR 0.01); for sface/F: no genuine pairs']
+    """
+    out = []
+    for a, t in table[table["fnmr"].isna()].groupby("fmr", sort=False):
+        need = min_impostor_factor / a
+        none = t[t["n_genuine"] == 0]  # no FNMR without genuine pairs, whatever the impostors
+        few = t[(t["n_genuine"] > 0) & (t["n_impostor"] < need)]
+        parts = []
+        if len(few):
+            cells = ", ".join(f"{s}/{g}" + (f" ({n})" if len(few) > 1 else "")
+                              for s, g, n in zip(few["system"], few["group"], few["n_impostor"], strict=True))
+            counts = (f"{int(few['n_impostor'].iloc[0])} impostor pairs" if len(few) == 1
+                      else "impostor pairs")
+            parts.append(f"for {cells}: {counts} < {need:g} (min_impostor_factor "
+                         f"{min_impostor_factor:g} / FMR {a:g})")
+        if len(none):
+            parts.append("for " + ", ".join(f"{s}/{g}" for s, g in zip(none["system"], none["group"], strict=True))
+                         + ": no genuine pairs")
+        out.append(f"FNMR at FMR {a:g} unresolved (NaN) " + "; ".join(parts))
+    return out
+
+
+def _fnmr_table(pairs: pd.DataFrame, fmr: Sequence[float], min_impostor_factor: float,
+                by_group: bool) -> pd.DataFrame:
+    """:func:`fnmr_table` without its warning (the study's comparisons report NaN as such)."""
     rows = []
     for s, g, gen, imp in _split(pairs, by_group):
         for a in fmr:
@@ -252,8 +314,8 @@ def delta_fnmr(est_pairs: pd.DataFrame, true_pairs: pd.DataFrame,
         As :func:`fnmr_table`.
     """
     cols = ["system", "group", "fmr"]
-    e = fnmr_table(est_pairs, fmr, min_impostor_factor, by_group)[[*cols, "fnmr"]]
-    t = fnmr_table(true_pairs, fmr, min_impostor_factor, by_group)[[*cols, "fnmr"]]
+    e = _fnmr_table(est_pairs, fmr, min_impostor_factor, by_group)[[*cols, "fnmr"]]
+    t = _fnmr_table(true_pairs, fmr, min_impostor_factor, by_group)[[*cols, "fnmr"]]
     out = e.merge(t, on=cols, how="outer", suffixes=("_est", "_true"))
     out["delta"] = (out["fnmr_est"] - out["fnmr_true"]).abs()
     return out
@@ -328,7 +390,7 @@ def system_ranking(pairs: pd.DataFrame, fmr: float = 0.01, group: Any = ALL) -> 
     ValueError
         As :func:`fnmr_table`.
     """
-    t = fnmr_table(pairs, [fmr], by_group=group != ALL)
+    t = _fnmr_table(pairs, [fmr], 10.0, group != ALL)
     t = t[t["group"] == group].sort_values(["fnmr", "system"], kind="stable")
     t["rank"] = t["fnmr"].rank(method="min").astype("Int64")
     return t[["system", "fnmr", "rank"]].reset_index(drop=True)
@@ -413,8 +475,8 @@ def ranking_agreement(est_pairs: pd.DataFrame, true_pairs: pd.DataFrame, fmr: fl
     """
     from scipy.stats import kendalltau
 
-    est = fnmr_table(est_pairs, [fmr], by_group=False)
-    true = fnmr_table(true_pairs, [fmr], by_group=False)
+    est = _fnmr_table(est_pairs, [fmr], 10.0, False)
+    true = _fnmr_table(true_pairs, [fmr], 10.0, False)
     merged = est.merge(true, on=["system", "fmr"], suffixes=("_est", "_true"))
     if len(merged) < 2:
         raise ValueError(f"ranking_agreement needs at least 2 systems, got {len(merged)}")

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from facebias.datasets.rapid import SCORES_COLUMNS, validate_names
+from facebias.faces.specs import ModelSpec
 from facebias.studies.rapid.faceid import _iou, face_id_groups, single_face_images
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "face_id_groups",
     "single_face_images",
     "cross_query_pairs",
+    "load_systems",
     "image_folder_study",
     "image_folder_scores",
 ]
@@ -218,10 +220,65 @@ class RapidImages:
     settings: dict = field(default_factory=dict)
 
 
+def load_systems(systems: Sequence[Any]) -> dict[str, Any]:
+    """Load the models of ``systems`` (model specs), keyed by model name, in order.
+
+    Parameters
+    ----------
+    systems : sequence of str, ModelSpec or BaseEmbedder
+        Model specs (:func:`facebias.faces.specs.parse_model_spec`; a single string is one
+        spec), or embedders already loaded (kept as they are; named by their ``spec``, else
+        their ``name``). Every spec is parsed before any model is loaded.
+
+    Returns
+    -------
+    dict of str to facebias.faces.embedders.BaseEmbedder
+        ``{model_name(spec): embedder}``; each embedder's ``spec`` is the spec's text.
+
+    Raises
+    ------
+    ValueError
+        For no specs, a bad spec or a model that cannot be loaded (one line naming the
+        spec, from :func:`facebias.faces.specs.check_model_spec`), or two specs with the
+        same model name (set ``name=`` on one of them).
+
+    Examples
+    --------
+    >>> load_systems(["sface", "onnx:a/sface.onnx"])
+    Traceback (most recent call last):
+    ...
+    ValueError: systems: two models are named 'sface' ('sface' and 'onnx:a/sface.onnx'): each system needs its own name; add ?name=... to one of the specs
+    """
+    from facebias.faces.embedders import BaseEmbedder
+    from facebias.faces.specs import check_model_spec, parse_model_spec
+
+    if isinstance(systems, str | ModelSpec | BaseEmbedder):
+        systems = [systems]
+    if not systems:
+        raise ValueError("systems is empty; give at least one model spec (sface, dlib, "
+                         "onnx:PATH, torch:MODULE:FUNCTION)")
+    items = []  # (name, text, spec or embedder): the syntax of all first, one line each
+    for s in systems:
+        if isinstance(s, BaseEmbedder):
+            items.append((parse_model_spec(s.spec).name if s.spec else s.name, s.spec or s.name, s))
+        else:
+            sp = parse_model_spec(s)
+            items.append((sp.name, sp.text, sp))
+    seen: dict[str, str] = {}
+    for name, text, _ in items:
+        if name in seen:
+            raise ValueError(f"systems: two models are named {name!r} ({seen[name]!r} and "
+                             f"{text!r}): each system needs its own name; add ?name=... to "
+                             "one of the specs")
+        seen[name] = text
+    return {name: obj if isinstance(obj, BaseEmbedder) else check_model_spec(obj)
+            for name, _, obj in items}
+
+
 def image_folder_study(
     names: pd.DataFrame,
     root: str | os.PathLike,
-    systems: Sequence[str] = ("dlib", "sface"),
+    systems: Sequence[Any] = ("dlib", "sface"),
     cache_dir: str | os.PathLike | None = None,
     detectors: Sequence[str] = ("yunet", "dlib_hog"),
     iou_min: float = 0.2,
@@ -257,16 +314,21 @@ def image_folder_study(
        medoid is kept (least summed hash distance, then larger image, then file name).
        FR embeddings were not used for this: same-person photos reach dlib cosines of
        0.98-0.997, and a resized copy only 0.86 with SFace.
-    4. **Embeddings** per system (``facebias.faces.load_embedder(name)``; through
-       :class:`facebias.faces.EmbeddingCache` under ``cache_dir`` when given). A face that
-       fails to enrol in any system is dropped from all (every system scores the same
-       faces).
+    4. **Embeddings** per system (each a model spec, :mod:`facebias.faces.specs`: ``"sface"``,
+       ``"dlib"``, ``"onnx:PATH[?...]"``, ``"torch:MODULE:FUNCTION[?...]"``; through
+       :class:`facebias.faces.EmbeddingCache` under ``cache_dir`` when given, keyed by the
+       model's ``model_id``: a user model's weights hash). A face that fails to enrol in any
+       system is dropped from all (every system scores the same faces). Every model is
+       loaded (:func:`facebias.faces.specs.check_model_spec`) before any image is read, so
+       a bad spec fails at once with one line naming it.
     5. **Scores**: all within-query pairs of kept faces, cosine similarity of the unit
        embeddings per system (dlib's native Euclidean distance d relates as
        ``cos = 1 - d^2 / 2``); and cross-query same-group pairs from
        :func:`cross_query_pairs` (seed ``cross_seed``), for evaluation only.
 
-    Face ids are ``"<person_id>/<file name>"``; ``query`` is the ``person_id``.
+    Face ids are ``"<person_id>/<file name>"``; ``query`` is the ``person_id``; ``system`` in
+    the scores is each model's name (:func:`facebias.faces.specs.model_name`: the built-in
+    name, the ONNX file's stem, the torch function's name, or the spec's ``name=``).
     Queries are processed one at a time (read, detect, deduplicate, embed), so memory
     holds one query's images at most; only scores, vectors and aggregates are returned.
 
@@ -276,8 +338,10 @@ def image_folder_study(
         The names list (:func:`facebias.datasets.rapid.load_names`).
     root : str or os.PathLike
         Folder of the per-person image folders.
-    systems : sequence of str, default ("dlib", "sface")
-        Embedders.
+    systems : sequence of str, ModelSpec or BaseEmbedder, default ("dlib", "sface")
+        Model specs (:func:`facebias.faces.specs.parse_model_spec`), or embedders already
+        loaded (:func:`load_systems`); their names (:func:`facebias.faces.specs.model_name`)
+        must differ.
     cache_dir : str or os.PathLike, optional
         Embedding cache folder.
     detectors : sequence of str, default ("yunet", "dlib_hog")
@@ -298,24 +362,25 @@ def image_folder_study(
     Returns
     -------
     RapidImages
-        Faces, scores, cross-query scores, dropped images, embeddings and settings.
+        Faces, scores, cross-query scores, dropped images, embeddings and settings
+        (``systems``: the model names; ``specs``: name -> spec as written; ``models``:
+        name -> ``model_id``).
 
     Raises
     ------
     ValueError
-        For an invalid names table, no systems or no detectors, an unknown detector or
-        embedder, or a missing image folder (the message names it).
+        For an invalid names table, no systems or no detectors, an unknown detector, a
+        bad model spec or a model that cannot be loaded (one line naming the spec), two
+        specs with the same model name, or a missing image folder (the message names it).
     """
-    from facebias.faces import EmbeddingCache, load_detector, load_embedder
+    from facebias.faces import EmbeddingCache, load_detector
 
     root = Path(root)
     names = validate_names(names, "names", min_per_group=0) if "group" not in names else names
-    if not systems:
-        raise ValueError("systems is empty; give at least one embedder name (dlib, sface)")
+    embedders = load_systems(systems)  # before any image: a bad spec fails at once
     if not detectors:
         raise ValueError("detectors is empty; the exactly-one-face rule needs one or more")
     dets = [load_detector(d) for d in detectors]
-    embedders = {s: load_embedder(s) for s in systems}
     cache = EmbeddingCache(cache_dir) if cache_dir else None
     dropped: list[_Drop] = []
     kept_rows: list[dict] = []
@@ -346,7 +411,8 @@ def image_folder_study(
     scores = _within_query_scores(faces, vectors)  # step 5
     cross = _cross_query_scores(faces, vectors, cross_seed)
     drop = pd.DataFrame(dropped, columns=["query", "path", "stage", "reason"])
-    settings = {"systems": list(systems), "detectors": list(detectors), "iou_min": iou_min,
+    settings = {"systems": list(embedders), "specs": {s: e.spec or e.name for s, e in embedders.items()},
+                "detectors": list(detectors), "iou_min": iou_min,
                 "dedup_bits": dedup_bits, "min_photos": min_photos, "max_photos": max_photos,
                 "cross_seed": cross_seed, "root": str(root),
                 "models": {s: e.model_id for s, e in embedders.items()}}
@@ -354,7 +420,7 @@ def image_folder_study(
 
 
 def image_folder_scores(names: pd.DataFrame, root: str | os.PathLike,
-                        systems: Sequence[str] = ("dlib", "sface"),
+                        systems: Sequence[str | ModelSpec] = ("dlib", "sface"),
                         cache_dir: str | os.PathLike | None = None, **kwargs: Any) -> pd.DataFrame:
     """Within-query scores of :func:`image_folder_study` (the contract's columns).
 

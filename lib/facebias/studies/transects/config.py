@@ -10,7 +10,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from facebias.config import Section, flag, integer, interval, listof, number, param, text
+from facebias.config import (
+    RATE,
+    Section,
+    flag,
+    integer,
+    interval,
+    listof,
+    model_spec,
+    number,
+    param,
+    text,
+)
 
 _CORRELATION = number(-1, 1, True, True)
 _MAGNITUDES = interval(number(low=0))
@@ -43,7 +54,7 @@ class TransectsConfig(Section):
 
     section = "transects"
     n_boot: int = param(1000, integer(1))
-    thresholds: tuple[float, ...] = param((0.5, 0.8), listof(number(0, 1, open_low=True, open_high=True)))
+    thresholds: tuple[float, ...] = param((0.5, 0.8), listof(RATE))
     n_train: int = param(1500, integer(1))
     epochs: int = param(10, integer(1))
     shortcut_one_sided: bool = param(True, flag)
@@ -98,7 +109,7 @@ class NoTruthTransectsConfig(Section):
     shortcut_c: tuple[float, float] = param((0.5, 2.0), _MAGNITUDES)
     n_train: int = param(1000, integer(1))
     epochs: int = param(10, integer(1))
-    embedder: str = param("sface", text("sface", "dlib"))
+    embedder: str = param("sface", model_spec)
     n_probe: int = param(600, integer(1))
     probe_C: float = param(1.0, number(low=0, open_low=True))
     n_observational: int = param(2000, integer(1))

@@ -1,0 +1,114 @@
+"""``facebias check-params`` and the guards of ``facebias hcic``: every mistake is one line on
+stderr (exit 2) before any face is rendered or any notebook starts. The end-to-end runs are
+in tests/test_notebooks.py (on the smoke-scale pipeline's generated faces)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from facebias.cli import main
+from facebias.sections import SECTIONS, STAGE_SECTIONS, check_section
+from facebias.studies.runs import GENERATED_SETS, generate_params
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def params_copy(tmp_path):
+    """params.yaml as a dict and a writer of a modified copy."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+
+    def write(**changes) -> Path:
+        p = {k: (dict(v) if isinstance(v, dict) else v) for k, v in params.items()}
+        for key, value in changes.items():
+            section, _, name = key.partition("__")
+            p[section][name] = value
+        path = tmp_path / "params.yaml"
+        path.write_text(yaml.safe_dump(p, sort_keys=False))
+        return path
+
+    return write
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("facebias: error: "), err
+    return err[0]
+
+
+# --------------------------------------------------------------------------- check-params
+def test_every_section_of_params_yaml_passes_its_check():
+    for section in SECTIONS:
+        check_section(ROOT / "params.yaml", section)  # raises on a mistake
+    assert main(["check-params", *STAGE_SECTIONS, "--params", str(ROOT / "params.yaml")]) == 0
+
+
+@pytest.mark.parametrize("stage, key, value, expected", [
+    ("hcic", "hcic__models", ["sface", "arcface"], "hcic.models[1]: model 'arcface': unknown model"),
+    ("hcic", "hcic__fmr", 1.5, "hcic.fmr"),
+    ("bfw", "bfw__n_boot", -1, "bfw.n_boot"),
+    ("rapid", "rapid_world__unknown_key", 1, "unknown key(s) ['unknown_key']"),
+    ("transects_dcgan", "transects_dcgan__embedder", "onnx:", "transects_dcgan.embedder: model 'onnx:'"),
+])
+def test_a_notebook_stage_mistake_is_one_line_naming_the_key(params_copy, capsys, stage, key, value, expected):
+    path = params_copy(**{key: value})
+    assert main(["check-params", stage, "--params", str(path)]) == 2
+    assert expected in _one_error_line(capsys)
+
+
+def test_check_params_refuses_an_unknown_stage(capsys):
+    assert main(["check-params", "bfw_world"]) == 2
+    assert "not a notebook stage" in _one_error_line(capsys)
+
+
+def test_every_notebook_stage_checks_its_params_before_papermill():
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    for name, stage in stages.items():
+        cmd = stage.get("do", stage).get("cmd", "")
+        if "${nb}" in cmd:
+            study = "bfw" if name == "bfw_real" else name
+            assert cmd.startswith(f"facebias check-params {study} && ${{nb}}/"), name
+
+
+# --------------------------------------------------------------------------- hcic guards
+@pytest.mark.parametrize("argv, expected", [
+    (["--models", "arcface"], "--models: model 'arcface': unknown model"),
+    (["--models", "sface,onnx:/no/such/model.onnx"], "ONNX model file not found: /no/such/model.onnx"),
+    (["--models", "sface", "--backend", "stylegan2"], "--backend stylegan2 needs --weights PKL"),
+    (["--models", "sface", "--backend", "stylegan2", "--weights", "/no/such.pkl"], "--weights: no such file"),
+    (["--models", "sface", "--n-boot", "-3"], "--n-boot: must be >= 0"),
+    (["--models", "sface,onnx:a.onnx?name=sface"], "two models named 'sface'"),
+])
+def test_hcic_refuses_bad_input_in_one_line_before_any_work(tmp_path, capsys, argv, expected):
+    out = tmp_path / "out"
+    assert main(["hcic", *argv, "--out", str(out), "--params", str(ROOT / "params.yaml")]) == 2
+    assert expected in _one_error_line(capsys)
+    assert not out.exists()  # nothing rendered, no notebook run
+
+
+def test_hcic_refuses_a_file_that_is_not_a_model(tmp_path, capsys):
+    bad = tmp_path / "weights.onnx"
+    bad.write_bytes(b"\x00not a model")
+    assert main(["hcic", "--models", f"onnx:{bad}", "--out", str(tmp_path / "o"),
+                 "--params", str(ROOT / "params.yaml")]) == 2
+    assert f"{bad} is not a loadable ONNX model" in _one_error_line(capsys)
+
+
+def test_stylegan2_weights_go_to_the_learned_generator_section(tmp_path):
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    pkl = tmp_path / "ffhq.pkl"
+    pkl.write_bytes(b"")
+    section = generate_params(params, "stylegan2", pkl)
+    assert section["backend"] == "stylegan2" and section["generator"]["weights"] == str(pkl)
+    # every other key is the DCGAN study's (machine labels, no truth)
+    dcgan = params[GENERATED_SETS["stylegan2"].generate_section]
+    assert {k: v for k, v in section.items() if k not in ("backend", "generator")} == {
+        k: v for k, v in dcgan.items() if k not in ("backend", "generator")}
+    assert GENERATED_SETS["stylegan2"].folder == "data/synthetic_stylegan2"
+    with pytest.raises(ValueError, match="--weights is for --backend stylegan2"):
+        generate_params(params, "dcgan", pkl)
+    with pytest.raises(ValueError, match="unknown backend 'biggan'"):
+        generate_params(params, "biggan")
