@@ -330,8 +330,6 @@ def test_facebias_hcic_is_the_stage_on_your_models(pipeline, tmp_path):
     real test: any difference in data, labels, parameters or code path shows), and a user's
     torch model (the LBP example) and ONNX model get their own rows, with the fixed threshold
     of the spec or one set at the section's FMR."""
-    import torch
-
     out = tmp_path / "same"
     log = pipeline.sh("facebias", "hcic", "--models", "sface,dlib", "--out", str(out), "--serial")
     assert "reusing the procedural faces in" in log
@@ -340,11 +338,8 @@ def test_facebias_hcic_is_the_stage_on_your_models(pipeline, tmp_path):
     stage = pipeline.metrics("hcic_details")
     assert ours["fnmr_at_fmr"] == stage["fnmr_at_fmr"]
 
-    from examples.lbp_face import build
-
     onnx_path = tmp_path / "lbp.onnx"
-    torch.onnx.export(build(), (torch.zeros(1, 3, 112, 112),), str(onnx_path), dynamo=False,
-                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "n"}, "y": {0: "n"}})
+    pipeline.sh("python", "-m", "examples.lbp_face", str(onnx_path))
     mine = tmp_path / "mine"
     log = pipeline.sh("facebias", "hcic", "--models",
                       f"torch:examples.lbp_face:build?name=lbp,onnx:{onnx_path}?name=lbp_onnx&threshold=0.8",
@@ -361,6 +356,40 @@ def test_facebias_hcic_is_the_stage_on_your_models(pipeline, tmp_path):
         for group, r in groups.items():
             assert abs(r["fnmr"] - per["lbp_onnx"][labels][group]["fnmr"]) <= 1 / r["n_genuine"] + 1e-12
     assert list((mine / "figures" / "hcic").glob("*.png"))
+    shutil.rmtree(pipeline.root / "artifacts" / "user_embeddings", ignore_errors=True)
+
+
+def readme_commands(section: str = "use-your-own") -> list[str]:
+    """The shell commands of the README block between ``<!-- SECTION:begin -->`` and
+    ``<!-- SECTION:end -->`` (comments and blank lines left out), as written."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split(f"<!-- {section}:begin -->", 1)[1].split(f"<!-- {section}:end -->", 1)[0]
+    return [ln.strip() for ln in block.splitlines()
+            if ln.strip() and not ln.strip().startswith(("#", "```"))]
+
+
+def test_readme_use_your_own_runs_as_written(pipeline):
+    """Every command of the README's "Use your own" block runs, in order, in the repository (at
+    smoke scale), with `.venv/bin/` being the test's environment; each writes what it says."""
+    commands = readme_commands()
+    assert len(commands) >= 7 and all(c.startswith(".venv/bin/") for c in commands)
+    outputs = {}
+    try:
+        for cmd in commands:
+            outputs[cmd] = pipeline.sh("bash", "-c", cmd.replace(".venv/bin/", "", 1))
+        my = pipeline.root / "my"
+        held = next(v for k, v in outputs.items() if " metrics " in k)
+        assert "held-out: thresholds fitted on 4 of 5 folds" in held
+        rapid = next(v for k, v in outputs.items() if k.startswith(".venv/bin/facebias rapid my/"))
+        assert "planted photos of other people" in rapid and (my / "rapid" / "rates.csv").is_file()
+        for out, names in (("hcic", {"sface", "lbp"}), ("hcic_onnx", {"lbp_onnx"})):
+            details = json.loads((my / out / "metrics" / "hcic_details.json").read_text())
+            assert names <= set(details["fnmr_at_fmr"])
+        assert json.loads((my / "hcic_onnx" / "metrics" / "hcic_details.json").read_text())[
+            "fixed_thresholds"]["lbp_onnx"] == 0.9
+    finally:
+        shutil.rmtree(pipeline.root / "my", ignore_errors=True)
+        shutil.rmtree(pipeline.root / "artifacts" / "user_embeddings", ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- paper 001
