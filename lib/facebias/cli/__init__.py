@@ -15,6 +15,7 @@ deps      each DVC stage's lib/ deps in dvc.yaml from its imports (``facebias.dv
 rapid     paper 001's rapid test on your photo folders (``facebias.studies.rapid.folders``).
 rapid-example  an offline example photo folder with planted truth, to try ``facebias rapid`` on.
 hcic      paper 000's study on generated faces with your own models (``facebias.studies.runs``).
+transects paper 004's transect analysis of your own gender classifier (``facebias.classifiers.user``).
 check-params  the params.yaml sections a notebook stage reads, checked before papermill (``facebias.sections``).
 
 Every command reports bad input as ONE line on stderr,
@@ -41,6 +42,7 @@ module          job
 ``pipeline``    ``facebias repro``, ``deps``, ``check-params``
 ``rapid``       ``facebias rapid``, ``rapid-example`` (paper 001 on your photo folders)
 ``hcic``        ``facebias hcic``
+``transects``   ``facebias transects``
 ``__main__``    ``python -m facebias.cli``
 ==============  =================================================================
 """
@@ -60,6 +62,7 @@ from facebias.cli.pipeline import _add_check_params, _add_deps, _add_repro
 from facebias.cli.rapid import _add_rapid, _add_rapid_example
 from facebias.cli.reports import _add_claims, _add_plots, _add_report
 from facebias.cli.tables import read_pairs
+from facebias.cli.transects import _add_transects
 
 __all__ = ["main", "build_parser", "read_pairs", "InputError", "PROG", "MAX_N_BOOT"]
 
@@ -75,6 +78,7 @@ _COMMANDS.append(_add_check_params)
 _COMMANDS.append(_add_rapid)
 _COMMANDS.append(_add_rapid_example)
 _COMMANDS.append(_add_hcic)
+_COMMANDS.append(_add_transects)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -80,6 +80,8 @@ from facebias.studies.transects.labellers import (
 )
 from facebias.studies.transects.no_truth import (
     PLANTED_SHORTCUT_EFFECT,
+    RESERVED_CLASSIFIER_NAMES,
+    STUDY_CLASSIFIERS,
     TONE_LABELS,
     no_truth_analysis_frame,
     no_truth_design,
@@ -142,6 +144,8 @@ __all__ = [
     "hair_test_set",
     "pixel_signal",
     "PLANTED_SHORTCUT_EFFECT",
+    "STUDY_CLASSIFIERS",
+    "RESERVED_CLASSIFIER_NAMES",
     "no_truth_levels",
     "tone_labels",
     "TONE_LABELS",

@@ -27,7 +27,7 @@ from facebias.studies.transects.error_model import ErrorModelResult, coef_row, f
 from facebias.studies.transects.pruning import AMBIGUOUS
 from facebias.validate import require_columns
 
-__all__ = ["PLANTED_SHORTCUT_EFFECT", "TONE_LABELS", "tone_labels", "no_truth_levels", "no_truth_design",
+__all__ = ["PLANTED_SHORTCUT_EFFECT", "STUDY_CLASSIFIERS", "RESERVED_CLASSIFIER_NAMES", "TONE_LABELS", "tone_labels", "no_truth_levels", "no_truth_design",
            "no_truth_analysis_frame", "pruning_by_level", "shortcut_incongruent", "shortcut_error_models",
            "shortcut_headline", "shortcut_recovered"]
 
@@ -35,6 +35,14 @@ __all__ = ["PLANTED_SHORTCUT_EFFECT", "TONE_LABELS", "tone_labels", "no_truth_le
 #: error where the shortcut is *incongruent* (at the level the training set tied to the
 #: other gender) vs congruent.
 PLANTED_SHORTCUT_EFFECT = 2.0
+
+#: The GAN study's own classifiers under test (notebooks/transects_dcgan.py): trained there
+#: (the CNN, the probe) or simulated.
+STUDY_CLASSIFIERS = ("shortcut CNN", "SFace probe", "planted (simulated)")
+#: Names a user's classifier may not take there: the study's own, and the names whose
+#: ``p_<name>`` column or ``training`` entry would overwrite the study's (``p_labeller``,
+#: ``training["labeller_on_held_out"]``, ``training["sface_enrolled"]``).
+RESERVED_CLASSIFIER_NAMES = (*STUDY_CLASSIFIERS, "labeller", "labeller_on_held_out", "sface_enrolled")
 
 
 #: What the figures call a tone axis and its two sides, by the axis' name (the covariate is
