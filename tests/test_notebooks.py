@@ -372,7 +372,7 @@ def test_readme_use_your_own_runs_as_written(pipeline):
     """Every command of the README's "Use your own" block runs, in order, in the repository (at
     smoke scale), with `.venv/bin/` being the test's environment; each writes what it says."""
     commands = readme_commands()
-    assert len(commands) >= 7 and all(c.startswith(".venv/bin/") for c in commands)
+    assert len(commands) >= 8 and all(c.startswith(".venv/bin/") for c in commands)
     outputs = {}
     try:
         for cmd in commands:
@@ -387,6 +387,8 @@ def test_readme_use_your_own_runs_as_written(pipeline):
             assert names <= set(details["fnmr_at_fmr"])
         assert json.loads((my / "hcic_onnx" / "metrics" / "hcic_details.json").read_text())[
             "fixed_thresholds"]["lbp_onnx"] == 0.9
+        transects = json.loads((my / "transects" / "metrics" / "transects_dcgan_details.json").read_text())
+        assert "light_gender" in transects["classifiers"] and "light_gender" in transects["headline"]
     finally:
         shutil.rmtree(pipeline.root / "my", ignore_errors=True)
         shutil.rmtree(pipeline.root / "artifacts" / "user_embeddings", ignore_errors=True)
