@@ -186,3 +186,17 @@ def test_render_deps_rewrites_only_the_lib_entries(tmp_path):
     assert expected_lib_deps(stage, tmp_path) == [d for d in stage["deps"] if d.startswith("lib/")]
     with pytest.raises(ValueError, match="no readable deps list"):
         render_deps(got.replace("    deps:\n", "    deps: [notebooks/n.py]\n    x:\n", 1), tmp_path)
+
+
+def test_check_params_counts_the_config_modules_of_the_stage_it_names():
+    """`facebias check-params STAGE` imports its sections' config modules by name (a dynamic
+    import): the analysis reads them from facebias.sections' tables, per stage, so the stage's
+    deps hold them and no other study's."""
+    from facebias.dvcdeps import check_params_modules
+    from facebias.sections import SECTIONS, STAGE_SECTIONS
+
+    lib = Path(__file__).resolve().parents[1] / "lib"
+    assert check_params_modules(["rapid"], lib) == {"facebias.studies.rapid.config", "facebias.worlds.rapid"}
+    assert check_params_modules(["hcic_dcgan"], lib) == {"facebias.studies.hcic.config"}
+    for stage, sections in STAGE_SECTIONS.items():  # the tables the analysis reads are the ones run
+        assert check_params_modules([stage], lib) == {SECTIONS[s].partition(":")[0] for s in sections}

@@ -65,6 +65,8 @@ ALLOWED: tuple[Allowed, ...] = (
                                       "constant of the model, used as its fixed threshold"),
     Allowed("0.82", r"0\.6²/2 = 0\.82", "dlib's published distance threshold 0.6 written as a cosine on "
                                        "unit vectors: arithmetic on a constant"),
+    Allowed("127.5", r"mean|std", "the default input normalisation of a model spec, (pixel - 127.5) / "
+                                  "127.5: a setting"),
     Allowed("95", r"95 ?%[^.;]*\b(interval|CI)", "the confidence level of an interval: a setting"),
 )
 

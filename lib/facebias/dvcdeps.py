@@ -179,10 +179,35 @@ def closure(seed: Imports, lib: Path, package: str = PACKAGE,
     return files, unresolved
 
 
+#: A comment on the line of a dynamic import that never loads a library module (the user's
+#: own module of a ``torch:`` model spec) or whose modules a stage's command names
+#: (``facebias check-params STAGE``: :func:`check_params_modules`); the analysis skips it.
+NOT_LIB = "# dvcdeps: not a lib import"
+
+
 @functools.cache
 def _file_imports(path: Path, lib: Path) -> Imports:
-    tree = ast.parse(path.read_text(), str(path))
-    return imports_in([tree], module_name(path, lib), path.name == "__init__.py")
+    text = path.read_text()
+    tree = ast.parse(text, str(path))
+    found = imports_in([tree], module_name(path, lib), path.name == "__init__.py")
+    lines = text.splitlines()
+    marked = {i + 1 for i, ln in enumerate(lines) if NOT_LIB in ln}
+    found.unresolved = [u for u in found.unresolved
+                        if not (m := re.match(r"dynamic import at line (\d+):", u)) or int(m.group(1)) not in marked]
+    return found
+
+
+def check_params_modules(stage_names: Iterable[str], lib: Path) -> set[str]:
+    """The config modules ``facebias check-params STAGE...`` imports: read statically from the
+    literal tables ``SECTIONS`` and ``STAGE_SECTIONS`` of ``facebias/sections.py``."""
+    tree = ast.parse((lib / PACKAGE / "sections.py").read_text())
+    tables = {}
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (
+            node.targets[0] if isinstance(node, ast.Assign) else None)
+        if isinstance(target, ast.Name) and target.id in ("SECTIONS", "STAGE_SECTIONS"):
+            tables[target.id] = ast.literal_eval(node.value)
+    return {tables["SECTIONS"][s].partition(":")[0] for st in stage_names for s in tables["STAGE_SECTIONS"][st]}
 
 
 def _below(prefix: str, lib: Path, package: str) -> list[str]:
@@ -360,9 +385,12 @@ def entry_points(stage: dict, root: Path | None = None) -> list[Entry]:
         path = root / rel
         assert path.is_file(), f"{rel} in cmd does not exist"
         entries.append(Entry(rel, {path}, imports_in([ast.parse(path.read_text())], None, False)))
-    for command in re.findall(r"(?:^|&&|\||;)\s*facebias\s+([\w-]+)", cmd):
+    for command, args in re.findall(r"(?:^|&&|\||;)\s*facebias\s+([\w-]+)((?:[ \t]+[\w.-]+)*)", cmd):
         cli = _cli_file(lib)
-        entries.append(Entry(f"facebias {command}", set(cli_modules(cli, lib).values()), cli_imports(command, cli, lib)))
+        imports = cli_imports(command, cli, lib)
+        if command == "check-params":  # the sections' config modules, named by the stage argument(s)
+            imports.modules |= check_params_modules([a for a in args.split() if not a.startswith("-")], lib)
+        entries.append(Entry(f"facebias {command}", set(cli_modules(cli, lib).values()), imports))
     for mod in re.findall(r"\bpython3?\s+-m\s+([\w.]+)", cmd):
         path = module_file(mod, lib)
         assert path is not None, f"python -m {mod}: no such module under lib/"

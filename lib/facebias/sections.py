@@ -74,7 +74,7 @@ def check_section(params: str | os.PathLike, section: str) -> Any:
     if section not in SECTIONS:
         raise ValueError(f"no config checks section {section!r}; known: {', '.join(SECTIONS)}")
     module, _, name = SECTIONS[section].partition(":")
-    cls = getattr(importlib.import_module(module), name)
+    cls = getattr(importlib.import_module(module), name)  # dvcdeps: not a lib import; the stage names them
     values = load_params(params, section) if section != "compute" else load_params(params).get("compute")
     return cls.from_params(values)
 

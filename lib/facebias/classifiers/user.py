@@ -140,8 +140,8 @@ def parse_classifier_spec(spec: str | ClassifierSpec) -> ClassifierSpec:
     ...
     ValueError: classifier 'sface': a face-recognition model, not a classifier; a classifier is 'onnx:PATH[?input_size=112&mean=127.5&std=127.5&layout=nchw&rgb=1&name=N&output=logit&male=1]' or 'torch:MODULE:FUNCTION[?...]' (output: logit, prob, softmax2, prob2)
     """
-    from facebias.faces.specs import _OPTIONS as _MODEL_OPTIONS
     from facebias.faces.specs import BUILTIN_MODELS, parse_model_spec
+    from facebias.faces.specs import OPTIONS as _MODEL_OPTIONS
 
     if isinstance(spec, ClassifierSpec):
         return spec

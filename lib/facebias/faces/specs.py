@@ -37,15 +37,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-__all__ = ["BUILTIN_MODELS", "ModelSpec", "parse_model_spec", "check_model_spec", "model_name",
-           "split_models", "SPEC_HELP"]
+__all__ = ["BUILTIN_MODELS", "OPTIONS", "ModelSpec", "parse_model_spec", "check_model_spec", "model_name",
+           "split_models", "load_from_spec", "SPEC_HELP"]
 
 #: The models that ship with the package (no file needed).
 BUILTIN_MODELS = ("sface", "dlib")
 #: One line saying what a spec may be, for error messages.
 SPEC_HELP = ("a model is 'sface', 'dlib', 'onnx:PATH[?input_size=112&mean=127.5&std=127.5"
              "&layout=nchw&rgb=1&name=N&threshold=T]' or 'torch:MODULE:FUNCTION[?...]'")
-_OPTIONS = ("input_size", "mean", "std", "layout", "rgb", "name", "threshold")
+#: The options a user-model spec may carry after ``?``.
+OPTIONS = ("input_size", "mean", "std", "layout", "rgb", "name", "threshold")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
@@ -114,8 +115,8 @@ def _options(query: str, spec: str) -> dict[str, Any]:
     """The ``?key=value&...`` options of a user-model spec, checked and typed."""
     raw: dict[str, str] = {}
     for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
-        if key not in _OPTIONS:
-            raise ValueError(f"model {spec!r}: unknown option {key!r}; known: {', '.join(_OPTIONS)}")
+        if key not in OPTIONS:
+            raise ValueError(f"model {spec!r}: unknown option {key!r}; known: {', '.join(OPTIONS)}")
         if key in raw:
             raise ValueError(f"model {spec!r}: option {key!r} given twice")
         raw[key] = value
@@ -307,7 +308,7 @@ def _torch_module(s: ModelSpec) -> Any:
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     try:
-        mod = importlib.import_module(module_name)
+        mod = importlib.import_module(module_name)  # dvcdeps: not a lib import (the user's module)
     except ImportError as exc:
         raise ValueError(f"model {s.text!r}: cannot import module {module_name!r} ({exc}); it must "
                          "be importable from the working directory or an installed package") from exc
