@@ -112,3 +112,26 @@ def test_stylegan2_weights_go_to_the_learned_generator_section(tmp_path):
         generate_params(params, "dcgan", pkl)
     with pytest.raises(ValueError, match="unknown backend 'biggan'"):
         generate_params(params, "biggan")
+
+
+def test_a_user_models_threshold_is_set_at_the_fmr_only_with_enough_impostors():
+    """Without threshold= in its spec, a user model's fixed threshold is the one at the
+    section's FMR on the intended impostors: the (1 - FMR) quantile rule of
+    metrics.threshold_at_fmr (match iff score > t), and only with >= 10/FMR impostors."""
+    import numpy as np
+    import pandas as pd
+
+    from facebias.studies.hcic import fixed_thresholds
+
+    rng = np.random.default_rng(0)
+    imp = rng.normal(0.2, 0.1, 2000)
+    pairs = pd.DataFrame({"label": [1] * 50 + [0] * 2000,
+                          "score_me": np.r_[rng.normal(0.7, 0.1, 50), imp]})
+    t, why = fixed_thresholds({"me": "onnx:me.onnx", "dlib": "dlib", "fix": "onnx:f.onnx?threshold=0.5"},
+                              pairs.assign(score_fix=0.0, score_dlib=0.0), 0.01)
+    assert (imp > t["me"]).sum() == 20 and (imp >= t["me"]).sum() >= 21  # 1 % of 2000 match
+    assert t["fix"] == 0.5 and "threshold=" in why["fix"] and why["dlib"] == "published"
+    assert "in-sample" in why["me"]
+    with pytest.raises(ValueError, match=r"2000 impostor scores are too few to set one at FMR 0.001; "
+                                         r"add \?threshold=T"):
+        fixed_thresholds({"me": "onnx:me.onnx"}, pairs, 0.001)  # 10/0.001 = 10,000 needed

@@ -193,6 +193,7 @@ def test_a_failing_cell_is_one_line(tmp_path, capsys, monkeypatch):
 def test_a_relative_onnx_path_is_made_absolute_for_the_kernel(tmp_path, monkeypatch, steps):
     """The notebook's kernel runs in the repository root: a spec's relative ONNX file is
     resolved from where the command runs."""
+    monkeypatch.syspath_prepend(str(ROOT))  # examples/ is a folder of the repository, not installed
     from examples.light_gender import export_onnx
 
     export_onnx(str(tmp_path / "lg.onnx"), size=64)
@@ -285,6 +286,7 @@ def test_end_to_end_your_classifier_beside_the_stages_own(smoke_root, tmp_path, 
     import pandas as pd
     from PIL import Image
 
+    monkeypatch.syspath_prepend(str(ROOT))  # examples/ is a folder of the repository, not installed
     from examples.light_gender import export_onnx
     from facebias.studies.runs import run_notebook
 

@@ -68,7 +68,7 @@ class BFWConfig(Section):
     >>> BFWConfig.from_params({"fmr": [5]})  # a percentage, not a fraction
     Traceback (most recent call last):
     ...
-    ValueError: bfw.fmr[0] must lie in (0, 1], got 5
+    ValueError: bfw.fmr[0] must lie in (0, 1), got 5
     """
 
     section = "bfw"
