@@ -332,7 +332,8 @@ def test_facebias_hcic_is_the_stage_on_your_models(pipeline, tmp_path):
     threshold of the spec (one set at the section's FMR needs 10/FMR impostors, more than the
     smoke scale has: tests/test_cli_studies.py)."""
     out = tmp_path / "same"
-    log = pipeline.sh("facebias", "hcic", "--models", "sface,dlib", "--out", str(out), "--serial")
+    stage_models = ",".join(pipeline.params["hcic"]["models"])  # the smoke scale's models
+    log = pipeline.sh("facebias", "hcic", "--models", stage_models, "--out", str(out), "--serial")
     assert "reusing the procedural faces in" in log
     assert json.loads((out / "metrics" / "hcic.json").read_text()) == pipeline.metrics("hcic")
     ours = json.loads((out / "metrics" / "hcic_details.json").read_text())
