@@ -352,11 +352,15 @@ def test_facebias_hcic_is_the_stage_on_your_models(pipeline, tmp_path):
     assert details["fixed_thresholds"]["lbp"] == details["fixed_thresholds"]["lbp_onnx"] == 0.8
     assert "lbp: fixed threshold 0.8 (given in the model spec" in (mine / "hcic.ipynb").read_text()
     # the ONNX export computes what the torch module computes (to float32 rounding): the same
-    # FNMR per label set and group, to one genuine pair at the threshold
+    # FNMR per label set and group, to one genuine pair at the threshold; the same cells
+    # unresolved (too few impostors at the smoke scale)
     per = details["fnmr_at_fmr"]
     for labels, groups in per["lbp"].items():
         for group, r in groups.items():
-            assert abs(r["fnmr"] - per["lbp_onnx"][labels][group]["fnmr"]) <= 1 / r["n_genuine"] + 1e-12
+            other = per["lbp_onnx"][labels][group]["fnmr"]
+            assert (r["fnmr"] is None) == (other is None), (labels, group)
+            if other is not None:
+                assert abs(r["fnmr"] - other) <= 1 / r["n_genuine"] + 1e-12
     assert list((mine / "figures" / "hcic").glob("*.png"))
     shutil.rmtree(pipeline.root / "artifacts" / "user_embeddings", ignore_errors=True)
 
