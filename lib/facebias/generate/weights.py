@@ -1,4 +1,4 @@
-"""Reading official StyleGAN2 network pickles without running their code; fetching them.
+"""Reading official StyleGAN2 and EG3D network pickles without running their code; fetching them.
 
 NVIDIA's ``stylegan2-ada-pytorch`` saves ``pickle.dump(dict(G=..., D=..., G_ema=...,
 augment_pipe=..., training_set_kwargs=...))``; each network is a
@@ -10,7 +10,9 @@ resolves only an explicit allow-list of globals (torch's tensor/parameter/storag
 helpers, ``OrderedDict``, ``dnnlib.EasyDict``, numeric numpy scalars and their dtypes,
 plain ``torch.nn`` module classes as inert stand-ins) and turns each persistent object into
 a :class:`PersistentRecord` (class name, init args/kwargs, state) without ever looking at
-``module_src``; any other global raises :class:`pickle.UnpicklingError` naming it. Storages are read with
+``module_src``. EG3D snapshots (``NVlabs/eg3d``, the same persistence layout) also reference
+four plain module classes by global name, its decoder, renderer, ray marcher and ray sampler
+(:data:`EG3D_PLAIN_CLASSES`); each becomes an inert stand-in too. Any other global raises :class:`pickle.UnpicklingError` naming it. Storages are read with
 ``torch.load(..., weights_only=True)``.
 
 Command line (a DVC stage can call it; the download needs network access)::
@@ -45,6 +47,8 @@ __all__ = [
     "load_pickle",
     "load_network",
     "flatten_state",
+    "module_attributes",
+    "EG3D_PLAIN_CLASSES",
     "fetch",
     "verify",
     "ChecksumError",
@@ -221,6 +225,19 @@ _ALLOWED: dict[tuple[str, str], Any] = {
 }
 
 
+#: The plain (non-persistent) ``torch.nn.Module`` classes an EG3D snapshot references as
+#: module globals (the OSG decoder, the renderer, its ray marcher, the ray sampler): each
+#: becomes an inert stand-in that keeps only its ``__dict__``. Nothing else from ``training``.
+EG3D_PLAIN_CLASSES = (
+    ("training.triplane", "OSGDecoder"),
+    ("training.volumetric_rendering.renderer", "ImportanceRenderer"),
+    ("training.volumetric_rendering.ray_marcher", "MipRayMarcher2"),
+    ("training.volumetric_rendering.ray_sampler", "RaySampler"),
+)
+_ALLOWED.update({key: type(key[1], (_PlainModule,), {"torch_class": ".".join(key)})
+                 for key in EG3D_PLAIN_CLASSES})
+
+
 def _plain_module_class(module: str, name: str) -> type | None:
     """An inert stand-in for ``torch.nn.modules.<x>.<name>`` when that really is a
     ``torch.nn.Module`` subclass already imported with torch (nothing else is imported)."""
@@ -245,7 +262,8 @@ class RestrictedUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(
             f"refused global {module}.{name}: not on the allow-list of the restricted network "
             f"unpickler (torch tensor/parameter/storage rebuilds, OrderedDict, EasyDict, numeric "
-            f"numpy scalars, torch_utils.persistence objects, plain torch.nn modules)")
+            f"numpy scalars, torch_utils.persistence objects, plain torch.nn modules, EG3D's "
+            f"decoder, renderer, ray marcher and ray sampler)")
 
     def persistent_load(self, pid: Any) -> Any:
         raise pickle.UnpicklingError("persistent ids are not supported in network pickles")
@@ -262,12 +280,16 @@ def load_pickle(path: str | Path) -> Any:
 
 @dataclass
 class NetworkRecord:
-    """One network from a pickle: class name, constructor arguments, flat state dict."""
+    """One network from a pickle: class name, constructor arguments, flat state dict, and
+    each module's plain attributes (``{dotted module name ('' = the network): {name:
+    value}}``: the ``__dict__`` entries not starting with ``_`` and not ``training``, e.g.
+    EG3D's ``rendering_kwargs`` and ``neural_rendering_resolution``)."""
 
     class_name: str
     init_args: tuple
     init_kwargs: dict
     state_dict: dict[str, torch.Tensor]
+    attributes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def flatten_state(obj: Any, prefix: str = "") -> dict[str, torch.Tensor]:
@@ -291,6 +313,20 @@ def flatten_state(obj: Any, prefix: str = "") -> dict[str, torch.Tensor]:
     return out
 
 
+def module_attributes(obj: Any, prefix: str = "") -> dict[str, dict[str, Any]]:
+    """``{dotted module name: {attribute: value}}`` of a module record tree: each module's
+    ``__dict__`` entries that are not private (``_*``) and not ``training``."""
+    state = getattr(obj, "state", None)
+    if not isinstance(state, dict):
+        return {}
+    out = {prefix.rstrip("."): {k: v for k, v in state.items()
+                                if isinstance(k, str) and not k.startswith("_") and k != "training"}}
+    for name, child in (state.get("_modules") or {}).items():
+        if child is not None:
+            out.update(module_attributes(child, f"{prefix}{name}."))
+    return out
+
+
 def load_network(path: str | Path, key: str = "G_ema") -> NetworkRecord:
     """Network ``key`` (``"G_ema"``, ``"G"`` or ``"D"``) of an official pickle, flattened."""
     data = load_pickle(path)
@@ -301,7 +337,8 @@ def load_network(path: str | Path, key: str = "G_ema") -> NetworkRecord:
     rec = data[key]
     if not isinstance(rec, PersistentRecord):
         raise ValueError(f"{path}: {key} is a {type(rec).__name__}, not a persistent network")
-    return NetworkRecord(rec.class_name, rec.init_args, rec.init_kwargs, flatten_state(rec))
+    return NetworkRecord(rec.class_name, rec.init_args, rec.init_kwargs, flatten_state(rec),
+                         module_attributes(rec))
 
 
 # ---------------------------------------------------------------------------- fetch / verify
