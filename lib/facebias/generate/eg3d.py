@@ -53,6 +53,10 @@ from facebias.generate.stylegan2 import StyleGAN2Generator, load_state_checked, 
 __all__ = ["EG3DGenerator", "TINY_INIT_KWARGS", "NOISE_MODES", "SPACES"]
 
 NOISE_MODES = ("const", "none", "random")
+
+#: Buffers the released training loop registers on the generator that rendering never reads
+#: (``dataset_label_std``: the spread of the camera labels, for pose-conditioning swaps).
+TRAINING_BUFFERS = frozenset({"dataset_label_std"})
 SPACES = ("z", "w")
 
 #: The smallest configuration of the released training script's shape: 128 px output through
@@ -187,7 +191,7 @@ class EG3DGenerator:
         if weights is not None:
             rec, nrr = _read_snapshot(weights, network)
             config = network_config(rec.init_args, rec.init_kwargs)
-            state = rec.state_dict
+            state = {k: v for k, v in rec.state_dict.items() if k not in TRAINING_BUFFERS}
         else:
             config = network_config((), dict(init_kwargs or TINY_INIT_KWARGS))
             state, nrr = None, 64
@@ -195,7 +199,7 @@ class EG3DGenerator:
             torch.manual_seed(self.seed)
             net = TriPlaneNetwork(**config)
         if state is not None:
-            load_state_checked(net, state, source=str(weights))
+            load_state_checked(net, state, source=str(weights), kind="EG3D")
         self.net = net.eval().requires_grad_(False).to(self.device)
         self.config = config
         self.rendering_kwargs = dict(net.rendering_kwargs)

@@ -521,7 +521,8 @@ class WeightsMismatchError(ValueError):
     shape-mismatched names."""
 
 
-def load_state_checked(net: nn.Module, state: dict[str, Tensor], source: str = "weights") -> None:
+def load_state_checked(net: nn.Module, state: dict[str, Tensor], source: str = "weights",
+                       kind: str = "StyleGAN2") -> None:
     """Copy ``state`` into ``net`` by name, after checking that the names and shapes are
     exactly the network's; raise :class:`WeightsMismatchError` listing every difference.
 
@@ -533,6 +534,8 @@ def load_state_checked(net: nn.Module, state: dict[str, Tensor], source: str = "
         Parameters and buffers by name.
     source : str, default "weights"
         Where ``state`` came from, for the error message.
+    kind : str, default "StyleGAN2"
+        The network's name, for the error message.
 
     Raises
     ------
@@ -553,7 +556,7 @@ def load_state_checked(net: nn.Module, state: dict[str, Tensor], source: str = "
     shapes = sorted(f"{k}: expected {tuple(own[k].shape)}, got {tuple(state[k].shape)}"
                     for k in set(own) & set(state) if tuple(own[k].shape) != tuple(state[k].shape))
     if missing or unexpected or shapes:
-        lines = [f"{source}: the weights do not match the StyleGAN2 network built from their "
+        lines = [f"{source}: the weights do not match the {kind} network built from their "
                  f"init_kwargs"]
         for what, items in (("missing", missing), ("unexpected", unexpected),
                             ("shape mismatch", shapes)):
