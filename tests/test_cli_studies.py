@@ -81,6 +81,9 @@ def test_every_notebook_stage_checks_its_params_before_papermill():
     (["--models", "sface", "--backend", "stylegan2", "--weights", "/no/such.pkl"], "--weights: no such file"),
     (["--models", "sface", "--n-boot", "-3"], "--n-boot: must be >= 0"),
     (["--models", "sface,onnx:a.onnx?name=sface"], "two models named 'sface'"),
+    (["--models", "sface", "--backend", "eg3d"], "--backend eg3d needs --weights PKL (an official EG3D network"),
+    (["--models", "sface", "--backend", "eg3d", "--weights", "/no/such.pkl"], "--weights: no such file"),
+    (["--models", "sface", "--weights", "/no/such.pkl"], "--weights is for --backend stylegan2 or eg3d, not procedural"),
 ])
 def test_hcic_refuses_bad_input_in_one_line_before_any_work(tmp_path, capsys, argv, expected):
     out = tmp_path / "out"
@@ -112,6 +115,83 @@ def test_stylegan2_weights_go_to_the_learned_generator_section(tmp_path):
         generate_params(params, "dcgan", pkl)
     with pytest.raises(ValueError, match="unknown backend 'biggan'"):
         generate_params(params, "biggan")
+
+
+def test_eg3d_weights_go_to_the_learned_generator_section_with_camera_sequences(tmp_path):
+    """EG3D: the DCGAN study's rules (machine labels, no truth) plus the weights, and pose
+    sequences by its camera (sequences: camera) where the DCGAN steps along a learned yaw."""
+    from facebias.generate.build import SynthConfig
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    pkl = tmp_path / "ffhq512-128.pkl"
+    pkl.write_bytes(b"")
+    section = generate_params(params, "eg3d", pkl)
+    assert section["backend"] == "eg3d" and section["generator"]["weights"] == str(pkl)
+    assert section["sequences"] == "camera" and params["generate_dcgan"]["sequences"] == "latent"
+    dcgan = params[GENERATED_SETS["eg3d"].generate_section]
+    assert {k: v for k, v in section.items() if k not in ("backend", "generator", "sequences")} == {
+        k: v for k, v in dcgan.items() if k not in ("backend", "generator", "sequences")}
+    assert SynthConfig.from_params(section).sequences == "camera"
+    spec = GENERATED_SETS["eg3d"]
+    assert (spec.folder, spec.hcic_section, spec.transects_section) == (
+        "data/synthetic_eg3d", "hcic_dcgan", "transects_dcgan")
+    with pytest.raises(ValueError, match="--backend eg3d needs --weights PKL"):
+        generate_params(params, "eg3d")
+
+
+def _hcic_steps(monkeypatch) -> list:
+    """Record rendering the set and running the notebook instead of doing them."""
+    import facebias.studies.runs as runs
+
+    calls: list = []
+
+    def stop(name):
+        def record(*args, **kwargs):
+            calls.append((name, args, kwargs))
+            raise ValueError("stopped here")
+        return record
+
+    monkeypatch.setattr(runs, "generated_set", stop("generated_set"))
+    monkeypatch.setattr(runs, "run_notebook", stop("run_notebook"))
+    return calls
+
+
+@pytest.mark.parametrize("backend, content, expected", [
+    ("eg3d", b"\x80\x04 not a pickle", "is not a usable EG3D network pickle"),
+    ("eg3d", b"", "is not a usable EG3D network pickle"),
+    ("stylegan2", b"\x80\x04 not a pickle", "is not a usable StyleGAN2 network pickle"),
+])
+def test_hcic_refuses_a_bad_pickle_in_one_line_before_any_work(tmp_path, capsys, monkeypatch, backend, content,
+                                                                expected):
+    """The pickle is loaded once after the models, as transects does: a bad one is one line
+    naming --weights, before the set is rendered."""
+    calls = _hcic_steps(monkeypatch)
+    pkl = tmp_path / "net.pkl"
+    pkl.write_bytes(content)
+    out = tmp_path / "out"
+    assert main(["hcic", "--models", "sface", "--backend", backend, "--weights", str(pkl), "--out", str(out),
+                 "--params", str(ROOT / "params.yaml")]) == 2
+    line = _one_error_line(capsys)
+    assert line.startswith(f"facebias: error: --weights: {pkl} {expected} (")
+    assert calls == [] and not out.exists()
+
+
+def test_hcic_renders_an_eg3d_snapshot_with_the_learned_generator_rules(tmp_path, capsys, monkeypatch):
+    """A valid snapshot (the official layout, tests/generate/eg3d_fixtures.py) passes the
+    check, and the set is asked for by backend and weights."""
+    import json
+
+    from generate.eg3d_fixtures import fixture_state, write_official_layout_pickle
+
+    names = json.loads((ROOT / "tests" / "fixtures" / "eg3d" / "official_state_names.json").read_text())["sr2x"]
+    pkl = write_official_layout_pickle(tmp_path / "tiny.pkl", fixture_state(
+        "sr2x", {k: tuple(v) for k, v in names.items()}, "G_ema"), "sr2x")
+    calls = _hcic_steps(monkeypatch)
+    assert main(["hcic", "--models", "sface", "--backend", "eg3d", "--weights", str(pkl), "--out",
+                 str(tmp_path / "out"), "--params", str(ROOT / "params.yaml")]) == 2
+    assert [c[0] for c in calls] == ["generated_set"]
+    assert calls[0][1][1:3] == ("eg3d", str(pkl))
+    assert "stopped here" in capsys.readouterr().err
 
 
 def test_a_user_models_threshold_is_set_at_the_fmr_only_with_enough_impostors():

@@ -67,8 +67,12 @@ def _run(tmp_path, *argv):
     (["--classifier", EXAMPLE, "--backend", "stylegan2"], "--backend stylegan2 needs --weights PKL"),
     (["--classifier", EXAMPLE, "--backend", "stylegan2", "--weights", "/no/such.pkl"],
      "--weights: no such file /no/such.pkl"),
-    (["--classifier", EXAMPLE, "--weights", "/no/such.pkl"], "--weights is for --backend stylegan2, not dcgan"),
+    (["--classifier", EXAMPLE, "--weights", "/no/such.pkl"], "--weights is for --backend stylegan2 or eg3d, not dcgan"),
     (["--classifier", EXAMPLE, "--n-boot", "0"], "--n-boot: must be >= 1, got 0"),
+    (["--classifier", EXAMPLE, "--backend", "eg3d"], "--backend eg3d needs --weights PKL"),
+    (["--classifier", EXAMPLE, "--backend", "eg3d", "--weights", "/no/such.pkl"],
+     "--weights: no such file /no/such.pkl"),
+    (["--classifier", EXAMPLE, "--backend", "procedural"], "or --backend eg3d --weights PKL"),
 ])
 def test_bad_input_is_one_line_before_any_work(tmp_path, capsys, steps, argv, expected):
     assert _run(tmp_path, *argv) == 2
@@ -151,6 +155,73 @@ def test_a_tiny_official_pickle_passes_to_the_learned_generator_rules(tmp_path, 
     assert {k: v for k, v in own["generate_stylegan2"].items() if k not in ("backend", "generator")} == {
         k: v for k, v in dcgan["generate_dcgan"].items() if k not in ("backend", "generator")}
     assert own["transects_dcgan"] == dcgan["transects_dcgan"]  # the learned-generator study's rules
+
+
+# --------------------------------------------------------------------------- EG3D snapshots
+def _eg3d_pickle(path: Path) -> Path:
+    """A randomised snapshot in the layout of NVIDIA's EG3D training loop (the smallest
+    fixture config, 128 px through 2X superresolution; tests/generate/eg3d_fixtures.py)."""
+    from generate.eg3d_fixtures import fixture_state, write_official_layout_pickle
+
+    names = json.loads((ROOT / "tests" / "fixtures" / "eg3d" / "official_state_names.json").read_text())["sr2x"]
+    return write_official_layout_pickle(path, fixture_state("sr2x", {k: tuple(v) for k, v in names.items()},
+                                                             "G_ema"), "sr2x")
+
+
+def _stylegan2_pickle(path: Path, marker: Path) -> Path:
+    from generate.test_stylegan2 import TINY, official_pickle
+
+    from facebias.generate.stylegan2 import StyleGAN2Generator
+
+    return official_pickle(path, StyleGAN2Generator(**TINY, seed=1).net)
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda p, m: (p.write_bytes(b"\x80\x04 not a pickle"), p)[1], "is not a usable EG3D network pickle"),
+    (lambda p, m: (p.write_bytes(pickle.dumps({"weights": [1, 2, 3]})), p)[1], "is not a usable EG3D network"),
+    (_evil_pickle, "is not a usable EG3D network pickle"),
+    (_stylegan2_pickle, "not an EG3D 'TriPlaneGenerator' (a StyleGAN2 pickle?"),
+])
+def test_a_bad_eg3d_pickle_is_one_line_before_any_work(tmp_path, capsys, steps, make, expected):
+    marker = tmp_path / "side_effect"
+    pkl = make(tmp_path / "ffhq512.pkl", marker)
+    assert _run(tmp_path, "--classifier", EXAMPLE, "--backend", "eg3d", "--weights", str(pkl)) == 2
+    line = _one_error_line(capsys)
+    assert line.startswith("facebias: error: --weights: ") and expected in line and str(pkl) in line
+    assert "give an official NVlabs/eg3d snapshot .pkl" in line
+    assert steps.calls == [] and not (tmp_path / "out").exists()
+    assert not marker.exists()  # the restricted unpickler ran nothing from the file
+
+
+def test_an_eg3d_snapshot_is_not_a_stylegan2_pickle(tmp_path, capsys, steps):
+    pkl = _eg3d_pickle(tmp_path / "eg3d.pkl")
+    assert _run(tmp_path, "--classifier", EXAMPLE, "--backend", "stylegan2", "--weights", str(pkl)) == 2
+    line = _one_error_line(capsys)
+    assert line.startswith(f"facebias: error: --weights: {pkl} is not a usable StyleGAN2 network pickle")
+    assert steps.calls == []
+
+
+def test_a_tiny_official_eg3d_snapshot_passes_to_the_learned_generator_rules(tmp_path, capsys, steps):
+    """An EG3D snapshot in the official layout is loaded, then the set is rendered with the
+    DCGAN section's rules plus the weights and camera sequences (pose by EG3D's camera),
+    and the notebook reads a params file of its own naming the EG3D section."""
+    import yaml
+
+    pkl = _eg3d_pickle(tmp_path / "tiny.pkl")
+    with pytest.raises(Ran):
+        _run(tmp_path, "--classifier", EXAMPLE, "--backend", "eg3d", "--weights", str(pkl))
+    (_, gen_args, _), (_, nb_args, _) = steps.calls
+    assert gen_args[1:3] == ("eg3d", str(pkl.resolve()))
+    params = nb_args[2]
+    assert params["generate_section"] == "generate_eg3d" and params["name"] == "transects_eg3d"
+    own = yaml.safe_load(Path(params["params_file"]).read_text())
+    dcgan = yaml.safe_load((ROOT / "params.yaml").read_text())
+    section = own["generate_eg3d"]
+    assert section["backend"] == "eg3d" and section["generator"]["weights"] == str(pkl.resolve())
+    assert section["sequences"] == "camera"
+    assert {k: v for k, v in section.items() if k not in ("backend", "generator", "sequences")} == {
+        k: v for k, v in dcgan["generate_dcgan"].items() if k not in ("backend", "generator", "sequences")}
+    assert own["transects_dcgan"] == dcgan["transects_dcgan"]
 
 
 # --------------------------------------------------------------------------- the run

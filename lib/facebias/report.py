@@ -50,7 +50,7 @@ __all__ = ["Backend", "Paper", "PAPERS", "GENERATORS", "figure_entries", "build_
            "write_report", "write_report_thumbnails"]
 
 #: Display names of the learned generators a metrics file's ``backend`` key names.
-GENERATORS = {"dcgan": "DCGAN", "stylegan2": "StyleGAN2"}
+GENERATORS = {"dcgan": "DCGAN", "stylegan2": "StyleGAN2", "eg3d": "EG3D"}
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ def _add_hcic(sub: argparse._SubParsersAction) -> None:
             "Run the HCIC study's machine side (notebooks/hcic.py, the DVC stage's code) with the "
             "models of --models on a generated face set: the procedural renders (with the simulated "
             "panel's HCIC labels when data/annotations has them, else the intended labels), the DCGAN, "
-            "or a StyleGAN2 network pickle (--weights). The set is rendered once and reused. Writes "
+            "or a StyleGAN2 or EG3D network pickle (--weights; EG3D's pose sequences are rendered by its "
+            "camera). The set is rendered once and reused. Writes "
             "the executed notebook, figures and metrics under --out. Scores are cosine similarities; "
             "a pair matches iff score > t; rates are fractions."
         ),
@@ -33,9 +34,10 @@ def _add_hcic(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models", required=True, action="append", metavar="SPECS",
                    help="comma-separated model specs: sface, dlib, onnx:PATH[?input_size=&mean=&std="
                    "&layout=&rgb=&name=&threshold=], torch:MODULE:FUNCTION[?...] (repeatable)")
-    p.add_argument("--backend", default="procedural", choices=("procedural", "dcgan", "stylegan2"),
+    p.add_argument("--backend", default="procedural", choices=("procedural", "dcgan", "stylegan2", "eg3d"),
                    help="which generated faces [default: procedural]")
-    p.add_argument("--weights", default=None, metavar="PKL", help="StyleGAN2 network pickle (--backend stylegan2)")
+    p.add_argument("--weights", default=None, metavar="PKL",
+                   help="StyleGAN2 or EG3D network pickle (--backend stylegan2, --backend eg3d)")
     p.add_argument("--out", required=True, help="output folder (notebook, figures/, metrics/)")
     p.add_argument("--n-boot", type=int, default=None, metavar="N",
                    help="bootstrap replicates [default: the params section's n_boot]")
@@ -48,9 +50,16 @@ def _add_hcic(sub: argparse._SubParsersAction) -> None:
 def _run_hcic(args: argparse.Namespace) -> int:
     from facebias.config import model_specs
     from facebias.faces.specs import check_model_spec, model_name, split_models
+    from facebias.generate.build import SynthConfig
     from facebias.io import load_params, repo_root
     from facebias.studies.hcic import HCICConfig
-    from facebias.studies.runs import GENERATED_SETS, generate_params, generated_set, run_notebook
+    from facebias.studies.runs import (
+        GENERATED_SETS,
+        check_weights,
+        generate_params,
+        generated_set,
+        run_notebook,
+    )
 
     t0 = time.time()
     try:  # every check first, in one line each, before any model loads or any face renders
@@ -69,11 +78,12 @@ def _run_hcic(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         raise InputError(args.params, _problem(exc, args.params)) from None
     try:
-        generate_params(params, args.backend, args.weights)
+        gen_section = generate_params(params, args.backend, args.weights)
     except (KeyError, ValueError) as exc:
         raise InputError(args.weights or "--backend", _problem(exc, "")) from None
-    try:  # the section as the notebook will read it
+    try:  # the sections as the notebook and the renderer will read them
         HCICConfig.from_params({**params.get(section, {}), **overrides}, section)
+        SynthConfig.from_params(gen_section)
     except ValueError as exc:
         raise InputError(args.params, _problem(exc, args.params)) from None
     loaded = []
@@ -84,6 +94,11 @@ def _run_hcic(args: argparse.Namespace) -> int:
             raise InputError("--models", str(exc)) from None
         loaded.append(f"{model_name(spec)}: {emb.dim}-d, {emb.alignment} {emb.crop_size} px crops, "
                       f"model_id {emb.model_id}")
+    if args.weights is not None:  # the pickle once now, as for the models: one line, before any render
+        try:
+            check_weights(gen_section, args.weights)
+        except ValueError as exc:
+            raise InputError("--weights", str(exc)) from None
     for line in loaded:
         print(line, file=sys.stderr)
     try:

@@ -21,8 +21,8 @@ __all__: list[str] = []
 
 #: What the procedural backend gets instead (it has truth, and its own study).
 _PROCEDURAL = ("the procedural set has its own known-truth study (notebooks/transects.py, DVC stage "
-               "'transects'); this command runs the learned-generator study: use --backend dcgan or "
-               "--backend stylegan2 --weights PKL")
+               "'transects'); this command runs the learned-generator study: use --backend dcgan, "
+               "--backend stylegan2 --weights PKL or --backend eg3d --weights PKL")
 
 
 def _add_transects(sub: argparse._SubParsersAction) -> None:
@@ -46,9 +46,10 @@ def _add_transects(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--classifier", required=True, action="append", metavar="SPEC",
                    help="onnx:PATH[?input_size=112&mean=127.5&std=127.5&layout=nchw&rgb=1&name=N&output=logit"
                    "&male=1] or torch:MODULE:FUNCTION[?...] (repeatable)")
-    p.add_argument("--backend", default="dcgan", metavar="{dcgan,stylegan2}",
+    p.add_argument("--backend", default="dcgan", metavar="{dcgan,stylegan2,eg3d}",
                    help="which generated faces [default: dcgan]")
-    p.add_argument("--weights", default=None, metavar="PKL", help="StyleGAN2 network pickle (--backend stylegan2)")
+    p.add_argument("--weights", default=None, metavar="PKL",
+                   help="StyleGAN2 or EG3D network pickle (--backend stylegan2, --backend eg3d)")
     p.add_argument("--out", required=True, help="output folder (notebook, figures/, metrics/)")
     p.add_argument("--n-boot", type=int, default=None, metavar="N",
                    help="bootstrap refits of each error model [default: the params section's n_boot]")
@@ -61,7 +62,14 @@ def _add_transects(sub: argparse._SubParsersAction) -> None:
 def _run_transects(args: argparse.Namespace) -> int:
     from facebias.classifiers.user import load_classifiers
     from facebias.io import load_params, repo_root
-    from facebias.studies.runs import GENERATED_SETS, generate_params, generated_set, run_notebook
+    from facebias.studies.runs import (
+        GENERATED_SETS,
+        WEIGHTS,
+        check_weights,
+        generate_params,
+        generated_set,
+        run_notebook,
+    )
     from facebias.studies.transects.config import NoTruthTransectsConfig
     from facebias.studies.transects.no_truth import RESERVED_CLASSIFIER_NAMES
 
@@ -70,7 +78,8 @@ def _run_transects(args: argparse.Namespace) -> int:
     if args.backend == "procedural":
         raise InputError("--backend", _PROCEDURAL)
     if args.backend not in GENERATED_SETS or GENERATED_SETS[args.backend].transects_section is None:
-        raise InputError("--backend", f"unknown backend {args.backend!r}; use dcgan or stylegan2")
+        raise InputError("--backend", f"unknown backend {args.backend!r}; use dcgan or stylegan2 or eg3d "
+                         "(the last two with --weights PKL)")
     if args.n_boot is not None and args.n_boot < 1:
         raise InputError("--n-boot", f"must be >= 1, got {args.n_boot}")
     _check_out_folder(args.out)
@@ -92,7 +101,7 @@ def _run_transects(args: argparse.Namespace) -> int:
     overrides = {"n_boot": args.n_boot} if args.n_boot is not None else {}
     try:  # the sections as the notebook will read them
         NoTruthTransectsConfig.from_params({**params.get(section, {}), **overrides})
-        gen_cfg = _synth_config(gen_section, sets.generate_section)
+        _synth_config(gen_section, sets.generate_section)
     except ValueError as exc:
         raise InputError(args.params, _problem(exc, args.params)) from None
     specs = [_absolute(s) for s in args.classifier]  # for the notebook's kernel, which runs in the root
@@ -101,7 +110,10 @@ def _run_transects(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise InputError("--classifier", str(exc)) from None
     if weights is not None:
-        _check_weights(gen_cfg, args.weights)
+        try:
+            check_weights(gen_section, args.weights)
+        except ValueError as exc:
+            raise InputError("--weights", str(exc)) from None
     for name, clf in users.items():
         print(f"{PROG}: {name}: {clf.input_size} px input, output={clf.spec.output}, class {clf.spec.male} = male",
               file=sys.stderr)
@@ -109,11 +121,11 @@ def _run_transects(args: argparse.Namespace) -> int:
     parameters: dict[str, Any] = {"section": section, "overrides": overrides, "classifiers": specs,
                                   "own_classifiers": bool(args.study_classifiers), "reports_dir": str(out),
                                   "name": f"transects_{args.backend}"}
-    if args.backend == "stylegan2":  # the learned-generator rules with the pickle: a params file of its own
+    if args.backend in WEIGHTS:  # the learned-generator rules with the pickle: a params file of its own
         out.mkdir(parents=True, exist_ok=True)
         own = out / "params.yaml"
-        _write_params(own, params, {"generate_stylegan2": gen_section, section: params[section]})
-        parameters.update(params_file=str(own), generate_section="generate_stylegan2")
+        _write_params(own, params, {f"generate_{args.backend}": gen_section, section: params[section]})
+        parameters.update(params_file=str(own), generate_section=f"generate_{args.backend}")
     else:
         parameters.update(params_file=_relative(Path(args.params).resolve(), root),
                           generate_section=sets.generate_section)
@@ -150,19 +162,6 @@ def _synth_config(section: dict[str, Any], name: str) -> Any:
         return SynthConfig.from_params(section)
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
-
-
-def _check_weights(gen_cfg: Any, weights: str) -> None:
-    """Load the StyleGAN2 generator once (the restricted unpickler, the architecture by name):
-    a file that is no official network pickle fails here, in one line, before anything runs."""
-    from facebias.generate.build import load_backend
-
-    try:
-        load_backend(gen_cfg)
-    except Exception as exc:  # the pickle reader's and the network's errors, named
-        first = " ".join(str(exc).split())[:300] or type(exc).__name__
-        raise InputError("--weights", f"{weights} is not a usable StyleGAN2 network pickle "
-                         f"({type(exc).__name__}: {first}); give an official stylegan2-ada-pytorch .pkl") from None
 
 
 def _absolute(spec: str) -> str:

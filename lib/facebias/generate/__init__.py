@@ -113,7 +113,10 @@ def as_latents(latents: Any, dim: int, what: str = "latents") -> np.ndarray:
 @runtime_checkable
 class Generator(Protocol):
     """What every backend provides. ``sample`` is deterministic in ``seed``;
-    ``synthesize`` is batched and deterministic in its inputs."""
+    ``synthesize`` is batched and deterministic in its inputs. A backend may also declare
+    ``controls``, the physical controls its ``synthesize`` honours among ``"yaw"`` and
+    ``"light"`` (procedural: both; EG3D: yaw; the others: none), which decides how 000's
+    pose and light sequences are made (:func:`facebias.generate.build.backend_controls`)."""
 
     name: str
     latent_dim: int

@@ -15,9 +15,9 @@ ground truth (``truth()``, the procedural renderer's) only *checks* results.
   one-vs-all hyperplanes, or 4 lighter / darker x gender prototypes on a ``tone_axis``
   where no race labeller exists), 000's human seed filter on the candidates (simulated panel, through the store;
   :mod:`facebias.annotate.seed_filter`), max-min seed selection on face-mesh geometry, 4
-  attribute sequences of 5 per prototype (pose, light: the renderer's controls or learned
-  latent directions; age, expression: calibrated on the fitted label predictors) and the
-  positive/negative pairs.
+  attribute sequences of 5 per prototype (pose, light: the backend's controls where it has
+  them, e.g. EG3D's camera for pose, else learned latent directions; age, expression:
+  calibrated on the fitted label predictors) and the positive/negative pairs.
 
 Planning functions are pure (latents and tables); :func:`render_products` and
 :func:`write_products` are the I/O edge. Decision values are signed Euclidean distances
@@ -52,10 +52,13 @@ from facebias.generate.build_hcic import (
     GROUPS,
     LATENT_SEQUENCE_ATTRIBUTES,
     SEQUENCE_ATTRIBUTES,
+    SEQUENCE_KINDS,
     TONE_GROUPS,
     _prototypes,
+    backend_controls,
     candidate_prototypes,
     candidate_seed_filter,
+    check_sequence_hyperplanes,
     group_kind,
     group_table,
     plan_hcic,
@@ -120,8 +123,11 @@ __all__ = [
     "COLLINEAR_COSINE",
     "SEQUENCE_ATTRIBUTES",
     "LATENT_SEQUENCE_ATTRIBUTES",
+    "SEQUENCE_KINDS",
     "group_kind",
     "sequence_kind",
+    "backend_controls",
+    "check_sequence_hyperplanes",
     "select_seeds",
     "candidate_prototypes",
     "candidate_seed_filter",
@@ -180,6 +186,14 @@ class SynthConfig(Section):
     (:class:`~facebias.generate.hyperplanes.AttributeLabel` fields); default
     :data:`~facebias.generate.hyperplanes.PANEL_ATTRIBUTES` for the panel, else
     :data:`~facebias.generate.hyperplanes.MACHINE_ATTRIBUTES`.
+
+    000's pose and light sequences (``sequences``, :data:`SEQUENCE_KINDS`): ``render`` (the
+    backend's ``yaw=`` at -30..30 degrees and its four lights; the procedural renderer),
+    ``camera`` (pose by the backend's ``yaw=``, light along the learned ``light`` direction;
+    EG3D, whose camera is real and which has no light control), ``latent`` (both along the
+    learned ``yaw`` / ``light`` directions, ``latent_step``; the DCGAN, StyleGAN2); ``auto``
+    picks from the backend's controls (:func:`backend_controls`). The learned directions
+    need their hyperplanes (``camera``: light; ``latent``: yaw and light).
     """
 
     section = "generate"
@@ -206,7 +220,9 @@ class SynthConfig(Section):
     # 000: prototypes, sequences, pairs
     groups: str = param("auto", text("auto", "race_gender", "tone_gender"))  # race_gender (race hyperplanes), tone_gender, auto: race_gender if present
     tone_axis: str = "skin_tone"  # tone_gender: the hyperplane whose two sides are the L / D groups
-    sequences: str = param("auto", text("auto", "render", "latent"))  # pose/light: render (yaw=/light= of the backend), latent (learned directions)
+    # pose/light sequences: render (yaw=/light= of the backend), camera (pose by its yaw=, light along
+    # the learned light direction: EG3D), latent (both learned); auto: from the backend's controls
+    sequences: str = param("auto", text("auto", *SEQUENCE_KINDS))
     latent_step: float = 1.5  # latent sequences: decision-value distance of the outermost level
     seed_features: str = param("mesh", text("mesh", "latent"))  # max-min seed selection on face meshes of renders, or "latent"
     n_candidates: int | None = param(None, optional(integer(1)))  # candidate seeds rendered (default 200, paper 1,000)
@@ -313,10 +329,12 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
     mesh_fn = mesh_fn or _mesh_features
     out = Path(out)
     mode = cfg.label_mode(gen)
+    seq = sequence_kind(gen, cfg)  # a kind the backend cannot render fails before any render
     # the store lives in a temporary folder (its vote ids and times differ run to run); the
     # labels the planes were fitted on are kept, deterministic, in dz/labels.parquet
     machines = any(a.labeller is not None for a in cfg.attribute_labels(mode))
     hp, labels, origin = _fit_hyperplanes(gen, cfg, None, out / "dz" / "images" if machines else None, client)
+    check_sequence_hyperplanes(hp, seq)
     hp.save(out / "hyperplanes.npz")
     _save_table(labels.reset_index(), out / "dz" / "labels.parquet")
 
@@ -331,7 +349,7 @@ def _render_products(gen: Any, cfg: SynthConfig, out: Path, mesh_fn: Any, client
                     out / "transects" / TRANSECT_READINGS)
 
     # 000: candidates -> frontal prototypes -> face mesh (or latents) -> max-min selection
-    kind, seq = group_kind(hp, cfg), sequence_kind(gen, cfg)
+    kind = group_kind(hp, cfg)
     groups = list(group_table(kind))
     cand = gen.sample(cfg.n_candidates, seed=cfg.seed + 4)
     protos = [_prototypes(z, hp, cfg, kind, seq) for z in cand]

@@ -3,6 +3,11 @@ human seed filter on the candidate prototypes, max-min seed selection, the four 
 sequences of 5 per prototype and their image / slot tables (the pairs are
 :func:`facebias.generate.plan.hcic_pairs`).
 
+Pose and light sequences come from the backend's physical controls where it has them
+(:func:`backend_controls`, :func:`sequence_kind`): both rendered (``render``: the procedural
+renderer's yaw and lights), pose rendered and light learned (``camera``: EG3D's camera, no
+light control), or both along learned latent directions (``latent``: the GANs).
+
 Part of :mod:`facebias.generate.build` (which re-exports every public name here).
 """
 
@@ -44,6 +49,17 @@ TONE_GROUPS: dict[str, tuple[str, str]] = {
 SEQUENCE_ATTRIBUTES = ("age", "smile")
 #: Pose and light along learned directions (backends without yaw/light controls).
 LATENT_SEQUENCE_ATTRIBUTES = ("yaw", "light")
+#: How the pose and light sequences are made (:func:`sequence_kind`): ``render`` (the backend's
+#: ``yaw=`` and ``light=``), ``camera`` (pose by its ``yaw=``, light along the learned light
+#: direction), ``latent`` (both along learned directions).
+SEQUENCE_KINDS = ("render", "camera", "latent")
+#: The physical controls each kind needs of the backend's ``synthesize``.
+SEQUENCE_CONTROLS: dict[str, tuple[str, ...]] = {"render": ("yaw", "light"), "camera": ("yaw",), "latent": ()}
+#: The hyperplanes each kind steps along (beside :data:`SEQUENCE_ATTRIBUTES`) and so needs.
+SEQUENCE_HYPERPLANES: dict[str, tuple[str, ...]] = {"render": (), "camera": ("light",),
+                                                    "latent": LATENT_SEQUENCE_ATTRIBUTES}
+#: Controls of the backends that do not declare a ``controls`` attribute (:func:`backend_controls`).
+KNOWN_CONTROLS: dict[str, tuple[str, ...]] = {"procedural": ("yaw", "light"), "eg3d": ("yaw",)}
 
 
 def group_kind(hp: Hyperplanes, cfg: SynthConfig) -> str:
@@ -60,17 +76,74 @@ def group_table(kind: str) -> dict[str, dict[str, str]]:
     return {g: {"tone": k, "gender": s} for g, (k, s) in TONE_GROUPS.items()}
 
 
+def backend_controls(gen: Any) -> tuple[str, ...]:
+    """The physical controls of ``gen.synthesize`` among ``"yaw"`` and ``"light"``.
+
+    A backend declares them as a ``controls`` attribute (e.g. ``controls = ("yaw",)``: its
+    ``yaw=`` turns the face, degrees, + = toward the image's right); one that does not gets
+    its entry in :data:`KNOWN_CONTROLS` by ``name`` (the procedural renderer: yaw and light;
+    EG3D: its camera's yaw), else none (the DCGAN, StyleGAN2).
+
+    Parameters
+    ----------
+    gen : Generator
+        The backend.
+
+    Returns
+    -------
+    tuple of str
+        The controls, e.g. ``("yaw", "light")``; ``()`` for none.
+    """
+    declared = getattr(gen, "controls", None)
+    if declared is None:
+        return KNOWN_CONTROLS.get(getattr(gen, "name", ""), ())
+    return tuple(str(c) for c in declared)
+
+
 def sequence_kind(gen: Any, cfg: SynthConfig) -> str:
-    """``render`` (the backend's own yaw/light controls) or ``latent`` (learned directions)."""
-    if cfg.sequences != "auto":
-        return cfg.sequences
-    return "render" if getattr(gen, "name", "") == "procedural" else "latent"
+    """How the pose and light sequences are made (:data:`SEQUENCE_KINDS`).
+
+    ``cfg.sequences`` when given; ``auto`` picks from :func:`backend_controls`: ``render``
+    with yaw and light controls (the procedural renderer), ``camera`` with yaw only (EG3D:
+    pose by its camera, light along the learned light direction), else ``latent`` (the
+    GANs: both along learned directions).
+
+    Raises
+    ------
+    ValueError
+        For a kind given in ``cfg.sequences`` whose controls the backend lacks (before any
+        render: its ``synthesize`` would refuse the ``yaw=`` / ``light=`` of the sequences).
+    """
+    controls = backend_controls(gen)
+    if cfg.sequences == "auto":
+        if {"yaw", "light"} <= set(controls):
+            return "render"
+        return "camera" if "yaw" in controls else "latent"
+    lacking = [c for c in SEQUENCE_CONTROLS[cfg.sequences] if c not in controls]
+    if lacking:
+        raise ValueError(f"generate.sequences: {cfg.sequences!r} needs the backend's {' and '.join(lacking)} "
+                         f"control, which {getattr(gen, 'name', type(gen).__name__)!r} lacks (it has "
+                         f"{list(controls)}); use 'auto'")
+    return cfg.sequences
+
+
+def check_sequence_hyperplanes(hp: Hyperplanes, seq: str) -> None:
+    """``ValueError`` unless ``hp`` has every hyperplane sequences of kind ``seq`` step along:
+    age and smile, plus light for ``camera`` and yaw and light for ``latent``."""
+    attrs = [n for n in hp.names if not n.startswith("race_")]
+    need = [a for a in SEQUENCE_ATTRIBUTES + SEQUENCE_HYPERPLANES[seq] if a not in attrs]
+    if need:
+        raise ValueError(f"plan_hcic: no hyperplane for {need} (have {attrs}); 000's sequences need them")
 
 
 def _neutral_attributes(hp: Hyperplanes, seq: str) -> list[str]:
+    """The hyperplanes a prototype is set to the neutral level of (decision value 0): age and
+    smile where fitted, the learned directions its sequences step along, and for ``camera``
+    a fitted yaw hyperplane (so the prototype faces the camera at the rendered 0 degrees)."""
     names = [a for a in SEQUENCE_ATTRIBUTES if a in hp.names]
-    if seq == "latent":
-        names += list(LATENT_SEQUENCE_ATTRIBUTES)
+    names += list(SEQUENCE_HYPERPLANES[seq])
+    if seq == "camera" and "yaw" in hp.names:
+        names.append("yaw")
     return names
 
 
@@ -125,8 +198,10 @@ def plan_hcic(gen: Any, hp: Hyperplanes, seeds: np.ndarray, cfg: SynthConfig,
     yaw, light, is_prototype``; ``slots``: the 20 sequence slots per prototype
     (``prototype_id, attribute, level, image_id, is_self``), 4 of which are the prototype.
     Pose and light sequences use the backend's yaw/light controls (``render``: 000's
-    -30..30 degrees and four lights) or step along the orthogonalised ``yaw`` / ``light``
-    directions (``latent``: levels at -/+ ``latent_step`` and half of it). Age and
+    -30..30 degrees and four lights), its yaw control and the learned light direction
+    (``camera``: the same yaws, recorded in ``yaw``; light as for ``latent``) or step along
+    the orthogonalised ``yaw`` / ``light`` directions (``latent``: levels at -/+
+    ``latent_step`` and half of it, ``yaw`` 0 and ``light`` front in the table). Age and
     expression step along their orthogonalised directions until the fitted label predictor
     reaches ``age_target`` / ``expression_target`` (no truth is read).
     """
@@ -135,9 +210,7 @@ def plan_hcic(gen: Any, hp: Hyperplanes, seeds: np.ndarray, cfg: SynthConfig,
     columns = group_table(kind)
     attrs = [n for n in hp.names if not n.startswith("race_")]
     ortho = dict(zip(attrs, latent.orthogonalize(hp.select(attrs)[0]), strict=True))
-    need = [a for a in SEQUENCE_ATTRIBUTES + (LATENT_SEQUENCE_ATTRIBUTES if seq == "latent" else ()) if a not in ortho]
-    if need:
-        raise ValueError(f"plan_hcic: no hyperplane for {need} (have {attrs}); 000's sequences need them")
+    check_sequence_hyperplanes(hp, seq)
     lat: list[np.ndarray] = []
     images: list[dict[str, Any]] = []
     slots: list[dict[str, Any]] = []
@@ -158,25 +231,28 @@ def plan_hcic(gen: Any, hp: Hyperplanes, seeds: np.ndarray, cfg: SynthConfig,
             base = {"seed": sid, "group": group, **columns[group], "prototype_id": pid}
             proto_img = add({**base, "image_id": pid, "attribute": "prototype", "level": 0,
                              "yaw": 0.0, "light": "front", "is_prototype": True}, proto)
-            if seq == "render":
+            learned = [("pose", "yaw")] if seq == "latent" else []
+            if seq != "latent":  # the backend's yaw: render, camera
                 for level, yaw in enumerate(plan.POSE_SEQUENCE):
                     iid = proto_img if yaw == 0 else add(
                         {**base, "image_id": f"{pid}_pose{level}", "attribute": "pose", "level": level,
                          "yaw": float(yaw), "light": "front", "is_prototype": False}, proto)
                     slot(pid, "pose", level, iid, proto_img)
+            if seq == "render":
                 for level, light in enumerate(["front", *plan.LIGHT_SEQUENCE]):
                     iid = proto_img if light == "front" else add(
                         {**base, "image_id": f"{pid}_light{level}", "attribute": "light", "level": level,
                          "yaw": 0.0, "light": light, "is_prototype": False}, proto)
                     slot(pid, "light", level, iid, proto_img)
-            else:
-                for attr, column in (("pose", "yaw"), ("light", "light")):
-                    for level, k in enumerate(range(-n, n + 1)):
-                        iid = proto_img if k == 0 else add(
-                            {**base, "image_id": f"{pid}_{attr}{level}", "attribute": attr, "level": level,
-                             "yaw": 0.0, "light": "front", "is_prototype": False},
-                            proto + (k * cfg.latent_step / n) * ortho[column])
-                        slot(pid, attr, level, iid, proto_img)
+            else:  # the learned light direction: camera, latent
+                learned.append(("light", "light"))
+            for attr, column in learned:
+                for level, k in enumerate(range(-n, n + 1)):
+                    iid = proto_img if k == 0 else add(
+                        {**base, "image_id": f"{pid}_{attr}{level}", "attribute": attr, "level": level,
+                         "yaw": 0.0, "light": "front", "is_prototype": False},
+                        proto + (k * cfg.latent_step / n) * ortho[column])
+                    slot(pid, attr, level, iid, proto_img)
             for attr, column, target in (("age", "age", cfg.age_target), ("expression", "smile", cfg.expression_target)):
                 seq_z, _d = latent.attribute_sequence(
                     proto, ortho[column], lambda zz, c=column: hp.predict(zz, c),

@@ -21,7 +21,9 @@ Typical use::
 
 Sampling along rays: ``"deterministic"`` (default; coarse depths on the ``linspace``, the
 importance samples at ``u = linspace(0, 1, N)``): one latent and camera always give the same
-pixels, whatever the batch; ``"random"``: the official stochastic renderer, its random numbers
+samples along every ray, so the same batch gives the same bytes (another batch size changes
+only the summation order of the batched convolutions: a few pixels by one grey level);
+``"random"``: the official stochastic renderer, its random numbers
 drawn from a generator seeded with ``seed`` (the first render after construction equals the
 released code's after ``torch.manual_seed(seed)`` on the same device, with the cameras built
 beforehand, since ``LookAtPoseSampler`` draws from the global generator).
@@ -156,6 +158,8 @@ class EG3DGenerator:
     """
 
     name = "eg3d"
+    #: Physical controls of :meth:`synthesize`: the camera's yaw (no light control).
+    controls = ("yaw",)
 
     def __init__(self, weights: str | Path | None = None, *, network: str = "G_ema",
                  sampling: str = "deterministic", noise_mode: str = "const",

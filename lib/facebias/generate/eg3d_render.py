@@ -36,7 +36,9 @@ Randomness. The official renderer jitters the coarse depths (``torch.rand_like``
 the importance samples at random (``sample_pdf(det=False)``). ``sampling="deterministic"``
 puts the coarse depths at the ``linspace`` itself and the importance samples at
 ``u = linspace(0, 1, N)`` (``det=True``); ``sampling="random"`` draws the official random
-numbers, in the official order and shapes (jitter ``(N, M, D, 1)`` then ``u`` ``(N M, N_imp)``),
+numbers, in the official order and memory layout (jitter ``(N, M, D, 1)``, or, with per-ray
+``'auto'`` limits, drawn as ``(D, N, M, 1)`` and permuted, as ``rand_like`` fills the permuted
+``linspace``; then ``u`` ``(N M, N_imp)``),
 from a ``torch.Generator``: seeded like the global generator, it reproduces the official
 render. All random numbers are drawn before the rays are split into chunks, so chunking
 never changes an image.
@@ -406,7 +408,10 @@ def render_rays(planes: Tensor, decoder: Callable[[Tensor], dict[str, Tensor]], 
     start, end = _ray_limits(origins, directions, opts)
     jitter = u = None
     if sampling == "random":  # the official draws, in the official order, before any chunking
-        jitter = torch.rand((n, m, steps, 1), device=dev, generator=rng)
+        if isinstance(start, Tensor):  # rand_like of the permuted per-ray linspace: memory (D, N, M, 1)
+            jitter = torch.rand((steps, n, m, 1), device=dev, generator=rng).permute(1, 2, 0, 3)
+        else:
+            jitter = torch.rand((n, m, steps, 1), device=dev, generator=rng)
         if n_imp > 0:
             u = torch.rand((n * m, n_imp), device=dev, generator=rng)
     elif n_imp > 0:

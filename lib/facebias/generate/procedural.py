@@ -190,6 +190,8 @@ class ProceduralGenerator:
     """
 
     name = "procedural"
+    #: Physical controls of :meth:`synthesize`: exact yaw and directional light.
+    controls = ("yaw", "light")
     ATTRIBUTES = ATTRIBUTES
     RACES = RACES
 

@@ -12,11 +12,15 @@ backend         generate section    generated set              hcic section     
 ``procedural``  ``generate``        ``data/synthetic``         ``hcic``          (known-truth study)
 ``dcgan``       ``generate_dcgan``  ``data/synthetic_dcgan``   ``hcic_dcgan``    ``transects_dcgan``
 ``stylegan2``   ``generate_dcgan``  ``data/synthetic_stylegan2``  ``hcic_dcgan``  ``transects_dcgan``
+``eg3d``        ``generate_dcgan``  ``data/synthetic_eg3d``    ``hcic_dcgan``    ``transects_dcgan``
 ==============  ==================  =========================  ================  ==================
 
-StyleGAN2 takes the learned-generator rules of the DCGAN sections (machine labellers, no
-truth) with ``backend: stylegan2`` and ``generator: {weights: PKL}``: one command from a
-network pickle to both studies (``--backend stylegan2 --weights PKL``).
+StyleGAN2 and EG3D take the learned-generator rules of the DCGAN sections (machine labellers,
+no truth) with ``backend: stylegan2`` / ``eg3d`` and ``generator: {weights: PKL}``: one
+command from a network pickle to both studies (``--backend stylegan2 --weights PKL``,
+``--backend eg3d --weights PKL``). EG3D's camera is real, so its set also takes
+``sequences: camera``: 000's pose sequences are rendered at -30..30 degrees of yaw, and only
+light steps along a learned direction.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GeneratedSet", "GENERATED_SETS", "generate_params", "generated_set", "run_notebook"]
+__all__ = ["GeneratedSet", "GENERATED_SETS", "WEIGHTS", "generate_params", "check_weights", "generated_set",
+           "run_notebook"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,16 @@ GENERATED_SETS: dict[str, GeneratedSet] = {
     "dcgan": GeneratedSet("dcgan", "generate_dcgan", "data/synthetic_dcgan", "hcic_dcgan", "transects_dcgan"),
     "stylegan2": GeneratedSet("stylegan2", "generate_dcgan", "data/synthetic_stylegan2", "hcic_dcgan",
                               "transects_dcgan"),
+    "eg3d": GeneratedSet("eg3d", "generate_dcgan", "data/synthetic_eg3d", "hcic_dcgan", "transects_dcgan"),
+}
+
+#: The backends that render from the user's network pickle (``--weights``): what the file must
+#: be, and the keys of the generate section that differ from the learned-generator rules.
+WEIGHTS: dict[str, dict[str, Any]] = {
+    "stylegan2": {"name": "StyleGAN2", "file": "an official StyleGAN2 network pickle",
+                  "give": "an official stylegan2-ada-pytorch .pkl", "section": {}},
+    "eg3d": {"name": "EG3D", "file": "an official EG3D network pickle",
+             "give": "an official NVlabs/eg3d snapshot .pkl", "section": {"sequences": "camera"}},
 }
 
 
@@ -57,15 +72,18 @@ def generate_params(params: dict[str, Any], backend: str, weights: str | os.Path
     ----------
     params : dict
         The whole params file (:func:`facebias.io.load_params`).
-    backend : {"procedural", "dcgan", "stylegan2"}
+    backend : {"procedural", "dcgan", "stylegan2", "eg3d"}
         The generator.
     weights : str or os.PathLike, optional
-        StyleGAN2 network pickle (required for ``"stylegan2"``, refused otherwise).
+        StyleGAN2 or EG3D network pickle (required for those backends, :data:`WEIGHTS`;
+        refused otherwise).
 
     Returns
     -------
     dict
-        The section, with ``backend`` and ``generator.weights`` set for StyleGAN2.
+        The section, with ``backend`` and ``generator.weights`` set for StyleGAN2 and EG3D
+        (and, for EG3D, ``sequences: camera``: pose by its camera, light along the learned
+        direction).
 
     Raises
     ------
@@ -76,16 +94,53 @@ def generate_params(params: dict[str, Any], backend: str, weights: str | os.Path
         raise ValueError(f"--backend: unknown backend {backend!r}; choose one of {', '.join(GENERATED_SETS)}")
     spec = GENERATED_SETS[backend]
     section = dict(params[spec.generate_section])
-    if backend == "stylegan2":
+    if backend in WEIGHTS:
         if weights is None:
-            raise ValueError("--backend stylegan2 needs --weights PKL (an official StyleGAN2 network pickle)")
+            raise ValueError(f"--backend {backend} needs --weights PKL ({WEIGHTS[backend]['file']})")
         if not Path(weights).is_file():
             raise ValueError(f"--weights: no such file {weights}")
-        section.update(backend="stylegan2",
-                       generator={**dict(section.get("generator") or {}), "weights": str(weights)})
+        section.update(backend=backend, generator={**dict(section.get("generator") or {}), "weights": str(weights)},
+                       **WEIGHTS[backend]["section"])
     elif weights is not None:
-        raise ValueError(f"--weights is for --backend stylegan2, not {backend}")
+        raise ValueError(f"--weights is for --backend stylegan2 or eg3d, not {backend}")
     return section
+
+
+def check_weights(section: dict[str, Any], weights: str | os.PathLike) -> None:
+    """Load the generator of a pickle backend's generate ``section`` once (the restricted
+    unpickler, the architecture by name), so that a file that is no usable network pickle
+    fails in one line before anything renders.
+
+    Parameters
+    ----------
+    section : dict
+        The section :func:`generate_params` returned (``backend`` one of :data:`WEIGHTS`).
+    weights : str or os.PathLike
+        The pickle as the user named it (for the message).
+
+    Raises
+    ------
+    ValueError
+        ``"<weights> is not a usable <StyleGAN2|EG3D> network pickle (<error>); give ..."``,
+        one line, for any error of the reader or the network (also a pickle of the other
+        backend); a section its config refuses raises that config's ``ValueError`` first.
+    """
+    import warnings
+
+    from facebias.generate.build import SynthConfig, load_backend
+
+    spec = WEIGHTS[section["backend"]]
+    cfg = SynthConfig.from_params(section)
+    with warnings.catch_warnings(record=True) as caught:  # kept only for a usable file
+        warnings.simplefilter("always")
+        try:
+            load_backend(cfg)
+        except Exception as exc:  # the pickle reader's and the network's errors, named
+            first = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise ValueError(f"{weights} is not a usable {spec['name']} network pickle "
+                             f"({type(exc).__name__}: {first}); give {spec['give']}") from None
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _config_record(section: dict[str, Any]) -> dict[str, Any]:
@@ -111,10 +166,10 @@ def generated_set(params_file: str | os.PathLike, backend: str, weights: str | o
     ----------
     params_file : str or os.PathLike
         ``params.yaml``.
-    backend : {"procedural", "dcgan", "stylegan2"}
+    backend : {"procedural", "dcgan", "stylegan2", "eg3d"}
         The generator (:data:`GENERATED_SETS`).
     weights : str or os.PathLike, optional
-        StyleGAN2 network pickle.
+        StyleGAN2 or EG3D network pickle.
     root : str or os.PathLike, default "."
         The repository root (the set's folder is relative to it).
     compute : Any, optional
