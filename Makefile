@@ -71,6 +71,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_generate.py
 	$(BIN)/python benchmarks/bench_annotators.py
 	$(BIN)/python benchmarks/bench_stylegan2.py
+	$(BIN)/python benchmarks/bench_eg3d.py
 	$(BIN)/python benchmarks/bench_rapid.py
 	$(BIN)/python benchmarks/bench_compute.py
 	$(BIN)/python benchmarks/bench_mask_iou.py
@@ -89,11 +90,11 @@ deps: $(STAMP)
 profile: $(STAMP) tracked-data
 	$(BIN)/python benchmarks/time_profile.py $(PROFILE_ARGS)
 
-# StyleGAN2 on CUDA (fp32 equals the CPU, fp16 close): needs a GPU; the tests never do
+# StyleGAN2 and EG3D on CUDA (fp32 equals the CPU, StyleGAN2's fp16 close): needs a GPU; the tests never do
 gpu-check: $(STAMP)
 	$(BIN)/python benchmarks/check_cuda.py
 
-# every GPU path beside its CPU peer (StyleGAN2 incl. the check above, DCGAN, batched TorchEmbedder)
+# every GPU path beside its CPU peer (StyleGAN2 and EG3D incl. the checks above, DCGAN, batched TorchEmbedder)
 gpu-bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_gpu.py
 

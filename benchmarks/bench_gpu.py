@@ -14,10 +14,22 @@ or ``make gpu-bench``; needs a GPU, the tests never do).
    vectors): ``embed_aligned`` faces/s per ``batch_size`` on CUDA and the CPU, the cosine of
    CUDA and CPU rows of the same crops, and the whole ``embed`` (YuNet on the CPU, the
    network on the GPU) on astronaut variants against the CPU-only run.
+4. EG3D (``facebias.generate.eg3d``): correctness (``check_cuda.py``: CUDA fp32 with TF32 off
+   within 1e-3 of the CPU for ws, image, image_raw and image_depth, fully randomised weights,
+   2X and 8XDC superresolution) and speed of ``synthesize`` (mapping, tri-planes, 128 x 128
+   rays with 48 + 48 samples, 8XDC superresolution, uint8, copy to host) at 512 px with the
+   shapes of the released ``ffhq512-128.pkl`` (random weights; ``bench_eg3d.ffhq512_init_kwargs``),
+   deterministic sampling, batches 1, 4 and 16 (skipping what does not fit in memory), fp32
+   with TF32 off (the default) and on; the ratio printed is TF32-on images/s / TF32-off
+   images/s at the same batch, and TF32 off / the CPU peer (batch 1 on this machine's CPU);
+   one more row renders batch 4 with all 128 x 128 rays of an image in one step instead of
+   the default of about 2 million sample points per step (``ray_chunk``).
 
 Prints one line per measurement; exits 1 when a correctness check fails, 2 without CUDA.
+``--only`` runs some sections (e.g. ``--only eg3d``); ``--device cpu`` smoke-runs the script
+without a GPU (EG3D then at the 128 px tiny configuration, batch 1).
 
-    PYTHONPATH=lib python benchmarks/bench_gpu.py [--repeat 3] [--quick]
+    PYTHONPATH=lib python benchmarks/bench_gpu.py [--repeat 3] [--quick] [--only eg3d,stylegan2,dcgan,embedding]
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
+SECTIONS = ("embedding", "dcgan", "stylegan2", "eg3d")  # run in this order
 DEVICE = "cuda"  # --device cpu: a smoke run of this script on a machine without a GPU
 CUDA = True
 
@@ -57,7 +70,7 @@ def stylegan2(repeat: int, quick: bool) -> bool:
 
     from facebias.generate.stylegan2 import StyleGAN2Generator
 
-    ok = check_cuda.main() == 0 if CUDA else True
+    ok = check_cuda.check_stylegan2(DEVICE) if CUDA else True
     cpu_rate = {}
     print(f"{'StyleGAN2 res':>14} {'batch':>5} {'variant':>7} {'images/s':>10}  ratio to CPU 256 px batch 4")
     gen = StyleGAN2Generator(resolution=256, batch_size=4, device="cpu", seed=0)
@@ -175,12 +188,56 @@ def embedding(repeat: int, quick: bool) -> bool:
     return ok
 
 
+# --------------------------------------------------------------------------- 4. EG3D
+def eg3d(repeat: int, quick: bool) -> bool:
+    import bench_eg3d
+    import check_cuda
+
+    ok = check_cuda.check_eg3d(DEVICE, ("sr2x",) if not CUDA else ("sr2x", "sr8xdc"))
+    config = "ffhq512" if CUDA else "tiny"  # the smoke run: the 128 px tiny configuration
+    cpu = bench_eg3d.eg3d("cpu", batch=1, ffhq=CUDA)
+    z = cpu.sample(16, seed=0)
+    yaw = [bench_eg3d.YAW] * 16
+    r_cpu = best_rate(1, 1, False, cpu.synthesize, z[:1], yaw[:1])
+    print(f"{'EG3D config':>12} {'batch':>5} {'variant':>12} {'images/s':>10}  ratio")
+    print(f"{config:>12} {1:>5} {'cpu':>12} {r_cpu:>10.3f}  1.00x  ({torch.get_num_threads()} threads; "
+          f"{cpu.resolution} px from {cpu.neural_rendering_resolution} px renders)", flush=True)
+    plan = [1] if not CUDA else [1, 4] if quick else [1, 4, 16]
+    all_rays = (4 if CUDA else 1, False, cpu.neural_rendering_resolution ** 2)  # one step per image
+    rows = [(b, tf32, None) for b in plan for tf32 in (False, True)] + [all_rays]
+    cpu = None
+    fp32: dict[int, float] = {}
+    for batch, tf32, chunk in rows:
+        variant = "all rays" if chunk else "tf32" if tf32 else "fp32"
+        try:
+            gen = bench_eg3d.eg3d(DEVICE, batch=batch, ffhq=CUDA, tf32=tf32, ray_chunk=chunk)
+            r = best_rate(batch, repeat, CUDA, gen.synthesize, z[:batch], yaw[:batch])
+        except torch.cuda.OutOfMemoryError:
+            print(f"{config:>12} {batch:>5} {variant:>12}  out of GPU memory", flush=True)
+            continue
+        finally:
+            gen = None
+            if CUDA:
+                torch.cuda.empty_cache()
+        if variant == "fp32":
+            fp32[batch] = r
+            ratio = f"{r / r_cpu:.1f}x the CPU"
+        else:
+            ratio = f"{r / fp32[batch]:.2f}x fp32 (TF32 off)" if batch in fp32 else "n/a"
+        print(f"{config:>12} {batch:>5} {variant:>12} {r:>10.3f}  {ratio}", flush=True)
+    return ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="fewer sizes and batches")
     ap.add_argument("--device", default="cuda", help="cpu: smoke-run the script without a GPU")
+    ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections: " + ", ".join(SECTIONS))
     a = ap.parse_args()
+    only = [s.strip() for s in a.only.split(",") if s.strip()]
+    if set(only) - set(SECTIONS):
+        ap.error(f"--only: unknown sections {sorted(set(only) - set(SECTIONS))}; choose from {', '.join(SECTIONS)}")
     global DEVICE, CUDA
     DEVICE, CUDA = a.device, a.device.startswith("cuda")
     if CUDA and not torch.cuda.is_available():
@@ -190,11 +247,13 @@ def main() -> int:
     print(f"device: {torch.cuda.get_device_name(0) if CUDA else 'cpu (smoke run)'}; torch {torch.__version__}; "
           f"CPU peers on {torch.get_num_threads()} threads")
     results = {}
-    for name, fn in (("embedding", lambda: embedding(a.repeat, a.quick)), ("dcgan", lambda: dcgan(a.repeat, a.quick)),
-                     ("stylegan2", lambda: stylegan2(a.repeat, a.quick))):
+    for name in SECTIONS:
+        if name not in only:
+            continue
+        fn = globals()[name]
         t0 = time.perf_counter()
         try:
-            results[name] = fn()
+            results[name] = fn(a.repeat, a.quick)
         except Exception:  # report and go on to the next section
             traceback.print_exc()
             results[name] = False
