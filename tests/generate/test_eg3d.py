@@ -326,6 +326,13 @@ def test_random_sampling_is_seeded_and_differs_from_deterministic(gen):
     first_a, first_b, second_a = a.render(ws, c), b.render(ws, c), a.render(ws, c)
     torch.testing.assert_close(first_a["image"], first_b["image"], rtol=0, atol=0)
     assert (first_a["image_depth"] - second_a["image_depth"]).abs().max() > 1e-4  # fresh draws per call
+    glob = EG3DGenerator(sampling="random", device="cpu")  # seed=None: torch's global generator
+    glob.net.load_state_dict(gen.net.state_dict())
+    torch.manual_seed(1)
+    via_global = glob.render(ws, c)
+    torch.manual_seed(1)
+    torch.testing.assert_close(glob.render(ws, c)["image"], via_global["image"], rtol=0, atol=0)
+    torch.testing.assert_close(via_global["image_depth"], first_a["image_depth"], rtol=0, atol=0)
     det = gen.render(ws, c)
     torch.testing.assert_close(det["image"], gen.render(ws, c)["image"], rtol=0, atol=0)
     assert (det["image_depth"] - first_a["image_depth"]).abs().max() > 1e-4

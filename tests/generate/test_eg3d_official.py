@@ -4,8 +4,8 @@ on networks whose every parameter and buffer :func:`eg3d_fixtures.randomise` dre
 same states are written in the official snapshot layout, read by our loader, and every
 recorded case must reproduce the official ``ws``, ``image`` and ``image_depth`` within 1e-4
 (uint8 images within one level), deterministic sampling and random sampling (seeded: the
-first render after construction with ``seed=s`` equals the official render after
-``torch.manual_seed(s)``). ``image_raw`` is the raw render before the superresolution: it
+first render after construction with ``seed=s``, and a render with ``seed=None`` right after
+``torch.manual_seed(s)``, equal the official render after ``torch.manual_seed(s)``). ``image_raw`` is the raw render before the superresolution: it
 must equal the official render captured at the superresolution's input; and the official
 returned ``image_raw`` must equal what the released code makes of it (with
 SuperresolutionHybrid2X at its native 64 px input, the official block adds its ToRGB output
@@ -151,3 +151,10 @@ def test_reproduces_the_official_outputs(snapshots, config, case_name):
                 got.shape[-1] == sr.input_resolution)
             released = seen[0].detach().cpu().numpy() if in_place else got
             _compare(released, ref, f"{p}{mode}/image_raw", what + " (the released code's, explained)")
+        if mode == "rand":  # seed=None draws from torch's global generator, as the released code
+            glob = load_generator("eg3d", weights=snapshots[config], network=case["net"], sampling="random",
+                                  neural_rendering_resolution=case["nrr"], device="cpu")
+            torch.manual_seed(case["seed"])
+            out = glob.render(ref[p + "ws"], ref[p + "c"])
+            for k in ("image", "image_depth"):
+                _compare(out[k].cpu().numpy(), ref, f"{p}{mode}/{k}", f"{config}/{p}{mode}/{k} (global generator)")

@@ -23,10 +23,12 @@ Sampling along rays: ``"deterministic"`` (default; coarse depths on the ``linspa
 importance samples at ``u = linspace(0, 1, N)``): one latent and camera always give the same
 samples along every ray, so the same batch gives the same bytes (another batch size changes
 only the summation order of the batched convolutions: a few pixels by one grey level);
-``"random"``: the official stochastic renderer, its random numbers
-drawn from a generator seeded with ``seed`` (the first render after construction equals the
-released code's after ``torch.manual_seed(seed)`` on the same device, with the cameras built
-beforehand, since ``LookAtPoseSampler`` draws from the global generator).
+``"random"``: the official stochastic renderer, its random numbers drawn in the released
+order, by default from torch's global generator as the released code draws them (so
+``torch.manual_seed(s)`` before :meth:`render` reproduces the released render after the same
+call), or, with ``seed=s``, from a generator of its own seeded with ``s`` (the first render
+after construction then equals the released code's after ``torch.manual_seed(s)`` on the same
+device; build the cameras first, as ``LookAtPoseSampler`` draws from the global generator).
 """
 
 from __future__ import annotations
@@ -127,9 +129,10 @@ class EG3DGenerator:
     space : {"z", "w"}, default "z"
         The protocol's latents: z (mapped here under the frontal conditioning camera) or w
         (``sample`` returns mapped, truncated w; ``synthesize`` renders w directly).
-    seed : int, default 0
-        Random init (without weights), and the generator of ``sampling="random"`` and
-        ``noise_mode="random"``.
+    seed : int, optional
+        The random numbers of ``sampling="random"`` and ``noise_mode="random"``: None (torch's
+        global generator, as the released code) or the seed of a generator of their own. Also
+        the random init without weights (None: 0).
     batch_size : int, optional
         Images per forward pass of :meth:`synthesize` (None: 1 on the CPU, where larger
         batches are slower per image, 4 on CUDA).
@@ -168,7 +171,7 @@ class EG3DGenerator:
                  truncation_psi: float = 1.0, truncation_cutoff: int | None = None,
                  neural_rendering_resolution: int | None = None, fov_deg: float = FFHQ_FOV_DEG,
                  focal: float | None = None, radius: float | None = None,
-                 pivot: Sequence[float] | None = None, space: str = "z", seed: int = 0,
+                 pivot: Sequence[float] | None = None, space: str = "z", seed: int | None = None,
                  batch_size: int | None = None, ray_chunk: int | None = None, device: str | None = None,
                  tf32: bool = False, init_kwargs: dict[str, Any] | None = None):
         if network not in ("G_ema", "G"):
@@ -190,7 +193,7 @@ class EG3DGenerator:
         self.network, self.sampling, self.noise_mode, self.space = network, sampling, noise_mode, space
         self.truncation_psi = float(truncation_psi)
         self.truncation_cutoff = None if truncation_cutoff is None else int(truncation_cutoff)
-        self.seed, self.tf32 = int(seed), bool(tf32)
+        self.seed, self.tf32 = (0 if seed is None else int(seed)), bool(tf32)
         self.batch_size = int(batch_size) if batch_size is not None else (4 if self.device.type == "cuda" else 1)
         self.ray_chunk = None if ray_chunk is None else int(ray_chunk)
         self.weights = None if weights is None else Path(weights)
@@ -226,8 +229,10 @@ class EG3DGenerator:
         if self.sr_noise_mode not in NOISE_MODES:
             raise ValueError(f"rendering_kwargs: superresolution_noise_mode {self.sr_noise_mode!r} is not one "
                              f"of {NOISE_MODES}")
-        self._rng = torch.Generator(device=self.device)
-        self._rng.manual_seed(self.seed)
+        self._rng: torch.Generator | None = None  # None: torch's global generator
+        if seed is not None:
+            self._rng = torch.Generator(device=self.device)
+            self._rng.manual_seed(self.seed)
         if state is None:
             self._estimate_w_avg()
 
