@@ -251,6 +251,36 @@ def test_pdf_concentrates_where_the_weight_is():
     assert inside > 0.9
 
 
+def test_stratified_depths_linear_per_ray_and_disparity_by_hand():
+    from facebias.generate.eg3d_render import stratified_depths
+
+    lin = stratified_depths(1, 2, 2.0, 3.0, 5, False, None, torch.device("cpu"))
+    np.testing.assert_allclose(lin[0, 1, :, 0].numpy(), [2.0, 2.25, 2.5, 2.75, 3.0], atol=1e-7)
+    disp = stratified_depths(1, 1, 2.0, 4.0, 3, True, None, torch.device("cpu"))[0, 0, :, 0].numpy()
+    np.testing.assert_allclose(1 / disp, [0.5, 0.375, 0.25], atol=1e-7)  # uniform in 1 / depth
+    start, end = torch.tensor([[[1.0], [2.0]]]), torch.tensor([[[2.0], [4.0]]])
+    per_ray = stratified_depths(1, 2, start, end, 3, False, None, torch.device("cpu"))
+    np.testing.assert_allclose(per_ray[0, :, :, 0].numpy(), [[1.0, 1.5, 2.0], [2.0, 3.0, 4.0]], atol=1e-7)
+    jitter = torch.full((1, 2, 3, 1), 0.5)
+    shifted = stratified_depths(1, 2, start, end, 3, False, jitter, torch.device("cpu"))
+    np.testing.assert_allclose((shifted - per_ray)[0, :, :, 0].numpy(), [[0.25] * 3, [0.5] * 3], atol=1e-7)
+    with pytest.raises(ValueError, match="disparity_space_sampling with ray_start/ray_end 'auto'"):
+        stratified_depths(1, 2, start, end, 3, True, None, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("opts,match", [
+    (dict(OPTS, clamp_mode="relu"), "clamp_mode 'relu' is not supported"),
+    (dict(OPTS, density_noise=0.1), "density_noise > 0 is a training-time option"),
+    (dict(OPTS, ray_start="auto"), "must both be numbers or both 'auto'"),
+])
+def test_unsupported_rendering_kwargs_are_one_line_errors(opts, match):
+    o, d = torch.zeros(1, 4, 3), F.normalize(torch.ones(1, 4, 3), dim=-1)
+    with pytest.raises(ValueError, match=match):
+        render_rays(torch.zeros(1, 3, 32, 4, 4), OSGDecoder(32), o, d, opts)
+    with pytest.raises(ValueError, match="sampling must be one of"):
+        render_rays(torch.zeros(1, 3, 32, 4, 4), OSGDecoder(32), o, d, OPTS, sampling="jittered")
+
+
 def test_ray_box_limits_by_hand():
     o = torch.tensor([[0.0, 0.0, 3.0], [0.0, 0.0, 3.0], [5.0, 5.0, 5.0]])
     d = F.normalize(torch.tensor([[0.0, 0.0, -1.0], [1.0, 0.0, -1.0], [1.0, 0.0, 0.0]]), dim=-1)
