@@ -116,21 +116,6 @@ def _evil_pickle(path: Path, marker: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("make, expected", [
-    (lambda p, m: (p.write_bytes(b"\x80\x04 not a pickle"), p)[1], "is not a usable StyleGAN2 network pickle"),
-    (lambda p, m: (p.write_bytes(pickle.dumps({"weights": [1, 2, 3]})), p)[1], "is not a usable StyleGAN2 network"),
-    (_evil_pickle, "is not a usable StyleGAN2 network pickle"),
-])
-def test_a_bad_stylegan2_pickle_is_one_line_before_any_work(tmp_path, capsys, steps, make, expected):
-    marker = tmp_path / "side_effect"
-    pkl = make(tmp_path / "ffhq.pkl", marker)
-    assert _run(tmp_path, "--classifier", EXAMPLE, "--backend", "stylegan2", "--weights", str(pkl)) == 2
-    line = _one_error_line(capsys)
-    assert line.startswith("facebias: error: --weights: ") and expected in line and str(pkl) in line
-    assert steps.calls == [] and not (tmp_path / "out").exists()
-    assert not marker.exists()  # the restricted unpickler ran nothing from the file
-
-
 def test_a_tiny_official_pickle_passes_to_the_learned_generator_rules(tmp_path, capsys, steps):
     """A network pickle in the official layout (tests/generate/test_stylegan2.py's writer) is
     loaded, then the set is rendered with the DCGAN section's rules plus the weights, and the
@@ -176,19 +161,28 @@ def _stylegan2_pickle(path: Path, marker: Path) -> Path:
     return official_pickle(path, StyleGAN2Generator(**TINY, seed=1).net)
 
 
-@pytest.mark.parametrize("make, expected", [
-    (lambda p, m: (p.write_bytes(b"\x80\x04 not a pickle"), p)[1], "is not a usable EG3D network pickle"),
-    (lambda p, m: (p.write_bytes(pickle.dumps({"weights": [1, 2, 3]})), p)[1], "is not a usable EG3D network"),
-    (_evil_pickle, "is not a usable EG3D network pickle"),
-    (_stylegan2_pickle, "not an EG3D 'TriPlaneGenerator' (a StyleGAN2 pickle?"),
+_GARBAGE = lambda p, m: (p.write_bytes(b"\x80\x04 not a pickle"), p)[1]  # noqa: E731
+_NOT_A_NETWORK = lambda p, m: (p.write_bytes(pickle.dumps({"weights": [1, 2, 3]})), p)[1]  # noqa: E731
+_GIVE = {"stylegan2": "give an official stylegan2-ada-pytorch .pkl",
+         "eg3d": "give an official NVlabs/eg3d snapshot .pkl"}
+
+
+@pytest.mark.parametrize("backend, make, expected", [
+    ("stylegan2", _GARBAGE, "is not a usable StyleGAN2 network pickle"),
+    ("stylegan2", _NOT_A_NETWORK, "is not a usable StyleGAN2 network"),
+    ("stylegan2", _evil_pickle, "is not a usable StyleGAN2 network pickle"),
+    ("eg3d", _GARBAGE, "is not a usable EG3D network pickle"),
+    ("eg3d", _NOT_A_NETWORK, "is not a usable EG3D network"),
+    ("eg3d", _evil_pickle, "is not a usable EG3D network pickle"),
+    ("eg3d", _stylegan2_pickle, "not an EG3D 'TriPlaneGenerator' (a StyleGAN2 pickle?"),
 ])
-def test_a_bad_eg3d_pickle_is_one_line_before_any_work(tmp_path, capsys, steps, make, expected):
+def test_a_bad_pickle_is_one_line_before_any_work(tmp_path, capsys, steps, backend, make, expected):
     marker = tmp_path / "side_effect"
-    pkl = make(tmp_path / "ffhq512.pkl", marker)
-    assert _run(tmp_path, "--classifier", EXAMPLE, "--backend", "eg3d", "--weights", str(pkl)) == 2
+    pkl = make(tmp_path / "net.pkl", marker)
+    assert _run(tmp_path, "--classifier", EXAMPLE, "--backend", backend, "--weights", str(pkl)) == 2
     line = _one_error_line(capsys)
     assert line.startswith("facebias: error: --weights: ") and expected in line and str(pkl) in line
-    assert "give an official NVlabs/eg3d snapshot .pkl" in line
+    assert _GIVE[backend] in line
     assert steps.calls == [] and not (tmp_path / "out").exists()
     assert not marker.exists()  # the restricted unpickler ran nothing from the file
 
